@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Kernel side of proctrace: follows one process tree from inside the kernel
+ * so that only that tree's fork/exec/exit/setsid/setpgid events are sent to
+ * userspace. Userspace seeds `tracked` with the root before it execs; every
+ * process a tracked process creates is added here, before it can run.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "proctrace.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Written by userspace before load; constant for the verifier. */
+const volatile bool use_ringbuf = false;
+/* Raw recordings emit every process's events; tracking still runs. */
+const volatile bool raw_mode = false;
+/* proctrace's own PID namespace: events carry pids as it sees them. */
+const volatile __u32 pidns_level = 0;
+const volatile __u32 pidns_inum = 0;
+
+/* include/linux/sched/signal.h; not in BTF because it is a macro. */
+#define SIGNAL_GROUP_EXIT 0x00000004
+/* Children of one task scanned to find the target of setpgid(pid, ...). */
+#define MAX_CHILDREN_SCAN 128
+
+/* Make the skeleton generate Rust types for every record layout. */
+struct fork_event _fork_event = {};
+struct exit_event _exit_event = {};
+struct id_event _id_event = {};
+enum loss_kind _loss_kind = LOSS_OUTPUT;
+enum event_kind _event_kind = EVENT_FORK;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __s32);
+	__type(value, __u8);
+} tracked SEC(".maps");
+
+/* Declared as a perf buffer; userspace turns it into a ring buffer where
+ * the kernel has one (as libbpf-tools' compat layer does). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} events SEC(".maps");
+
+/* An exec record is too large for the BPF stack. Tracepoint programs run
+ * with preemption off, so one buffer per CPU cannot be shared mid-use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_event);
+} exec_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOSS_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} losses SEC(".maps");
+
+/* setpgid's arguments, from syscall entry to exit, by thread id. */
+struct setpgid_call {
+	__s32 pid;
+	__s32 pgid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct setpgid_call);
+} setpgid_calls SEC(".maps");
+
+static __always_inline void count_loss(__u32 kind)
+{
+	__u64 *count = bpf_map_lookup_elem(&losses, &kind);
+
+	if (count)
+		(*count)++;
+}
+
+static __always_inline void emit(void *ctx, void *data, __u64 size)
+{
+	long err;
+
+	if (use_ringbuf)
+		err = bpf_ringbuf_output(&events, data, size, 0);
+	else
+		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
+	if (err)
+		count_loss(LOSS_OUTPUT);
+}
+
+/* The number `pid` has at namespace `level`. */
+static __always_inline __s32 pid_nr_at(struct pid *pid, __u32 level)
+{
+	struct upid upid = {};
+	void *slot;
+
+	if (!pid || BPF_CORE_READ(pid, level) < level)
+		return 0;
+	slot = (void *)pid + bpf_core_field_offset(struct pid, numbers) +
+	       level * bpf_core_type_size(struct upid);
+	bpf_probe_read_kernel(&upid, sizeof(upid), slot);
+	if (pidns_level && BPF_CORE_READ(upid.ns, ns.inum) != pidns_inum)
+		return 0; /* a sibling namespace: not visible to proctrace */
+	return upid.nr;
+}
+
+static __always_inline __s32 pid_nr(struct pid *pid)
+{
+	return pid_nr_at(pid, pidns_level);
+}
+
+static __always_inline __s32 tgid_of(struct task_struct *task)
+{
+	if (!pidns_level)
+		return BPF_CORE_READ(task, tgid);
+	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]));
+}
+
+/* pgid and sid come from the process's signal struct, shared by all its
+ * threads: the values setpgid/setsid change. */
+static __always_inline __s32 pgid_of(struct task_struct *task)
+{
+	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_PGID]));
+}
+
+static __always_inline __s32 sid_of(struct task_struct *task)
+{
+	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_SID]));
+}
+
+static __always_inline bool is_tracked(__s32 tgid)
+{
+	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline void fill_header(struct event_header *header, __u32 kind, __s32 pid)
+{
+	header->kind = kind;
+	header->pid = pid;
+	header->timestamp = bpf_ktime_get_ns();
+}
+
+static __always_inline int on_fork(void *ctx, struct task_struct *parent,
+				   struct task_struct *child)
+{
+	struct fork_event event = {};
+	__s32 parent_pid, child_pid;
+	__u8 one = 1;
+	bool tracked_parent;
+
+	/* A new thread is not a new process. */
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+		return 0;
+	parent_pid = tgid_of(parent);
+	tracked_parent = is_tracked(parent_pid);
+	if (!tracked_parent && !raw_mode)
+		return 0;
+	child_pid = tgid_of(child);
+	if (!child_pid)
+		return 0;
+	/* The child has not run yet: nothing it does can be missed. */
+	if (tracked_parent && bpf_map_update_elem(&tracked, &child_pid, &one, BPF_ANY))
+		count_loss(LOSS_TRACKING_FULL);
+
+	fill_header(&event.header, EVENT_FORK, child_pid);
+	event.parent_pid = parent_pid;
+	event.parent_pgid = pgid_of(parent);
+	event.child_pgid = pgid_of(child);
+	event.child_sid = sid_of(child);
+	event.child_ppid = tgid_of(BPF_CORE_READ(child, real_parent));
+	emit(ctx, &event, sizeof(event));
+	return 0;
+}
+
+static __always_inline int on_exec(void *ctx, struct task_struct *task,
+				   struct linux_binprm *bprm)
+{
+	struct exec_event *event;
+	unsigned long arg_start, arg_end;
+	struct mm_struct *mm;
+	__u32 zero = 0;
+	__u64 args_len;
+	long name_len;
+	__s32 pid;
+
+	pid = tgid_of(task);
+	if (!raw_mode && !is_tracked(pid))
+		return 0;
+	event = bpf_map_lookup_elem(&exec_scratch, &zero);
+	if (!event)
+		return 0;
+	fill_header(&event->header, EVENT_EXEC, pid);
+	event->ppid = tgid_of(BPF_CORE_READ(task, real_parent));
+	event->pgid = pgid_of(task);
+	event->sid = sid_of(task);
+
+	name_len = bpf_probe_read_kernel_str(event->data, FILENAME_CAP,
+					     BPF_CORE_READ(bprm, filename));
+	if (name_len < 0)
+		name_len = 0;
+	if (name_len > FILENAME_CAP)
+		name_len = FILENAME_CAP;
+	barrier_var(name_len);
+
+	/* The exec has succeeded: argv sits in the new program's memory. */
+	mm = BPF_CORE_READ(task, mm);
+	arg_start = BPF_CORE_READ(mm, arg_start);
+	arg_end = BPF_CORE_READ(mm, arg_end);
+	args_len = arg_end > arg_start ? arg_end - arg_start : 0;
+	event->args_truncated = args_len > ARGS_CAP;
+	if (args_len > ARGS_CAP)
+		args_len = ARGS_CAP;
+	barrier_var(args_len);
+	if (bpf_probe_read_user(event->data + name_len, args_len, (void *)arg_start)) {
+		args_len = 0;
+		event->args_truncated = 1;
+	}
+	event->filename_len = name_len;
+	event->args_len = args_len;
+	emit(ctx, event, offsetof(struct exec_event, data) + name_len + args_len);
+	return 0;
+}
+
+/* wait(2) status of the thread group whose last thread is `task`. */
+static __always_inline __s32 group_status(struct task_struct *task)
+{
+	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+
+	if (BPF_CORE_READ(task, signal, flags) & SIGNAL_GROUP_EXIT)
+		return BPF_CORE_READ(task, signal, group_exit_code);
+	/* Threads ended one by one: the process reports its leader's code. */
+	return BPF_CORE_READ(leader, exit_code);
+}
+
+static __always_inline int on_exit(void *ctx, struct task_struct *task)
+{
+	struct exit_event event = {};
+	__s32 pid;
+
+	/* do_exit() has already counted this thread out of signal->live: a
+	 * non-zero count means other threads live on (including the exec'ing
+	 * thread when a non-leader exec replaces the old leader). */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	pid = tgid_of(task);
+	/* Threads that die together may each see zero; only the one whose
+	 * delete succeeds reports, so the exit is reported exactly once. */
+	if (bpf_map_delete_elem(&tracked, &pid) != 0 && !raw_mode)
+		return 0;
+
+	fill_header(&event.header, EVENT_EXIT, pid);
+	event.ppid = tgid_of(BPF_CORE_READ(task, real_parent));
+	event.pgid = pgid_of(task);
+	event.sid = sid_of(task);
+	event.status = group_status(task);
+	emit(ctx, &event, sizeof(event));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(ctx, parent, child);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(ctx, parent, child);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(exec_btf, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return on_exec(ctx, task, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(exec_raw, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return on_exec(ctx, task, bprm);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(exit_btf, struct task_struct *task)
+{
+	return on_exit(ctx, task);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(exit_raw, struct task_struct *task)
+{
+	return on_exit(ctx, task);
+}
+
+static __always_inline void emit_id(void *ctx, __u32 kind, __s32 pid, __s32 id)
+{
+	struct id_event event = {};
+
+	fill_header(&event.header, kind, pid);
+	event.id = id;
+	emit(ctx, &event, sizeof(event));
+}
+
+SEC("tracepoint/syscalls/sys_exit_setsid")
+int setsid_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__s32 pid;
+
+	if (ctx->ret < 0)
+		return 0;
+	pid = tgid_of(task);
+	if (raw_mode || is_tracked(pid))
+		emit_id(ctx, EVENT_SETSID, pid, sid_of(task));
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_setpgid")
+int setpgid_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct setpgid_call call = {};
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!raw_mode && !is_tracked(tgid_of(task)))
+		return 0;
+	call.pid = (__s32)ctx->args[0];
+	call.pgid = (__s32)ctx->args[1];
+	bpf_map_update_elem(&setpgid_calls, &tid, &call, BPF_ANY);
+	return 0;
+}
+
+/* setpgid(pid, ...) names the caller or one of its children by the number
+ * it has in the caller's namespace; find that task. */
+static __always_inline struct task_struct *setpgid_target(struct task_struct *task, __s32 vpid)
+{
+	struct list_head *head, *pos;
+	struct task_struct *child;
+	__u32 level;
+
+	level = BPF_CORE_READ(task, thread_pid, level);
+	if (vpid == 0 || pid_nr_at(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]), level) == vpid)
+		return task;
+	head = __builtin_preserve_access_index(&task->children);
+	pos = BPF_CORE_READ(task, children.next);
+	for (int i = 0; i < MAX_CHILDREN_SCAN && pos != head; i++) {
+		child = (void *)pos - bpf_core_field_offset(struct task_struct, sibling);
+		if (pid_nr_at(BPF_CORE_READ(child, signal, pids[PIDTYPE_TGID]), level) == vpid)
+			return child;
+		pos = BPF_CORE_READ(child, sibling.next);
+	}
+	return NULL;
+}
+
+SEC("tracepoint/syscalls/sys_exit_setpgid")
+int setpgid_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct setpgid_call *call;
+	struct task_struct *target;
+	__s32 vpid;
+
+	call = bpf_map_lookup_elem(&setpgid_calls, &tid);
+	if (!call)
+		return 0;
+	vpid = call->pid;
+	bpf_map_delete_elem(&setpgid_calls, &tid);
+	if (ctx->ret != 0)
+		return 0;
+	target = setpgid_target(task, vpid);
+	if (target)
+		emit_id(ctx, EVENT_SETPGID, tgid_of(target), pgid_of(target));
+	return 0;
+}

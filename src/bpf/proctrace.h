@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one definition of what the kernel side sends to userspace. The Rust
+ * side gets these structs from the skeleton's generated `types` module, so
+ * a change here changes both sides at once.
+ */
+#ifndef PROCTRACE_H
+#define PROCTRACE_H
+
+/* Longest path we keep for the executed file. */
+#define FILENAME_CAP 4096
+/* argv bytes copied per exec; beyond this the event says it was truncated. */
+#define ARGS_CAP 32768
+
+enum event_kind {
+	EVENT_FORK = 1,
+	EVENT_EXEC = 2,
+	EVENT_EXIT = 3,
+	EVENT_SETSID = 4,
+	EVENT_SETPGID = 5,
+};
+
+/* Why an event never reached userspace; indexes the per-CPU `losses` map. */
+enum loss_kind {
+	/* The ring or perf buffer was full. */
+	LOSS_OUTPUT = 0,
+	/* The tracked-process map was full: a new process could not be followed. */
+	LOSS_TRACKING_FULL = 1,
+	LOSS_KINDS = 2,
+};
+
+/* Every record starts with this, so userspace can dispatch on `kind`. */
+struct event_header {
+	__u32 kind;
+	/* The process the event is about, as proctrace's PID namespace sees it. */
+	__s32 pid;
+	/* CLOCK_MONOTONIC, ns: the clock userspace orders and offsets by. */
+	__u64 timestamp;
+};
+
+struct fork_event {
+	struct event_header header;
+	__s32 parent_pid;
+	__s32 parent_pgid;
+	__s32 child_pgid;
+	__s32 child_sid;
+	/* Real parent of the child: differs from parent_pid under CLONE_PARENT. */
+	__s32 child_ppid;
+	__u32 _pad;
+};
+
+struct exit_event {
+	struct event_header header;
+	__s32 ppid;
+	__s32 pgid;
+	__s32 sid;
+	/* wait(2)-style status of the whole thread group. */
+	__s32 status;
+};
+
+/* SetSID and SetPGID share a layout: the process and its new id. */
+struct id_event {
+	struct event_header header;
+	__s32 id;
+	__u32 _pad;
+};
+
+struct exec_event {
+	struct event_header header;
+	__s32 ppid;
+	__s32 pgid;
+	__s32 sid;
+	/* Bytes of filename in data[], including its NUL. */
+	__u32 filename_len;
+	/* Bytes of argv in data[] after the filename: NUL-separated strings. */
+	__u32 args_len;
+	/* Non-zero when argv was longer than ARGS_CAP or could not be read. */
+	__u32 args_truncated;
+	/* filename, then argv; only filename_len + args_len bytes are sent. */
+	__u8 data[FILENAME_CAP + ARGS_CAP];
+};
+
+#endif /* PROCTRACE_H */

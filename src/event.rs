@@ -1,0 +1,327 @@
+//! The event model: what a recording holds, one [`Record`] per line.
+//!
+//! Every stage speaks this model: the drain produces it from kernel records,
+//! the writer serializes it, the reader parses it back and every renderer
+//! reads it. Serialized with serde's external tagging, each line is an object
+//! with exactly one key naming the record: `{"Fork": {...}}`.
+//!
+//! Fields that recordings of older proctrace versions lack are optional or
+//! defaulted, so those recordings still parse; unknown fields are ignored so
+//! that older readers accept newer recordings.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the recording format written in [`Header::format_version`].
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Process id, as proctrace's PID namespace sees it.
+pub type Pid = i32;
+
+/// One line of a recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Record {
+    /// First line: what was recorded, where and when.
+    Header(Header),
+    /// A process created another process (not a thread).
+    Fork(Fork),
+    /// A process successfully executed a new program.
+    Exec(Exec),
+    /// The last thread of a process is gone.
+    Exit(Exit),
+    /// A process became the leader of a new session.
+    #[serde(rename = "SetSID")]
+    SetSid(SetSid),
+    /// A process was moved into another process group.
+    #[serde(rename = "SetPGID")]
+    SetPgid(SetPgid),
+    /// Last line: totals, including what was lost.
+    Trailer(Trailer),
+}
+
+/// Which kernel-to-user buffer carried the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferKind {
+    /// BPF ring buffer (Linux 5.8 and later): one buffer, ordered.
+    #[default]
+    Ring,
+    /// Per-CPU perf buffers: the fallback for older kernels.
+    Perf,
+}
+
+/// First line of a recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// Version of the proctrace that wrote the recording.
+    pub proctrace_version: String,
+    /// Wall-clock start of the recording, RFC 3339, UTC.
+    pub start_time: String,
+    /// The process the recording follows (for raw recordings: the command
+    /// that was run while the whole system was recorded).
+    pub root_pid: Pid,
+    /// The command line that was run.
+    pub command: Vec<String>,
+    /// `uname -r` of the recording machine.
+    pub kernel: String,
+    /// Whether every process on the machine was recorded (see `ingest`).
+    pub raw: bool,
+    /// The buffer the events came through.
+    #[serde(default)]
+    pub buffer: BufferKind,
+}
+
+/// A process created a new process. `timestamp` is taken before the child
+/// first runs, so the child's own events always come later.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fork {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started (monotonic clock).
+    pub timestamp: u64,
+    /// The process that called fork/vfork/clone.
+    pub parent_pid: Pid,
+    /// The new process.
+    pub child_pid: Pid,
+    /// Process group of the parent.
+    pub parent_pgid: Pid,
+    /// Process group the child starts in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_pgid: Option<Pid>,
+    /// Session the child starts in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_sid: Option<Pid>,
+    /// The child's real parent where it is not `parent_pid` (CLONE_PARENT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_ppid: Option<Pid>,
+}
+
+/// A process replaced its program. Failed exec attempts are not events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exec {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started (monotonic clock).
+    pub timestamp: u64,
+    /// The process (thread-group id), also when a non-leader thread exec'd.
+    pub pid: Pid,
+    /// Its parent at the time of the exec.
+    pub ppid: Pid,
+    /// Its process group.
+    pub pgid: Pid,
+    /// Its session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<Pid>,
+    /// The path that was executed, as passed to execve.
+    #[serde(default)]
+    pub filename: String,
+    /// The new program's arguments, read from its memory in the kernel.
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// `argv` as one shell-quoted line, for display.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub cmdline: String,
+    /// argv was longer than proctrace copies, so the last entries are cut.
+    #[serde(default)]
+    pub argv_truncated: bool,
+}
+
+/// The whole thread group of a process is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started (monotonic clock).
+    pub timestamp: u64,
+    /// The process that exited.
+    pub pid: Pid,
+    /// Its parent when it exited.
+    pub ppid: Pid,
+    /// Its process group.
+    pub pgid: Pid,
+    /// Its session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<Pid>,
+    /// The exit status; `None` when a signal killed the process.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The signal that killed it; `None` when it exited.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Whether the signal dumped core.
+    #[serde(default)]
+    pub core_dumped: bool,
+}
+
+/// A process called setsid() and leads a new session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetSid {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started (monotonic clock).
+    pub timestamp: u64,
+    /// The process.
+    pub pid: Pid,
+    /// Its new session id.
+    pub sid: Pid,
+}
+
+/// A process's group changed through setpgid(); `pid` is the process whose
+/// group changed, also when its parent made the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetPgid {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started (monotonic clock).
+    pub timestamp: u64,
+    /// The process whose group changed.
+    pub pid: Pid,
+    /// Its new process group.
+    pub pgid: Pid,
+}
+
+/// Last line of a recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Trailer {
+    /// Events written.
+    pub events: u64,
+    /// Events the kernel could not deliver, all causes together.
+    pub lost: u64,
+    /// Of `lost`: the buffer to userspace was full.
+    #[serde(default)]
+    pub lost_buffer_full: u64,
+    /// Of `lost`: new processes that could not be followed because the
+    /// tracking map was full (their own events are missing too).
+    #[serde(default)]
+    pub lost_tracking_full: u64,
+    /// Nanoseconds from start to the end of the recording.
+    pub end_timestamp: u64,
+    /// The recording was stopped (Ctrl-C, SIGTERM) before the tree was gone.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Exit status of the root command, if it exited.
+    #[serde(default)]
+    pub root_exit_code: Option<i32>,
+    /// Signal that killed the root command, if one did.
+    #[serde(default)]
+    pub root_signal: Option<i32>,
+}
+
+impl Record {
+    /// Position in the global order; `None` for header and trailer.
+    pub fn seq(&self) -> Option<u64> {
+        self.event_fields().map(|(seq, _, _)| seq)
+    }
+
+    /// Nanoseconds since the recording started; `None` for header and trailer.
+    pub fn timestamp(&self) -> Option<u64> {
+        self.event_fields().map(|(_, ts, _)| ts)
+    }
+
+    /// The process the event is about (the child, for a fork).
+    pub fn pid(&self) -> Option<Pid> {
+        self.event_fields().map(|(_, _, pid)| pid)
+    }
+
+    /// Sets the position in the global order of an event.
+    pub fn set_seq(&mut self, value: u64) {
+        match self {
+            Record::Fork(e) => e.seq = value,
+            Record::Exec(e) => e.seq = value,
+            Record::Exit(e) => e.seq = value,
+            Record::SetSid(e) => e.seq = value,
+            Record::SetPgid(e) => e.seq = value,
+            Record::Header(_) | Record::Trailer(_) => {}
+        }
+    }
+
+    fn event_fields(&self) -> Option<(u64, u64, Pid)> {
+        match self {
+            Record::Fork(e) => Some((e.seq, e.timestamp, e.child_pid)),
+            Record::Exec(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::Exit(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::SetSid(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::SetPgid(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::Header(_) | Record::Trailer(_) => None,
+        }
+    }
+}
+
+impl Exit {
+    /// The wait(2)-style status the way a shell reports it: the exit code,
+    /// or 128 + the signal number.
+    pub fn shell_status(&self) -> Option<i32> {
+        self.signal.map(|sig| 128 + sig).or(self.exit_code)
+    }
+}
+
+/// Joins argv into one line that a POSIX shell would split back into the
+/// same words, quoting only where needed.
+pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
+    let words: Vec<String> = argv.iter().map(|a| shell_quote(a.as_ref())).collect();
+    words.join(" ")
+}
+
+fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(de)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_join_quotes_only_what_needs_it() {
+        let argv = ["sh", "-c", "echo 'hi' there", "", "a:b"];
+        assert_eq!(shell_join(&argv), r#"sh -c 'echo '\''hi'\'' there' '' a:b"#);
+    }
+
+    #[test]
+    fn records_are_single_key_objects() {
+        let rec = Record::SetPgid(SetPgid {
+            seq: 3,
+            timestamp: 10,
+            pid: 5,
+            pgid: 5,
+        });
+        let json = serde_json::to_string(&rec).unwrap();
+        assert_eq!(
+            json,
+            r#"{"SetPGID":{"seq":3,"timestamp":10,"pid":5,"pgid":5}}"#
+        );
+        assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), rec);
+    }
+
+    #[test]
+    fn exit_status_is_null_for_the_missing_half() {
+        let exit = Exit {
+            seq: 1,
+            timestamp: 2,
+            pid: 3,
+            ppid: 1,
+            pgid: 3,
+            sid: Some(1),
+            exit_code: None,
+            signal: Some(9),
+            core_dumped: false,
+        };
+        let json = serde_json::to_string(&Record::Exit(exit.clone())).unwrap();
+        assert!(json.contains(r#""exit_code":null,"signal":9"#), "{json}");
+        assert_eq!(exit.shell_status(), Some(137));
+    }
+}
