@@ -2,6 +2,7 @@
 //! (fork, exec, exit, setsid, setpgid) with eBPF, filtered inside the kernel.
 
 pub mod event;
+pub mod record;
 pub mod recording;
 
 /// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`.

@@ -30,6 +30,7 @@ const volatile __u32 pidns_inum = 0;
 struct fork_event _fork_event = {};
 struct exit_event _exit_event = {};
 struct id_event _id_event = {};
+struct exec_event _exec_event = {};
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 
@@ -48,13 +49,15 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } events SEC(".maps");
 
-/* An exec record is too large for the BPF stack. Tracepoint programs run
- * with preemption off, so one buffer per CPU cannot be shared mid-use. */
+/* An exec record is too large for the BPF stack, and for a per-CPU map's
+ * 32 KiB value limit: one slot per CPU, indexed by CPU id (userspace sets
+ * max_entries to the number of CPUs). Tracepoint programs run with
+ * preemption off, so a slot is never shared mid-use. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct exec_event);
+	__type(value, struct exec_record);
 } exec_scratch SEC(".maps");
 
 struct {
@@ -184,10 +187,10 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 static __always_inline int on_exec(void *ctx, struct task_struct *task,
 				   struct linux_binprm *bprm)
 {
-	struct exec_event *event;
+	struct exec_record *record;
 	unsigned long arg_start, arg_end;
 	struct mm_struct *mm;
-	__u32 zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 args_len;
 	long name_len;
 	__s32 pid;
@@ -195,15 +198,15 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	pid = tgid_of(task);
 	if (!raw_mode && !is_tracked(pid))
 		return 0;
-	event = bpf_map_lookup_elem(&exec_scratch, &zero);
-	if (!event)
+	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	if (!record)
 		return 0;
-	fill_header(&event->header, EVENT_EXEC, pid);
-	event->ppid = tgid_of(BPF_CORE_READ(task, real_parent));
-	event->pgid = pgid_of(task);
-	event->sid = sid_of(task);
+	fill_header(&record->event.header, EVENT_EXEC, pid);
+	record->event.ppid = tgid_of(BPF_CORE_READ(task, real_parent));
+	record->event.pgid = pgid_of(task);
+	record->event.sid = sid_of(task);
 
-	name_len = bpf_probe_read_kernel_str(event->data, FILENAME_CAP,
+	name_len = bpf_probe_read_kernel_str(record->data, FILENAME_CAP,
 					     BPF_CORE_READ(bprm, filename));
 	if (name_len < 0)
 		name_len = 0;
@@ -216,17 +219,17 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	arg_start = BPF_CORE_READ(mm, arg_start);
 	arg_end = BPF_CORE_READ(mm, arg_end);
 	args_len = arg_end > arg_start ? arg_end - arg_start : 0;
-	event->args_truncated = args_len > ARGS_CAP;
+	record->event.args_truncated = args_len > ARGS_CAP;
 	if (args_len > ARGS_CAP)
 		args_len = ARGS_CAP;
 	barrier_var(args_len);
-	if (bpf_probe_read_user(event->data + name_len, args_len, (void *)arg_start)) {
+	if (bpf_probe_read_user(record->data + name_len, args_len, (void *)arg_start)) {
 		args_len = 0;
-		event->args_truncated = 1;
+		record->event.args_truncated = 1;
 	}
-	event->filename_len = name_len;
-	event->args_len = args_len;
-	emit(ctx, event, offsetof(struct exec_event, data) + name_len + args_len);
+	record->event.filename_len = name_len;
+	record->event.args_len = args_len;
+	emit(ctx, record, sizeof(record->event) + name_len + args_len);
 	return 0;
 }
 

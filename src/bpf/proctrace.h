@@ -65,18 +65,23 @@ struct id_event {
 	__u32 _pad;
 };
 
+/* Fixed part of an exec record; filename_len bytes of filename (with its
+ * NUL) and args_len bytes of NUL-separated argv follow it directly. */
 struct exec_event {
 	struct event_header header;
 	__s32 ppid;
 	__s32 pgid;
 	__s32 sid;
-	/* Bytes of filename in data[], including its NUL. */
 	__u32 filename_len;
-	/* Bytes of argv in data[] after the filename: NUL-separated strings. */
 	__u32 args_len;
 	/* Non-zero when argv was longer than ARGS_CAP or could not be read. */
 	__u32 args_truncated;
-	/* filename, then argv; only filename_len + args_len bytes are sent. */
+};
+
+/* The kernel-side buffer an exec record is built in; only the used part
+ * of data[] is sent. */
+struct exec_record {
+	struct exec_event event;
 	__u8 data[FILENAME_CAP + ARGS_CAP];
 };
 

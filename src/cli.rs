@@ -1,0 +1,218 @@
+//! The command line: argument definitions and what each subcommand does.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use proctrace::event::{Record, Trailer};
+use proctrace::record::{AttachChoice, BufferChoice, Recorder, Recording, Totals};
+use proctrace::recording::Writer;
+
+/// Records and shows the process lifecycle of a command's whole process tree.
+#[derive(Debug, Parser)]
+#[command(name = "proctrace", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a command and record every fork, exec, exit, setsid and setpgid of its process tree.
+    Record(RecordArgs),
+}
+
+#[derive(Debug, Args)]
+struct RecordArgs {
+    /// Where the recording goes ('-' for stdout, which the command's own
+    /// output would then share).
+    #[arg(short, long, value_name = "FILE", default_value = "proctrace.ndjson")]
+    output: PathBuf,
+    /// Record every process on the machine, for `proctrace ingest --root-pid` later.
+    #[arg(long)]
+    raw: bool,
+    /// Use the per-CPU perf buffer even where the kernel has a ring buffer.
+    #[arg(long)]
+    perf_buffer: bool,
+    /// Hook raw tracepoints instead of BTF-typed ones.
+    #[arg(long, hide = true)]
+    raw_tracepoints: bool,
+    /// Under sudo, run the command as root rather than as the invoking user.
+    #[arg(long)]
+    keep_root: bool,
+    /// Most processes of the tree that can be alive at the same time.
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    max_processes: u32,
+    /// Size of the kernel's ring buffer in MiB (a power of two).
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    buffer_mib: u32,
+    /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
+    #[arg(long, value_name = "FILE")]
+    btf: Option<PathBuf>,
+    /// The command to record and its arguments.
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    command: Vec<std::ffi::OsString>,
+}
+
+impl Cli {
+    /// Runs the subcommand; returns the process exit status.
+    pub fn run(self) -> Result<i32> {
+        match self.command {
+            Command::Record(args) => record(args),
+        }
+    }
+}
+
+fn record(args: RecordArgs) -> Result<i32> {
+    let output = open_output(&args.output)?;
+    // libbpf narrates its work on stderr, which is the command's terminal
+    // too; keep it for debugging only.
+    if std::env::var_os("PROCTRACE_DEBUG").is_none() {
+        libbpf_rs::set_print(None);
+    }
+    let signals = Signals::install()?;
+    let recording = Recorder::command(&args.command)
+        .raw(args.raw)
+        .buffer(if args.perf_buffer {
+            BufferChoice::Perf
+        } else {
+            BufferChoice::Auto
+        })
+        .attach(if args.raw_tracepoints {
+            AttachChoice::Raw
+        } else {
+            AttachChoice::Auto
+        })
+        .keep_root(args.keep_root)
+        .max_processes(args.max_processes)
+        .ring_bytes(args.buffer_mib.saturating_mul(1 << 20))
+        .btf(args.btf.clone())
+        .start()?;
+    for warning in recording.warnings() {
+        eprintln!("proctrace: warning: {warning}");
+    }
+    let aborted = signals.watch(&recording);
+    let name = args.output.display().to_string();
+    let (written, totals) = write_recording(recording, Writer::new(output), &aborted)
+        .with_context(|| format!("writing {name}"))?;
+    report(&name, written, &totals);
+    Ok(exit_status(&totals))
+}
+
+/// Writes header, events and trailer; returns how many events were written.
+fn write_recording(
+    recording: Recording,
+    mut writer: Writer<Box<dyn Write>>,
+    aborted: &AtomicBool,
+) -> Result<(u64, Totals)> {
+    writer.write(&Record::Header(recording.header().clone()))?;
+    let mut forks = 0;
+    for record in recording.events() {
+        if aborted.load(Ordering::Relaxed) {
+            break;
+        }
+        forks += u64::from(matches!(record, Record::Fork(_)));
+        if let Err(err) = writer.write(&record) {
+            recording.stopper().abort();
+            return Err(err.into());
+        }
+    }
+    let totals = recording.finish()?;
+    let events = writer.written() - 1;
+    writer.write(&Record::Trailer(Trailer {
+        events,
+        lost: totals.lost(),
+        lost_buffer_full: totals.lost_buffer_full,
+        lost_tracking_full: totals.lost_tracking_full,
+        end_timestamp: totals.end_timestamp,
+        interrupted: totals.interrupted,
+        root_exit_code: totals.root_exit_code,
+        root_signal: totals.root_signal,
+    }))?;
+    writer.flush()?;
+    Ok((forks + 1, totals))
+}
+
+fn report(name: &str, processes: u64, totals: &Totals) {
+    let lost = totals.lost();
+    if lost > 0 {
+        eprintln!(
+            "proctrace: WARNING: {lost} events were lost in the kernel ({} with the buffer full, {} processes \
+             not followed with the tracking map full); raise --buffer-mib or --max-processes",
+            totals.lost_buffer_full, totals.lost_tracking_full
+        );
+    }
+    let stopped = if totals.interrupted {
+        " (interrupted)"
+    } else {
+        ""
+    };
+    eprintln!("proctrace: recorded {processes} processes to {name}{stopped}");
+}
+
+/// The command's own status, as a shell would report it: the exit code, or
+/// 128 + the signal that killed it (130, as for SIGINT, when it never ended).
+fn exit_status(totals: &Totals) -> i32 {
+    totals
+        .root_signal
+        .map(|s| 128 + s)
+        .or(totals.root_exit_code)
+        .unwrap_or(128 + SIGINT)
+}
+
+fn open_output(path: &PathBuf) -> Result<Box<dyn Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(io::stdout()));
+    }
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    // Under sudo the recording belongs to the user who asked for it.
+    if let Some((uid, gid)) = proctrace::record::sudo_owner() {
+        let _ = nix::unistd::fchown(&file, Some(uid), Some(gid));
+    }
+    Ok(Box::new(file))
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP: the first ends the recording gracefully, a
+/// second ends it at once. Ctrl-C reaches the tree through the terminal;
+/// SIGTERM and SIGHUP are sent on to the command, so each behaves as Ctrl-C.
+struct Signals(signal_hook::iterator::Signals);
+
+impl Signals {
+    /// Installed before the command starts, so that no signal in between
+    /// can kill proctrace with its default action.
+    fn install() -> Result<Self> {
+        let signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .context("installing signal handlers")?;
+        Ok(Signals(signals))
+    }
+
+    fn watch(mut self, recording: &Recording) -> Arc<AtomicBool> {
+        let stopper = recording.stopper();
+        let root = nix::unistd::Pid::from_raw(recording.root_pid());
+        let aborted = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&aborted);
+        std::thread::spawn(move || {
+            for (count, signal) in self.0.forever().enumerate() {
+                if signal != SIGINT {
+                    let _ = nix::sys::signal::kill(
+                        root,
+                        nix::sys::signal::Signal::try_from(signal).ok(),
+                    );
+                }
+                if count == 0 {
+                    stopper.stop();
+                } else {
+                    flag.store(true, Ordering::Relaxed);
+                    stopper.abort();
+                }
+            }
+        });
+        aborted
+    }
+}

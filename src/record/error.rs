@@ -1,0 +1,83 @@
+use std::io;
+use std::path::PathBuf;
+
+/// Why a recording could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Loading BPF programs needs privileges the process lacks.
+    #[error(
+        "loading the eBPF program needs root, or the capabilities CAP_BPF and CAP_PERFMON \
+         (CAP_SYS_ADMIN on kernels before 5.8): run proctrace with sudo"
+    )]
+    Permission,
+    /// CO-RE relocation needs the kernel's BTF type information.
+    #[error(
+        "this kernel has no BTF type information at /sys/kernel/btf/vmlinux (built without \
+         CONFIG_DEBUG_INFO_BTF): pass a BTF file for it with --btf FILE"
+    )]
+    NoBtf,
+    /// The command to record does not exist on PATH.
+    #[error("{0}: command not found")]
+    CommandNotFound(String),
+    /// The command exists but could not be executed.
+    #[error("cannot execute {command}")]
+    Exec {
+        /// The command as given.
+        command: String,
+        /// Why execve failed.
+        source: nix::Error,
+    },
+    /// No pid was given to attach to, or no command to run.
+    #[error("nothing to record: give a command to run")]
+    NoCommand,
+    /// A BPF operation failed.
+    #[error("{context}")]
+    Bpf {
+        /// What proctrace was doing.
+        context: String,
+        /// libbpf's error.
+        source: libbpf_rs::Error,
+    },
+    /// A system call failed.
+    #[error("{context}")]
+    System {
+        /// What proctrace was doing.
+        context: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The BTF file given with --btf cannot be used.
+    #[error("BTF file {}", path.display())]
+    BtfFile {
+        /// The file given.
+        path: PathBuf,
+        /// Why it cannot be read.
+        source: io::Error,
+    },
+}
+
+impl RecordError {
+    pub(crate) fn bpf(context: impl Into<String>) -> impl FnOnce(libbpf_rs::Error) -> Self {
+        let context = context.into();
+        move |source| RecordError::Bpf { context, source }
+    }
+
+    pub(crate) fn system<E: Into<io::Error>>(context: impl Into<String>) -> impl FnOnce(E) -> Self {
+        let context = context.into();
+        move |source| RecordError::System {
+            context,
+            source: source.into(),
+        }
+    }
+
+    /// The exit status a shell would use for this failure: 127 when the
+    /// command is missing, 126 when it cannot run, otherwise 2 (proctrace's
+    /// own failure, distinct from anything the command returns).
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            RecordError::CommandNotFound(_) => 127,
+            RecordError::Exec { .. } => 126,
+            _ => 2,
+        }
+    }
+}

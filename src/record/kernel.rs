@@ -1,0 +1,302 @@
+//! Loading, configuring and attaching the BPF program, and reading its maps.
+
+use std::fs;
+use std::mem::MaybeUninit;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapType, OpenObject};
+
+use super::RecordError;
+use crate::bpf::types::loss_kind;
+use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
+use crate::event::{BufferKind, Pid};
+
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+const TRACEFS: &str = "/sys/kernel/tracing";
+const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Which kernel-to-user buffer to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BufferChoice {
+    /// The ring buffer where the kernel has one, else the perf buffer.
+    #[default]
+    Auto,
+    /// Always the per-CPU perf buffer.
+    Perf,
+}
+
+/// How the sched tracepoints are hooked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AttachChoice {
+    /// BTF-typed tracepoints (tp_btf) where the kernel has BTF, else raw.
+    #[default]
+    Auto,
+    /// Raw tracepoints, as on kernels whose BTF comes from a file.
+    Raw,
+}
+
+/// Kernel-side settings of a recording.
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    pub buffer: BufferChoice,
+    pub attach: AttachChoice,
+    pub raw: bool,
+    pub max_processes: u32,
+    pub ring_bytes: u32,
+    pub perf_pages: usize,
+    pub btf: Option<PathBuf>,
+}
+
+/// The loaded and attached program.
+pub struct Probe<'obj> {
+    pub skel: ProctraceSkel<'obj>,
+    pub buffer: BufferKind,
+    /// Events that cannot be recorded on this kernel, said once at start.
+    pub warnings: Vec<String>,
+    _links: Vec<Link>,
+}
+
+/// Checks privileges and BTF, then opens, configures, loads and attaches.
+pub fn load<'obj>(
+    config: &KernelConfig,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<Probe<'obj>, RecordError> {
+    check_privileges()?;
+    let kernel_btf = Path::new(KERNEL_BTF).exists();
+    if let Some(path) = &config.btf {
+        fs::metadata(path).map_err(|source| RecordError::BtfFile {
+            path: path.clone(),
+            source,
+        })?;
+    } else if !kernel_btf {
+        return Err(RecordError::NoBtf);
+    }
+    raise_memlock_limit();
+
+    let mut builder = ProctraceSkelBuilder::default();
+    if let Some(path) = &config.btf {
+        builder
+            .obj_builder
+            .btf_custom_path(path)
+            .map_err(RecordError::bpf("using the BTF file"))?;
+    }
+    let mut open = builder
+        .open(storage)
+        .map_err(RecordError::bpf("opening the BPF object"))?;
+    let buffer = choose_buffer(config.buffer);
+    let btf_hooks = config.attach == AttachChoice::Auto && kernel_btf;
+    configure(&mut open, config, buffer, btf_hooks)?;
+    let skel = open
+        .load()
+        .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
+    let (links, warnings) = attach(&skel, btf_hooks)?;
+    Ok(Probe {
+        skel,
+        buffer,
+        warnings,
+        _links: links,
+    })
+}
+
+fn choose_buffer(choice: BufferChoice) -> BufferKind {
+    let ring = choice == BufferChoice::Auto && MapType::RingBuf.is_supported().unwrap_or(false);
+    if ring {
+        BufferKind::Ring
+    } else {
+        BufferKind::Perf
+    }
+}
+
+fn configure(
+    open: &mut OpenProctraceSkel<'_>,
+    config: &KernelConfig,
+    buffer: BufferKind,
+    btf_hooks: bool,
+) -> Result<(), RecordError> {
+    let (level, inum) = pid_namespace()?;
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .expect("rodata is memory-mapped by libbpf");
+    rodata.use_ringbuf = buffer == BufferKind::Ring;
+    rodata.raw_mode = config.raw;
+    rodata.pidns_level = level;
+    rodata.pidns_inum = inum;
+
+    let map_error = RecordError::bpf("sizing the BPF maps");
+    open.maps
+        .tracked
+        .set_max_entries(config.max_processes)
+        .map_err(map_error)?;
+    let cpus = libbpf_rs::num_possible_cpus().map_err(RecordError::bpf("counting CPUs"))?;
+    open.maps
+        .exec_scratch
+        .set_max_entries(cpus as u32)
+        .map_err(RecordError::bpf("sizing the BPF maps"))?;
+    if buffer == BufferKind::Ring {
+        let events = &mut open.maps.events;
+        let mut ring = || -> libbpf_rs::Result<()> {
+            events.set_type(MapType::RingBuf)?;
+            events.set_key_size(0)?;
+            events.set_value_size(0)?;
+            events.set_max_entries(config.ring_bytes)
+        };
+        ring().map_err(RecordError::bpf("setting up the ring buffer"))?;
+    }
+    let progs = &mut open.progs;
+    for (btf, raw) in [
+        (&mut progs.fork_btf, &mut progs.fork_raw),
+        (&mut progs.exec_btf, &mut progs.exec_raw),
+        (&mut progs.exit_btf, &mut progs.exit_raw),
+    ] {
+        btf.set_autoload(btf_hooks);
+        raw.set_autoload(!btf_hooks);
+    }
+    Ok(())
+}
+
+fn attach(
+    skel: &ProctraceSkel<'_>,
+    btf_hooks: bool,
+) -> Result<(Vec<Link>, Vec<String>), RecordError> {
+    let progs = &skel.progs;
+    let sched = if btf_hooks {
+        [&progs.fork_btf, &progs.exec_btf, &progs.exit_btf]
+    } else {
+        [&progs.fork_raw, &progs.exec_raw, &progs.exit_raw]
+    };
+    let mut links = Vec::new();
+    for prog in sched {
+        let name = prog.name().to_string_lossy().into_owned();
+        links.push(
+            prog.attach()
+                .map_err(RecordError::bpf(format!("attaching {name}")))?,
+        );
+    }
+    // The syscall tracepoints resolve through tracefs; without them the
+    // tree is still followed, so their absence is a warning, not an error.
+    let mut warnings = Vec::new();
+    let syscalls = ensure_tracefs().and_then(|()| {
+        [
+            &progs.setsid_exit,
+            &progs.setpgid_enter,
+            &progs.setpgid_exit,
+        ]
+        .into_iter()
+        .map(|prog| prog.attach().map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()
+    });
+    match syscalls {
+        Ok(mut syscall_links) => links.append(&mut syscall_links),
+        Err(why) => warnings.push(format!("SetSID and SetPGID events are not recorded: {why}")),
+    }
+    Ok((links, warnings))
+}
+
+/// Syscall tracepoints are found through tracefs, which not every system
+/// mounts at boot; mount it at its standard place when it is missing.
+fn ensure_tracefs() -> Result<(), String> {
+    let mounted = |dir: &str| Path::new(dir).join("events").is_dir();
+    if mounted(TRACEFS) || mounted(DEBUGFS_TRACING) {
+        return Ok(());
+    }
+    nix::mount::mount(
+        Some("tracefs"),
+        TRACEFS,
+        Some("tracefs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| format!("tracefs is not mounted and mounting it at {TRACEFS} failed: {e}"))
+}
+
+/// Before Linux 5.11, BPF memory counts against RLIMIT_MEMLOCK. Raising it
+/// needs CAP_SYS_RESOURCE, which not every root has; where the raise is
+/// refused the kernel is either new enough not to care or the load fails
+/// with its own error, so a refusal is never fatal here.
+fn raise_memlock_limit() {
+    let _ = nix::sys::resource::setrlimit(
+        nix::sys::resource::Resource::RLIMIT_MEMLOCK,
+        nix::sys::resource::RLIM_INFINITY,
+        nix::sys::resource::RLIM_INFINITY,
+    );
+}
+
+fn check_privileges() -> Result<(), RecordError> {
+    let status = fs::read_to_string("/proc/self/status")
+        .map_err(RecordError::system("reading /proc/self/status"))?;
+    let effective = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |cap: u32| effective & (1 << cap) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        Ok(())
+    } else {
+        Err(RecordError::Permission)
+    }
+}
+
+/// proctrace's PID namespace: its nesting level and inode number, so the
+/// kernel side can report pids as proctrace sees them.
+fn pid_namespace() -> Result<(u32, u32), RecordError> {
+    let status = fs::read_to_string("/proc/self/status")
+        .map_err(RecordError::system("reading /proc/self/status"))?;
+    let level = status
+        .lines()
+        .find_map(|line| line.strip_prefix("NSpid:"))
+        .map_or(0, |ids| ids.split_whitespace().count().saturating_sub(1));
+    let inum = fs::metadata("/proc/self/ns/pid")
+        .map_err(RecordError::system("reading /proc/self/ns/pid"))?
+        .ino();
+    Ok((level as u32, inum as u32))
+}
+
+impl Probe<'_> {
+    /// Starts following `pid` and everything it creates from now on.
+    pub fn track(&self, pid: Pid) -> Result<(), RecordError> {
+        self.skel
+            .maps
+            .tracked
+            .update(&pid.to_ne_bytes(), &[1], MapFlags::ANY)
+            .map_err(RecordError::bpf(format!("tracking pid {pid}")))
+    }
+
+    /// Whether every tracked process is gone.
+    pub fn tree_is_gone(&self) -> bool {
+        self.skel.maps.tracked.keys().next().is_none()
+    }
+
+    /// Events lost in the kernel so far: (buffer full, tracking map full).
+    pub fn losses(&self) -> (u64, u64) {
+        let count = |kind: loss_kind| -> u64 {
+            let per_cpu = self
+                .skel
+                .maps
+                .losses
+                .lookup_percpu(&kind.0.to_ne_bytes(), MapFlags::ANY);
+            per_cpu
+                .ok()
+                .flatten()
+                .into_iter()
+                .flatten()
+                .filter_map(|bytes| {
+                    bytes
+                        .get(..8)
+                        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                })
+                .sum()
+        };
+        (
+            count(loss_kind::LOSS_OUTPUT),
+            count(loss_kind::LOSS_TRACKING_FULL),
+        )
+    }
+}

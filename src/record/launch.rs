@@ -1,0 +1,190 @@
+//! Starting the command so that its first exec is already traced: fork,
+//! stop the child under ptrace before it execs, let the caller seed the BPF
+//! map with its pid, then let it go.
+
+use std::env;
+use std::ffi::{CString, OsStr, OsString};
+use std::io::Read;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::sys::ptrace;
+use nix::sys::signal::{self, SigHandler, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{self, ForkResult, Gid, Pid as NixPid, Uid};
+
+use super::RecordError;
+use crate::event::Pid;
+
+/// The user a command runs as when proctrace itself runs through sudo.
+#[derive(Debug, Clone)]
+struct Credentials {
+    uid: Uid,
+    gid: Gid,
+    groups: Vec<Gid>,
+}
+
+/// A command ready to start: everything the child needs is prepared before
+/// the fork, since between fork and exec only async-signal-safe calls are
+/// allowed in a multithreaded process.
+pub struct Launch {
+    argv: Vec<CString>,
+    display: String,
+    credentials: Option<Credentials>,
+}
+
+impl Launch {
+    /// Prepares `argv`; unless `keep_root`, a command started through sudo
+    /// runs as the invoking user.
+    pub fn new(argv: &[OsString], keep_root: bool) -> Result<Self, RecordError> {
+        let program = argv.first().ok_or(RecordError::NoCommand)?;
+        let display = program.to_string_lossy().into_owned();
+        if !is_runnable(program) {
+            return Err(RecordError::CommandNotFound(display));
+        }
+        let argv = argv
+            .iter()
+            .map(|arg| CString::new(arg.clone().into_vec()))
+            .collect::<Result<_, _>>()
+            .map_err(RecordError::system("an argument contains a NUL byte"))?;
+        let credentials = if keep_root { None } else { sudo_credentials()? };
+        Ok(Launch {
+            argv,
+            display,
+            credentials,
+        })
+    }
+
+    /// Forks the child, calls `seed` with its pid while it is stopped
+    /// before exec, then lets it exec. Returns once the exec has happened.
+    pub fn start(
+        &self,
+        seed: impl FnOnce(Pid) -> Result<(), RecordError>,
+    ) -> Result<Pid, RecordError> {
+        let (read_end, write_end) = unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(RecordError::system("creating a pipe"))?;
+        // SAFETY: the child only makes async-signal-safe calls, then execs
+        // or exits.
+        let child = match unsafe { unistd::fork() }.map_err(RecordError::system("fork"))? {
+            ForkResult::Child => {
+                drop(read_end);
+                self.exec_child(write_end)
+            }
+            ForkResult::Parent { child } => child,
+        };
+        drop(write_end);
+        match waitpid(child, None)
+            .map_err(RecordError::system("waiting for the command to stop"))?
+        {
+            WaitStatus::Stopped(_, Signal::SIGSTOP) => {}
+            other => {
+                return Err(RecordError::System {
+                    context: format!("starting {}", self.display),
+                    source: std::io::Error::other(format!(
+                        "unexpected state before exec: {other:?}"
+                    )),
+                })
+            }
+        }
+        let seeded = seed(child.as_raw());
+        if seeded.is_err() {
+            let _ = signal::kill(child, Signal::SIGKILL);
+        }
+        ptrace::detach(child, None).map_err(RecordError::system("releasing the command"))?;
+        if let Err(err) = seeded {
+            let _ = waitpid(child, None);
+            return Err(err);
+        }
+        self.wait_for_exec(child, read_end)
+    }
+
+    /// The child's error pipe closes on a successful exec; otherwise it
+    /// carries the errno of the failed exec.
+    fn wait_for_exec(
+        &self,
+        child: NixPid,
+        read_end: std::os::fd::OwnedFd,
+    ) -> Result<Pid, RecordError> {
+        let mut errno = [0u8; 4];
+        let mut pipe = std::fs::File::from(read_end);
+        match pipe.read(&mut errno) {
+            Ok(4) => {
+                let _ = waitpid(child, None);
+                Err(RecordError::Exec {
+                    command: self.display.clone(),
+                    source: Errno::from_raw(i32::from_ne_bytes(errno)),
+                })
+            }
+            _ => Ok(child.as_raw()),
+        }
+    }
+
+    fn exec_child(&self, error_pipe: std::os::fd::OwnedFd) -> ! {
+        let result = (|| -> nix::Result<()> {
+            ptrace::traceme()?;
+            signal::raise(Signal::SIGSTOP)?;
+            // Rust ignores SIGPIPE in its own processes; the command must
+            // get the default, as it would from a shell.
+            // SAFETY: resetting a disposition to the default is always sound.
+            unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+            if let Some(creds) = &self.credentials {
+                unistd::setgroups(&creds.groups)?;
+                unistd::setgid(creds.gid)?;
+                unistd::setuid(creds.uid)?;
+            }
+            unistd::execvp(&self.argv[0], &self.argv)?;
+            Ok(())
+        })();
+        let errno = result.err().unwrap_or(Errno::UnknownErrno) as i32;
+        let _ = unistd::write(&error_pipe, &errno.to_ne_bytes());
+        let status = if errno == Errno::ENOENT as i32 {
+            127
+        } else {
+            126
+        };
+        // SAFETY: _exit is async-signal-safe and skips the parent's atexit
+        // handlers and buffers, which belong to the parent.
+        unsafe { libc::_exit(status) }
+    }
+}
+
+/// Whether `program` can be found the way execvp would look for it.
+fn is_runnable(program: &OsStr) -> bool {
+    if program.as_bytes().contains(&b'/') {
+        return Path::new(program).exists();
+    }
+    let path = env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    env::split_paths(&path).any(|dir| dir.join(program).is_file())
+}
+
+/// The invoking user's ids when proctrace runs through sudo.
+fn sudo_credentials() -> Result<Option<Credentials>, RecordError> {
+    let id = |name: &str| env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+    let (Some(uid), Some(gid)) = (id("SUDO_UID"), id("SUDO_GID")) else {
+        return Ok(None);
+    };
+    if uid == 0 || !Uid::effective().is_root() {
+        return Ok(None);
+    }
+    let gid = Gid::from_raw(gid);
+    let groups = match env::var("SUDO_USER")
+        .ok()
+        .and_then(|user| CString::new(user).ok())
+    {
+        Some(user) => unistd::getgrouplist(&user, gid)
+            .map_err(RecordError::system("looking up the sudo user's groups"))?,
+        None => vec![gid],
+    };
+    Ok(Some(Credentials {
+        uid: Uid::from_raw(uid),
+        gid,
+        groups,
+    }))
+}
+
+/// The invoking user's ids when running through sudo, for files proctrace
+/// creates on their behalf.
+pub fn sudo_owner() -> Option<(Uid, Gid)> {
+    sudo_credentials().ok().flatten().map(|c| (c.uid, c.gid))
+}

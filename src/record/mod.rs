@@ -1,0 +1,272 @@
+//! Recording a command's process tree: the engine behind `proctrace record`.
+//!
+//! [`Recorder`] loads the BPF program, starts the command stopped under
+//! ptrace, seeds the kernel-side map with its pid and lets it exec; a
+//! thread of its own then drains the kernel's buffer and sends events, in
+//! one causal order, over a crossbeam channel to the [`Recording`] handle.
+
+mod decode;
+mod drain;
+mod error;
+mod kernel;
+mod launch;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+use crossbeam_channel::Receiver;
+
+pub use error::RecordError;
+pub use kernel::{AttachChoice, BufferChoice};
+pub use launch::sudo_owner;
+
+use crate::event::{BufferKind, Header, Pid, Record, FORMAT_VERSION};
+use kernel::KernelConfig;
+
+/// Events queued between the drain thread and the consumer. When the
+/// consumer falls behind, the drain blocks and the kernel buffer absorbs
+/// the rest (its drops are counted).
+const QUEUE_CAPACITY: usize = 1 << 16;
+
+/// Configures and starts a recording.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    command: Vec<OsString>,
+    keep_root: bool,
+    kernel: KernelConfig,
+}
+
+impl Recorder {
+    /// Records `command` (program and arguments) and its whole tree.
+    pub fn command<I, S>(command: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Recorder {
+            command: command.into_iter().map(Into::into).collect(),
+            keep_root: false,
+            kernel: KernelConfig {
+                buffer: BufferChoice::Auto,
+                attach: AttachChoice::Auto,
+                raw: false,
+                max_processes: 65_536,
+                ring_bytes: 16 << 20,
+                // 1 MiB per CPU: bursts of thousands of processes between polls.
+                perf_pages: 256,
+                btf: None,
+            },
+        }
+    }
+
+    /// Records every process on the machine, not only the tree (for
+    /// `proctrace ingest`). The recording still ends with the tree.
+    pub fn raw(mut self, raw: bool) -> Self {
+        self.kernel.raw = raw;
+        self
+    }
+
+    /// Chooses the kernel-to-user buffer.
+    pub fn buffer(mut self, buffer: BufferChoice) -> Self {
+        self.kernel.buffer = buffer;
+        self
+    }
+
+    /// Chooses how the scheduler tracepoints are hooked.
+    pub fn attach(mut self, attach: AttachChoice) -> Self {
+        self.kernel.attach = attach;
+        self
+    }
+
+    /// Under sudo, runs the command as root instead of the invoking user.
+    pub fn keep_root(mut self, keep_root: bool) -> Self {
+        self.keep_root = keep_root;
+        self
+    }
+
+    /// Most processes of the tree alive at once (size of the kernel map).
+    pub fn max_processes(mut self, max: u32) -> Self {
+        self.kernel.max_processes = max;
+        self
+    }
+
+    /// Size of the ring buffer in bytes (a power of two, at least 4 KiB).
+    pub fn ring_bytes(mut self, bytes: u32) -> Self {
+        self.kernel.ring_bytes = bytes;
+        self
+    }
+
+    /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
+    pub fn btf(mut self, path: Option<PathBuf>) -> Self {
+        self.kernel.btf = path;
+        self
+    }
+
+    /// Loads the BPF program, starts the command and returns once its first
+    /// exec is under way.
+    pub fn start(self) -> Result<Recording, RecordError> {
+        let launch = launch::Launch::new(&self.command, self.keep_root)?;
+        let start_time = SystemTime::now();
+        let control = Arc::new(Control::default());
+        let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
+        let (events_tx, events_rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
+        let config = self.kernel.clone();
+        let thread_control = Arc::clone(&control);
+        let thread = std::thread::Builder::new()
+            .name("proctrace-drain".into())
+            .spawn(move || drain::run(config, launch, thread_control, ready_tx, events_tx))
+            .map_err(RecordError::system("starting the drain thread"))?;
+        let started = match ready_rx.recv() {
+            Ok(Ok(started)) => started,
+            Ok(Err(err)) => {
+                let _ = thread.join();
+                return Err(err);
+            }
+            Err(_) => return Err(join_error(thread)),
+        };
+        let header = Header {
+            format_version: FORMAT_VERSION,
+            proctrace_version: env!("CARGO_PKG_VERSION").to_string(),
+            start_time: humantime::format_rfc3339_nanos(start_time).to_string(),
+            root_pid: started.root_pid,
+            command: self
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            kernel: nix::sys::utsname::uname()
+                .map(|u| u.release().to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            raw: self.kernel.raw,
+            buffer: started.buffer,
+        };
+        Ok(Recording {
+            header,
+            warnings: started.warnings,
+            events: events_rx,
+            control,
+            thread,
+        })
+    }
+}
+
+fn join_error(thread: JoinHandle<Result<Totals, RecordError>>) -> RecordError {
+    match thread.join() {
+        Ok(Err(err)) => err,
+        _ => RecordError::System {
+            context: "the drain thread".into(),
+            source: std::io::Error::other("stopped unexpectedly"),
+        },
+    }
+}
+
+/// What the drain thread reports once it has started the command.
+struct Started {
+    root_pid: Pid,
+    buffer: BufferKind,
+    warnings: Vec<String>,
+}
+
+/// Requests from the consumer to the drain thread.
+#[derive(Debug, Default)]
+struct Control {
+    stop: AtomicBool,
+    abort: AtomicBool,
+}
+
+/// Totals of a finished recording, for the trailer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Events handed to the consumer.
+    pub events: u64,
+    /// Events the kernel dropped because the buffer was full.
+    pub lost_buffer_full: u64,
+    /// Processes that could not be followed because the map was full.
+    pub lost_tracking_full: u64,
+    /// Kernel records that could not be decoded.
+    pub malformed: u64,
+    /// Nanoseconds from start to the end of the recording.
+    pub end_timestamp: u64,
+    /// Stopped before every process of the tree was gone.
+    pub interrupted: bool,
+    /// Exit status of the root command.
+    pub root_exit_code: Option<i32>,
+    /// Signal that killed the root command.
+    pub root_signal: Option<i32>,
+}
+
+impl Totals {
+    /// Everything lost in the kernel.
+    pub fn lost(&self) -> u64 {
+        self.lost_buffer_full + self.lost_tracking_full + self.malformed
+    }
+}
+
+/// A running recording.
+pub struct Recording {
+    header: Header,
+    warnings: Vec<String>,
+    events: Receiver<Record>,
+    control: Arc<Control>,
+    thread: JoinHandle<Result<Totals, RecordError>>,
+}
+
+/// Stops a recording from another thread (a signal handler's, say).
+#[derive(Debug, Clone)]
+pub struct Stopper(Arc<Control>);
+
+impl Stopper {
+    /// Ends the recording soon: events already in the kernel's buffer and
+    /// the tree's exits within a short grace period are still delivered.
+    pub fn stop(&self) {
+        self.0.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends the recording now, dropping events not yet delivered.
+    pub fn abort(&self) {
+        self.0.abort.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Recording {
+    /// The header line for this recording.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The pid of the command.
+    pub fn root_pid(&self) -> Pid {
+        self.header.root_pid
+    }
+
+    /// Limits of this kernel, to tell the user once.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The events, in order; the channel closes when the recording ends.
+    pub fn events(&self) -> &Receiver<Record> {
+        &self.events
+    }
+
+    /// A handle that can stop the recording from elsewhere.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.control))
+    }
+
+    /// Waits for the recording to end and returns its totals. Events not
+    /// yet received are discarded.
+    pub fn finish(self) -> Result<Totals, RecordError> {
+        drop(self.events);
+        self.thread.join().unwrap_or_else(|_| {
+            Err(RecordError::System {
+                context: "the drain thread".into(),
+                source: std::io::Error::other("panicked"),
+            })
+        })
+    }
+}
