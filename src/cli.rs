@@ -93,7 +93,17 @@ fn record(args: RecordArgs) -> Result<i32> {
         .max_processes(args.max_processes)
         .ring_bytes(args.buffer_mib.saturating_mul(1 << 20))
         .btf(args.btf.clone())
-        .start()?;
+        .start();
+    let recording = match recording {
+        Ok(recording) => recording,
+        Err(err) => {
+            // Leave no empty recording behind for a run that never started.
+            if args.output.as_os_str() != "-" {
+                let _ = std::fs::remove_file(&args.output);
+            }
+            return Err(err.into());
+        }
+    };
     for warning in recording.warnings() {
         eprintln!("proctrace: warning: {warning}");
     }

@@ -40,41 +40,26 @@ pub fn run(
     events: Sender<Record>,
 ) -> Result<Totals, RecordError> {
     let mut storage = MaybeUninit::uninit();
-    let started = kernel::load(&config, &mut storage).and_then(|probe| {
-        let start_ns = monotonic_ns();
-        let root = launch.start(|pid| probe.track(pid))?;
-        Ok((probe, start_ns, root))
-    });
-    let (probe, start_ns, root) = match started {
-        Ok(ok) => ok,
+    let probe = match kernel::load(&config, &mut storage) {
+        Ok(probe) => probe,
         Err(err) => {
             let _ = ready.send(Err(err));
             return Ok(Totals::default());
         }
     };
-    let _ = ready.send(Ok(Started {
-        root_pid: root,
-        buffer: probe.buffer,
-        warnings: probe.warnings.clone(),
-    }));
-    let perf_pages = config.perf_pages;
-    let mut drain = Drain {
+    let drain = Drain {
         probe: &probe,
-        perf_pages,
-        start_ns,
-        root,
+        perf_pages: config.perf_pages,
         control,
         events,
         reorder: RefCell::default(),
     };
-    drain.run()
+    drain.run(&launch, &ready)
 }
 
 struct Drain<'a, 'obj> {
     probe: &'a Probe<'obj>,
     perf_pages: usize,
-    start_ns: u64,
-    root: Pid,
     control: Arc<Control>,
     events: Sender<Record>,
     reorder: RefCell<Reorder>,
@@ -102,13 +87,35 @@ impl Buffer<'_> {
 }
 
 impl Drain<'_, '_> {
-    fn run(&mut self) -> Result<Totals, RecordError> {
+    fn run(
+        &self,
+        launch: &Launch,
+        ready: &Sender<Result<Started, RecordError>>,
+    ) -> Result<Totals, RecordError> {
         let malformed = RefCell::new(0u64);
-        let on_record = |data: &[u8]| match decode(data, self.start_ns) {
+        let start_ns = monotonic_ns();
+        let on_record = |data: &[u8]| match decode(data, start_ns) {
             Ok(record) => self.reorder.borrow_mut().push(record),
             Err(_) => *malformed.borrow_mut() += 1,
         };
-        let buffer = self.open_buffer(on_record)?;
+        // Perf events are installed in the map when the buffer opens: open
+        // it before the command starts, or its first exec has nowhere to go.
+        let buffer = self.open_buffer(on_record).and_then(|buffer| {
+            let root = launch.start(|pid| self.probe.track(pid))?;
+            Ok((buffer, root))
+        });
+        let (buffer, root) = match buffer {
+            Ok(ok) => ok,
+            Err(err) => {
+                let _ = ready.send(Err(err));
+                return Ok(Totals::default());
+            }
+        };
+        let _ = ready.send(Ok(Started {
+            root_pid: root,
+            buffer: self.probe.buffer,
+            warnings: self.probe.warnings.clone(),
+        }));
         let mut totals = Totals::default();
         let mut gone_since = None;
         let mut stop_since = None;
@@ -117,14 +124,14 @@ impl Drain<'_, '_> {
             buffer
                 .poll(POLL_INTERVAL)
                 .map_err(RecordError::bpf("reading the kernel buffer"))?;
-            let cutoff = now.saturating_sub(self.start_ns + REORDER_WINDOW_NS);
+            let cutoff = now.saturating_sub(start_ns + REORDER_WINDOW_NS);
             if !self.release(Some(cutoff), &mut totals)
                 || self.control.abort.load(Ordering::Relaxed)
             {
                 totals.interrupted = true;
                 break;
             }
-            self.reap_root(&mut totals);
+            self.reap_root(root, &mut totals);
             if self.control.stop.load(Ordering::Relaxed) {
                 stop_since.get_or_insert(now);
             }
@@ -142,10 +149,10 @@ impl Drain<'_, '_> {
                 break;
             }
         }
-        self.reap_root(&mut totals);
+        self.reap_root(root, &mut totals);
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
         totals.malformed = *malformed.borrow();
-        totals.end_timestamp = monotonic_ns().saturating_sub(self.start_ns);
+        totals.end_timestamp = monotonic_ns().saturating_sub(start_ns);
         Ok(totals)
     }
 
@@ -191,11 +198,11 @@ impl Drain<'_, '_> {
         true
     }
 
-    fn reap_root(&self, totals: &mut Totals) {
+    fn reap_root(&self, root: Pid, totals: &mut Totals) {
         if totals.root_exit_code.is_some() || totals.root_signal.is_some() {
             return;
         }
-        match waitpid(NixPid::from_raw(self.root), Some(WaitPidFlag::WNOHANG)) {
+        match waitpid(NixPid::from_raw(root), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(_, code)) => totals.root_exit_code = Some(code),
             Ok(WaitStatus::Signaled(_, signal, _)) => totals.root_signal = Some(signal as i32),
             _ => {}
