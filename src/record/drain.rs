@@ -71,10 +71,16 @@ enum Buffer<'cb> {
 }
 
 impl Buffer<'_> {
+    /// Waits for and consumes records. A signal (Ctrl-C, handled on another
+    /// thread) may interrupt the wait; that is a wake-up, not a failure.
     fn poll(&self, timeout: Duration) -> libbpf_rs::Result<()> {
-        match self {
+        let polled = match self {
             Buffer::Ring(ring) => ring.poll(timeout),
             Buffer::Perf(perf) => perf.poll(timeout),
+        };
+        match polled {
+            Err(err) if err.kind() == libbpf_rs::ErrorKind::Interrupted => Ok(()),
+            other => other,
         }
     }
 

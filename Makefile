@@ -1,0 +1,27 @@
+# The two quick-start commands: `make demo` and `make test`.
+# Recording needs root (eBPF); everything else runs as you, and only the
+# steps that need root go through sudo when you are not root already.
+
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+PROCTRACE := target/release/proctrace
+
+.PHONY: deps test-deps build demo test
+
+deps:
+	scripts/install-deps.sh
+
+test-deps:
+	scripts/install-deps.sh --test
+
+build: deps
+	cargo build --release --locked
+
+# Records the bundled demo and shows its process tree.
+demo: build
+	$(SUDO) $(PROCTRACE) record -o demo.ndjson -- demo/demo.sh
+	$(PROCTRACE) render -i demo.ndjson -d tree
+
+# The whole test suite. Test binaries run through sudo when you are not
+# root: they load eBPF programs against the real kernel.
+test: test-deps
+	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages proctrace needs: to build it (default),
+# or also to run its whole test suite (--test). Installs only what is missing.
+set -euo pipefail
+
+packages=(clang libelf-dev zlib1g-dev pkg-config make gcc)
+if [ "${1:-}" = "--test" ]; then
+    # chromium + node/npm: the Mermaid renderer is checked with the real
+    # mermaid-cli; util-linux provides unshare and setpriv for the tests.
+    packages+=(chromium nodejs npm util-linux)
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+# nodejs may come from elsewhere (e.g. NodeSource) with npm bundled.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+    filtered=()
+    for pkg in "${missing[@]}"; do
+        case "$pkg" in nodejs | npm) ;; *) filtered+=("$pkg") ;; esac
+    done
+    missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "install-deps: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+    echo "install-deps: cargo not found: install a Rust toolchain (1.82 or newer), e.g. with rustup" >&2
+    exit 1
+fi
