@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the path of a Debian kernel image (vmlinuz) of the given series,
 # downloading it on first use into the cache directory:
-#   fetch-kernel.sh 5.10|6.1|6.12
+#   fetch-kernel.sh 5.10|6.1|6.12|latest|host
 # The download uses a private apt configuration (its own sources list, lists
 # and cache under the cache directory) and leaves the system's apt alone.
 # Cache: ${PROCTRACE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/proctrace/kernels}
@@ -11,11 +11,25 @@ series=${1:?usage: fetch-kernel.sh SERIES}
 cache=${PROCTRACE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/proctrace/kernels}
 
 case "$series" in
-5.10) suite=bullseye pattern='^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$' ;;
-6.1) suite=bookworm pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
-6.12) suite=bookworm pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+5.10) suites="bullseye bullseye-security" pattern='^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$' ;;
+6.1) suites="bookworm bookworm-security" pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
+6.12) suites="bookworm bookworm-security" pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+# The newest kernel Debian builds for stable, whatever its version is
+# when the cache is first filled.
+# (There the image is in linux-binary-*, linux-image-* is only its signature.)
+latest) suites="trixie-backports" pattern='^linux-binary-[0-9.]+\+deb13-amd64$' ;;
+host)
+    # The machine's own kernel, where its image is readable.
+    image=/boot/vmlinuz-$(uname -r)
+    [ -r "$image" ] || {
+        echo "fetch-kernel: $image is missing" >&2
+        exit 1
+    }
+    echo "$image"
+    exit 0
+    ;;
 *)
-    echo "fetch-kernel: unknown series $series (5.10, 6.1 or 6.12)" >&2
+    echo "fetch-kernel: unknown series $series (5.10, 6.1, 6.12, latest or host)" >&2
     exit 2
     ;;
 esac
@@ -26,19 +40,21 @@ if [ -f "$dir/vmlinuz" ]; then
     exit 0
 fi
 
-apt_dir=$cache/apt-$suite
+apt_dir=$cache/apt-${suites%% *}
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-# bullseye left deb.debian.org for archive.debian.org after its LTS ended;
-# try the main mirror first, then the archive.
-mirrors=(http://deb.debian.org/debian http://archive.debian.org/debian)
-security=(http://deb.debian.org/debian-security http://archive.debian.org/debian-security)
-apt_opts=()
+# Old releases leave deb.debian.org for archive.debian.org: try the main
+# mirror first, then the archive.
 found=""
-for i in "${!mirrors[@]}"; do
-    cat >"$apt_dir/sources.list" <<SOURCES
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirrors[$i]} $suite main
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${security[$i]} $suite-security main
-SOURCES
+for mirror in http://deb.debian.org http://archive.debian.org; do
+    : >"$apt_dir/sources.list"
+    for suite in $suites; do
+        case "$suite" in
+        *-security) path=debian-security ;;
+        *) path=debian ;;
+        esac
+        echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror/$path $suite main" \
+            >>"$apt_dir/sources.list"
+    done
     apt_opts=(
         -o "Dir::Etc::SourceList=$apt_dir/sources.list"
         -o Dir::Etc::SourceParts=/dev/null
@@ -47,26 +63,34 @@ SOURCES
         -o Acquire::Check-Valid-Until=false
         -o APT::Sandbox::User=root
     )
-    if apt-get "${apt_opts[@]}" update -qq >&2 2>"$apt_dir/update.log" || true; then
-        found=$(apt-cache "${apt_opts[@]}" pkgnames linux-image- | grep -E "$pattern" | sort -V | tail -1 || true)
+    if apt-get "${apt_opts[@]}" update -qq >"$apt_dir/update.log" 2>&1; then
+        found=$(apt-cache "${apt_opts[@]}" pkgnames linux- | grep -E "$pattern" | sort -V | tail -1 || true)
     fi
     [ -n "$found" ] && break
 done
 if [ -z "$found" ]; then
-    echo "fetch-kernel: no package matching $pattern in Debian $suite" >&2
+    echo "fetch-kernel: no package matching $pattern in Debian $suites" >&2
     cat "$apt_dir/update.log" >&2 || true
     exit 1
 fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "fetch-kernel: downloading $found ($suite)" >&2
+echo "fetch-kernel: downloading $found ($suites)" >&2
 (cd "$work" && apt-get "${apt_opts[@]}" download -qq "$found" >&2)
 dpkg-deb -x "$work"/*.deb "$work/root"
-image=$(ls "$work"/root/boot/vmlinuz-* | head -1)
+# /boot/vmlinuz-RELEASE, or /usr/lib/modules/RELEASE/vmlinuz (trixie's).
+image=$(find "$work/root" -name 'vmlinuz*' -type f | head -1)
+[ -n "$image" ] || {
+    echo "fetch-kernel: no vmlinuz in $found" >&2
+    exit 1
+}
 mkdir -p "$dir.tmp"
 cp "$image" "$dir.tmp/vmlinuz"
-basename "$image" | sed 's/^vmlinuz-//' >"$dir.tmp/release"
+case "$image" in
+*/vmlinuz-*) echo "${image##*/vmlinuz-}" ;;
+*) basename "$(dirname "$image")" ;;
+esac >"$dir.tmp/release"
 echo "$found" >"$dir.tmp/package"
 rm -rf "$dir"
 mv "$dir.tmp" "$dir"

@@ -4,7 +4,7 @@
 # records the workload several ways and prints the recordings on the serial
 # console. Writes OUT/<kernel>.log per kernel and OUT/proctrace (the binary
 # every kernel ran); tests/kernel_matrix.rs checks the logs.
-#   run.sh OUT [SERIES...]          (default series: 5.10 6.1 6.12)
+#   run.sh OUT [SERIES...]    (default: 5.10 6.1 6.12 latest; see fetch-kernel.sh)
 # PROCTRACE_STATIC_BIN=path skips the static build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,8 +12,8 @@ repo=$(cd "$here/../.." && pwd)
 out=${1:?usage: run.sh OUT [SERIES...]}
 shift
 series=("$@")
-[ "${#series[@]}" -gt 0 ] || series=(5.10 6.1 6.12)
-timeout_s=${PROCTRACE_QEMU_TIMEOUT:-300}
+[ "${#series[@]}" -gt 0 ] || series=(5.10 6.1 6.12 latest)
+timeout_s=${PROCTRACE_QEMU_TIMEOUT:-240}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -46,7 +46,7 @@ status=0
 for s in "${series[@]}"; do
     kernel=$("$here/fetch-kernel.sh" "$s")
     log=$out/$s.log
-    echo "run.sh: booting $s ($(cat "$(dirname "$kernel")/release"))" >&2
+    echo "run.sh: booting $s ($kernel)" >&2
     start=$(date +%s)
     timeout "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1G \
         -nographic -no-reboot -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
