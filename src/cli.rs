@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use proctrace::event::{Record, Trailer};
-use proctrace::record::{AttachChoice, BufferChoice, Recorder, Recording, Totals};
+use proctrace::record::{BufferChoice, HookChoice, Recorder, Recording, Totals};
 use proctrace::recording::Writer;
 
 /// Records and shows the process lifecycle of a command's whole process tree.
@@ -55,8 +55,16 @@ struct RecordArgs {
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
+    /// Record this running process and all its present and future
+    /// descendants instead of running a command (repeatable).
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "command")]
+    pids: Vec<i32>,
     /// The command to record and its arguments.
-    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    #[arg(
+        required_unless_present = "pids",
+        trailing_var_arg = true,
+        value_name = "CMD"
+    )]
     command: Vec<std::ffi::OsString>,
 }
 
@@ -77,17 +85,22 @@ fn record(args: RecordArgs) -> Result<i32> {
         libbpf_rs::set_print(None);
     }
     let signals = Signals::install()?;
-    let recording = Recorder::command(&args.command)
+    let recorder = if args.pids.is_empty() {
+        Recorder::command(&args.command)
+    } else {
+        Recorder::attach(args.pids.iter().copied())
+    };
+    let recording = recorder
         .raw(args.raw)
         .buffer(if args.perf_buffer {
             BufferChoice::Perf
         } else {
             BufferChoice::Auto
         })
-        .attach(if args.raw_tracepoints {
-            AttachChoice::Raw
+        .hooks(if args.raw_tracepoints {
+            HookChoice::Raw
         } else {
-            AttachChoice::Auto
+            HookChoice::Auto
         })
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)
@@ -112,7 +125,7 @@ fn record(args: RecordArgs) -> Result<i32> {
     let (written, totals) = write_recording(recording, Writer::new(output), &aborted)
         .with_context(|| format!("writing {name}"))?;
     report(&name, written, &totals);
-    Ok(exit_status(&totals))
+    Ok(exit_status(&totals, !args.pids.is_empty()))
 }
 
 /// Writes header, events and trailer; returns how many events were written.
@@ -167,8 +180,13 @@ fn report(name: &str, processes: u64, totals: &Totals) {
 }
 
 /// The command's own status, as a shell would report it: the exit code, or
-/// 128 + the signal that killed it (130, as for SIGINT, when it never ended).
-fn exit_status(totals: &Totals) -> i32 {
+/// 128 + the signal that killed it; 130, as for SIGINT, when it never ended.
+/// Attached processes are not proctrace's children: their status is unknown.
+fn exit_status(totals: &Totals, attached: bool) -> i32 {
+    let interrupted = if totals.interrupted { 128 + SIGINT } else { 0 };
+    if attached {
+        return interrupted;
+    }
     totals
         .root_signal
         .map(|s| 128 + s)
