@@ -76,7 +76,7 @@ struct Tree {
     root: Pid,
     root_exit: Option<(Option<i32>, Option<i32>)>,
     followed: HashSet<Pid>,
-    /// Events of unfollowed processes by pid, each with its arrival number.
+    /// Events waiting for a pid to be followed, each with its arrival number.
     waiting: HashMap<Pid, VecDeque<(u64, Record)>>,
     /// (arrival number, timestamp, pid) of waiting events, oldest first.
     arrivals: VecDeque<(u64, u64, Pid)>,
@@ -150,8 +150,14 @@ impl Tree {
         out.write(&event)
     }
 
+    /// Holds back an event until the process it depends on is followed:
+    /// a fork waits for its parent, anything else for its own process.
     fn wait(&mut self, event: Record) {
-        let Some(pid) = event.pid() else { return };
+        let key = match &event {
+            Record::Fork(fork) => Some(fork.parent_pid),
+            _ => event.pid(),
+        };
+        let Some(pid) = key else { return };
         let timestamp = event.timestamp().unwrap_or(0);
         self.arrived += 1;
         self.arrivals.push_back((self.arrived, timestamp, pid));
@@ -197,5 +203,77 @@ impl Tree {
             root_signal,
             ..raw
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Exit, Fork};
+
+    fn fork(timestamp: u64, parent_pid: Pid, child_pid: Pid) -> Record {
+        Record::Fork(Fork {
+            seq: 0,
+            timestamp,
+            parent_pid,
+            child_pid,
+            parent_pgid: parent_pid,
+            child_pgid: None,
+            child_sid: None,
+            child_ppid: None,
+        })
+    }
+
+    fn exit(timestamp: u64, pid: Pid) -> Record {
+        Record::Exit(Exit {
+            seq: 0,
+            timestamp,
+            pid,
+            ppid: 1,
+            pgid: pid,
+            sid: None,
+            exit_code: Some(0),
+            signal: None,
+            core_dumped: false,
+        })
+    }
+
+    fn pids_written(events: &[Record]) -> Vec<Pid> {
+        let mut tree = Tree::new(10);
+        let mut writer = Writer::new(Vec::new());
+        for event in events {
+            tree.accept(event.clone(), &mut writer).unwrap();
+        }
+        let out = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        out.lines()
+            .map(|l| serde_json::from_str::<Record>(l).unwrap().pid().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn events_before_their_fork_follow_it_grandchildren_too() {
+        let events = [
+            exit(5, 12),     // grandchild, before its fork
+            fork(4, 11, 12), // child forks grandchild, before the child's fork
+            fork(3, 10, 11), // root forks child
+            exit(6, 11),
+            fork(7, 99, 100), // not in the tree
+            exit(8, 100),
+        ];
+        assert_eq!(pids_written(&events), [11, 12, 12, 11]);
+    }
+
+    #[test]
+    fn unclaimed_events_expire_by_age_and_by_count() {
+        let mut tree = Tree::new(10);
+        let mut writer = Writer::new(io::sink());
+        for pid in 0..(MAX_WAITING as Pid + 10) {
+            tree.accept(exit(1, 1000 + pid), &mut writer).unwrap();
+        }
+        assert_eq!(tree.arrivals.len(), MAX_WAITING);
+        assert_eq!(tree.waiting.len(), MAX_WAITING);
+        tree.accept(exit(2 + WINDOW_NS, 5), &mut writer).unwrap();
+        assert_eq!(tree.arrivals.len(), 1);
+        assert_eq!(tree.waiting.len(), 1);
     }
 }

@@ -429,3 +429,61 @@ impl LegacyExecFull {
         exec
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (Result<Recording, ReadError>, Vec<Warning>) {
+        let mut reader = Reader::new(text.as_bytes(), "rec");
+        let recording = Recording::read(&mut reader);
+        (recording, reader.warnings().to_vec())
+    }
+
+    #[test]
+    fn legacy_exec_args_fold_into_the_exec_keeping_the_longest() {
+        let text = r#"{"Exec":{"timestamp":100,"pid":5,"ppid":1,"pgid":5,"cmdline":null}}
+{"ExecArgs":{"timestamp":100,"pid":5,"args":"/usr/bin/env bash ./x.sh"}}
+{"ExecArgs":{"timestamp":100,"pid":5,"args":"./x.sh"}}
+{"ExecFilename":{"timestamp":100,"pid":5,"filename":"/usr/bin/env"}}
+{"Exec":{"timestamp":150,"pid":5,"ppid":1,"pgid":5,"cmdline":["bash","./x.sh"]}}
+{"BadExec":{"timestamp":160,"pid":5}}
+"#;
+        let (recording, warnings) = read(text);
+        let events = recording.unwrap().events;
+        assert!(warnings.is_empty());
+        let Record::Exec(first) = &events[0] else {
+            panic!()
+        };
+        assert_eq!((first.timestamp, first.seq), (0, 0));
+        assert_eq!(first.cmdline, "/usr/bin/env bash ./x.sh");
+        assert_eq!(first.filename, "/usr/bin/env");
+        assert!(
+            first.argv.is_empty(),
+            "a joined line is not split into words"
+        );
+        let Record::Exec(second) = &events[1] else {
+            panic!()
+        };
+        assert_eq!((second.timestamp, second.seq), (50, 1));
+        assert_eq!(second.argv, ["bash", "./x.sh"]);
+        assert_eq!(events.len(), 2);
+    }
+
+    #[test]
+    fn only_an_unterminated_unfinished_last_line_is_a_cut() {
+        let exec = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5}}"#;
+        let (recording, warnings) = read(&format!("{exec}\n{{\"Exit\":{{\"seq\":1,\"ti"));
+        assert_eq!(recording.unwrap().events.len(), 1);
+        assert_eq!(
+            warnings,
+            [Warning::CutOff {
+                name: "rec".into(),
+                line: 2
+            }]
+        );
+
+        let (recording, _) = read(&format!("{{\"Exit\":{{\"seq\":1,\"ti\n{exec}\n"));
+        assert!(matches!(recording, Err(ReadError::Invalid { line: 1, .. })));
+    }
+}
