@@ -211,7 +211,7 @@ impl<R: BufRead> Reader<R> {
         }
         if let Some(ts) = record.timestamp() {
             let base = *self.time_base.get_or_insert(ts);
-            set_timestamp(&mut record, ts.saturating_sub(base));
+            record.set_timestamp(ts.saturating_sub(base));
         }
         record
     }
@@ -252,17 +252,6 @@ impl<R: BufRead> Iterator for Reader<R> {
                 return Some(Err(err));
             }
         }
-    }
-}
-
-fn set_timestamp(record: &mut Record, value: u64) {
-    match record {
-        Record::Fork(e) => e.timestamp = value,
-        Record::Exec(e) => e.timestamp = value,
-        Record::Exit(e) => e.timestamp = value,
-        Record::SetSid(e) => e.timestamp = value,
-        Record::SetPgid(e) => e.timestamp = value,
-        Record::Header(_) | Record::Trailer(_) => {}
     }
 }
 
