@@ -1,11 +1,59 @@
-//! proctrace: records the process lifecycle of a command's whole process tree
-//! (fork, exec, exit, setsid, setpgid) with eBPF, filtered inside the kernel.
+//! proctrace records the process lifecycle of a whole process tree — every
+//! fork, exec, exit, setsid and setpgid — with eBPF, filtered inside the
+//! kernel, and reads and renders such recordings.
+//!
+//! This library is the engine of the `proctrace` command; test runners, CI
+//! agents and build tools can embed it to get the events without shelling
+//! out. Recording needs root (or `CAP_BPF` and `CAP_PERFMON`) and a kernel
+//! with BTF.
+//!
+//! # Recording a command
+//!
+//! ```no_run
+//! use proctrace::event::Record;
+//! use proctrace::record::Recorder;
+//!
+//! # fn main() -> Result<(), proctrace::record::RecordError> {
+//! let recording = Recorder::command(["sh", "-c", "ls / | wc -l"]).start()?;
+//! println!("recording pid {}", recording.root_pid());
+//! // Events arrive as they happen, in causal order; the channel closes
+//! // when every process of the tree has exited.
+//! for record in recording.events() {
+//!     if let Record::Exec(exec) = record {
+//!         println!("{} ran {}", exec.pid, exec.cmdline);
+//!     }
+//! }
+//! let totals = recording.finish()?;
+//! println!("{} events, {} lost, exit code {:?}", totals.events, totals.lost(), totals.root_exit_code);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`record::Recorder::attach`] follows processes that already run instead,
+//! and [`record::Recording::stopper`] stops a recording from another thread.
+//!
+//! # Modules
+//!
+//! - [`event`]: the event model, one serde type per kind of line.
+//! - [`record`]: the recorder (kernel side, launch, drain).
+//! - [`recording`]: reading and writing recordings (newline-delimited JSON).
+//! - [`processes`]: the process table derived from a recording's events.
+//! - [`render`]: the views of a recording (`proctrace render`).
+//! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
+//! - [`bpf`]: the generated libbpf-rs skeleton, for embedders who want the
+//!   raw maps and programs.
+
+#![warn(missing_docs)]
 
 pub mod event;
+pub mod ingest;
+pub mod processes;
 pub mod record;
 pub mod recording;
+pub mod render;
 
-/// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`.
+/// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`, with
+/// the record layouts of `src/bpf/proctrace.h` in [`bpf::types`].
 #[allow(missing_docs, clippy::all, non_camel_case_types, non_snake_case)]
 pub mod bpf {
     include!(concat!(env!("OUT_DIR"), "/proctrace.skel.rs"));

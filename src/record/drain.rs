@@ -15,8 +15,7 @@ use nix::unistd::Pid as NixPid;
 
 use super::decode::decode;
 use super::kernel::{self, KernelConfig, Probe};
-use super::launch::Launch;
-use super::{Control, RecordError, Started, Totals};
+use super::{Control, Prepared, RecordError, Started, Totals};
 use crate::event::{BufferKind, Pid, Record};
 
 /// How long an event is held back so that events of other CPUs with
@@ -34,7 +33,7 @@ const STOP_GRACE_NS: u64 = 300_000_000;
 /// could not start, on `ready`, then sends events on `events`.
 pub fn run(
     config: KernelConfig,
-    launch: Launch,
+    target: Prepared,
     control: Arc<Control>,
     ready: Sender<Result<Started, RecordError>>,
     events: Sender<Record>,
@@ -54,7 +53,7 @@ pub fn run(
         events,
         reorder: RefCell::default(),
     };
-    drain.run(&launch, &ready)
+    drain.run(&target, &ready)
 }
 
 struct Drain<'a, 'obj> {
@@ -95,7 +94,7 @@ impl Buffer<'_> {
 impl Drain<'_, '_> {
     fn run(
         &self,
-        launch: &Launch,
+        target: &Prepared,
         ready: &Sender<Result<Started, RecordError>>,
     ) -> Result<Totals, RecordError> {
         let malformed = RefCell::new(0u64);
@@ -107,7 +106,7 @@ impl Drain<'_, '_> {
         // Perf events are installed in the map when the buffer opens: open
         // it before the command starts, or its first exec has nowhere to go.
         let buffer = self.open_buffer(on_record).and_then(|buffer| {
-            let root = launch.start(|pid| self.probe.track(pid))?;
+            let root = target.start(self.probe)?;
             Ok((buffer, root))
         });
         let (buffer, root) = match buffer {
@@ -137,7 +136,9 @@ impl Drain<'_, '_> {
                 totals.interrupted = true;
                 break;
             }
-            self.reap_root(root, &mut totals);
+            if target.is_child() {
+                self.reap_root(root, &mut totals);
+            }
             if self.control.stop.load(Ordering::Relaxed) {
                 stop_since.get_or_insert(now);
             }
@@ -155,7 +156,9 @@ impl Drain<'_, '_> {
                 break;
             }
         }
-        self.reap_root(root, &mut totals);
+        if target.is_child() {
+            self.reap_root(root, &mut totals);
+        }
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
         totals.malformed = *malformed.borrow();
         totals.end_timestamp = monotonic_ns().saturating_sub(start_ns);

@@ -28,8 +28,11 @@ pub enum RecordError {
         source: nix::Error,
     },
     /// No pid was given to attach to, or no command to run.
-    #[error("nothing to record: give a command to run")]
+    #[error("nothing to record: give a command to run or a pid to attach to")]
     NoCommand,
+    /// A pid to attach to names no running process.
+    #[error("no process with pid {0}")]
+    NoSuchProcess(crate::event::Pid),
     /// A BPF operation failed.
     #[error("{context}")]
     Bpf {

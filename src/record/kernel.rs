@@ -32,7 +32,7 @@ pub enum BufferChoice {
 
 /// How the sched tracepoints are hooked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AttachChoice {
+pub enum HookChoice {
     /// BTF-typed tracepoints (tp_btf) where the kernel has BTF, else raw.
     #[default]
     Auto,
@@ -44,7 +44,7 @@ pub enum AttachChoice {
 #[derive(Debug, Clone)]
 pub struct KernelConfig {
     pub buffer: BufferChoice,
-    pub attach: AttachChoice,
+    pub hooks: HookChoice,
     pub raw: bool,
     pub max_processes: u32,
     pub ring_bytes: u32,
@@ -89,7 +89,7 @@ pub fn load<'obj>(
         .open(storage)
         .map_err(RecordError::bpf("opening the BPF object"))?;
     let buffer = choose_buffer(config.buffer);
-    let btf_hooks = config.attach == AttachChoice::Auto && kernel_btf;
+    let btf_hooks = config.hooks == HookChoice::Auto && kernel_btf;
     configure(&mut open, config, buffer, btf_hooks)?;
     let skel = open
         .load()
@@ -267,6 +267,11 @@ impl Probe<'_> {
             .tracked
             .update(&pid.to_ne_bytes(), &[1], MapFlags::ANY)
             .map_err(RecordError::bpf(format!("tracking pid {pid}")))
+    }
+
+    /// Stops following `pid` (a seed that turned out to be gone already).
+    pub fn untrack(&self, pid: Pid) {
+        let _ = self.skel.maps.tracked.delete(&pid.to_ne_bytes());
     }
 
     /// Whether every tracked process is gone.

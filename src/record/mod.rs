@@ -5,6 +5,7 @@
 //! thread of its own then drains the kernel's buffer and sends events, in
 //! one causal order, over a crossbeam channel to the [`Recording`] handle.
 
+mod attach;
 mod decode;
 mod drain;
 mod error;
@@ -21,7 +22,7 @@ use std::time::SystemTime;
 use crossbeam_channel::Receiver;
 
 pub use error::RecordError;
-pub use kernel::{AttachChoice, BufferChoice};
+pub use kernel::{BufferChoice, HookChoice};
 pub use launch::sudo_owner;
 
 use crate::event::{BufferKind, Header, Pid, Record, FORMAT_VERSION};
@@ -35,7 +36,7 @@ const QUEUE_CAPACITY: usize = 1 << 16;
 /// Configures and starts a recording.
 #[derive(Debug, Clone)]
 pub struct Recorder {
-    command: Vec<OsString>,
+    target: Target,
     keep_root: bool,
     kernel: KernelConfig,
 }
@@ -47,12 +48,24 @@ impl Recorder {
         I: IntoIterator<Item = S>,
         S: Into<OsString>,
     {
+        Self::new(Target::Command(
+            command.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// Records processes that already run, with all their present and
+    /// future descendants, until they have all exited.
+    pub fn attach(pids: impl IntoIterator<Item = Pid>) -> Self {
+        Self::new(Target::Pids(pids.into_iter().collect()))
+    }
+
+    fn new(target: Target) -> Self {
         Recorder {
-            command: command.into_iter().map(Into::into).collect(),
+            target,
             keep_root: false,
             kernel: KernelConfig {
                 buffer: BufferChoice::Auto,
-                attach: AttachChoice::Auto,
+                hooks: HookChoice::Auto,
                 raw: false,
                 max_processes: 65_536,
                 ring_bytes: 16 << 20,
@@ -77,8 +90,8 @@ impl Recorder {
     }
 
     /// Chooses how the scheduler tracepoints are hooked.
-    pub fn attach(mut self, attach: AttachChoice) -> Self {
-        self.kernel.attach = attach;
+    pub fn hooks(mut self, hooks: HookChoice) -> Self {
+        self.kernel.hooks = hooks;
         self
     }
 
@@ -109,7 +122,24 @@ impl Recorder {
     /// Loads the BPF program, starts the command and returns once its first
     /// exec is under way.
     pub fn start(self) -> Result<Recording, RecordError> {
-        let launch = launch::Launch::new(&self.command, self.keep_root)?;
+        let (prepared, command) = match &self.target {
+            Target::Command(argv) => {
+                let command = argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                (
+                    Prepared::Launch(launch::Launch::new(argv, self.keep_root)?),
+                    command,
+                )
+            }
+            Target::Pids(pids) if pids.is_empty() => return Err(RecordError::NoCommand),
+            Target::Pids(pids) => {
+                let attach = attach::Attach::new(pids)?;
+                let command = attach.command();
+                (Prepared::Attach(attach), command)
+            }
+        };
         let start_time = SystemTime::now();
         let control = Arc::new(Control::default());
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
@@ -118,7 +148,7 @@ impl Recorder {
         let thread_control = Arc::clone(&control);
         let thread = std::thread::Builder::new()
             .name("proctrace-drain".into())
-            .spawn(move || drain::run(config, launch, thread_control, ready_tx, events_tx))
+            .spawn(move || drain::run(config, prepared, thread_control, ready_tx, events_tx))
             .map_err(RecordError::system("starting the drain thread"))?;
         let started = match ready_rx.recv() {
             Ok(Ok(started)) => started,
@@ -133,11 +163,7 @@ impl Recorder {
             proctrace_version: env!("CARGO_PKG_VERSION").to_string(),
             start_time: humantime::format_rfc3339_nanos(start_time).to_string(),
             root_pid: started.root_pid,
-            command: self
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            command,
             kernel: nix::sys::utsname::uname()
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
@@ -151,6 +177,36 @@ impl Recorder {
             control,
             thread,
         })
+    }
+}
+
+/// What a recording follows.
+#[derive(Debug, Clone)]
+enum Target {
+    Command(Vec<OsString>),
+    Pids(Vec<Pid>),
+}
+
+/// A target checked and ready to start on the drain thread.
+enum Prepared {
+    Launch(launch::Launch),
+    Attach(attach::Attach),
+}
+
+impl Prepared {
+    /// Starts following the target; returns the root pid.
+    fn start(&self, probe: &kernel::Probe<'_>) -> Result<Pid, RecordError> {
+        match self {
+            Prepared::Launch(launch) => launch.start(|pid| probe.track(pid)),
+            Prepared::Attach(attach) => {
+                attach.start(|pid| probe.track(pid), |pid| probe.untrack(pid))
+            }
+        }
+    }
+
+    /// Whether the root is proctrace's child, whose status it collects.
+    fn is_child(&self) -> bool {
+        matches!(self, Prepared::Launch(_))
     }
 }
 

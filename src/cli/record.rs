@@ -1,4 +1,4 @@
-//! The command line: argument definitions and what each subcommand does.
+//! `proctrace record`: runs or attaches, writes the recording.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -7,29 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use proctrace::event::{Record, Trailer};
-use proctrace::record::{AttachChoice, BufferChoice, Recorder, Recording, Totals};
+use proctrace::record::{BufferChoice, HookChoice, Recorder, Recording, Totals};
 use proctrace::recording::Writer;
 
-/// Records and shows the process lifecycle of a command's whole process tree.
-#[derive(Debug, Parser)]
-#[command(name = "proctrace", version, about, max_term_width = 100)]
-pub struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run a command and record every fork, exec, exit, setsid and setpgid of its process tree.
-    Record(RecordArgs),
-}
-
 #[derive(Debug, Args)]
-struct RecordArgs {
+pub struct RecordArgs {
     /// Where the recording goes ('-' for stdout, which the command's own
     /// output would then share).
     #[arg(short, long, value_name = "FILE", default_value = "proctrace.ndjson")]
@@ -55,21 +41,21 @@ struct RecordArgs {
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
+    /// Record this running process and all its present and future
+    /// descendants instead of running a command (repeatable).
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "command")]
+    pids: Vec<i32>,
     /// The command to record and its arguments.
-    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
+    #[arg(
+        required_unless_present = "pids",
+        trailing_var_arg = true,
+        value_name = "CMD"
+    )]
     command: Vec<std::ffi::OsString>,
 }
 
-impl Cli {
-    /// Runs the subcommand; returns the process exit status.
-    pub fn run(self) -> Result<i32> {
-        match self.command {
-            Command::Record(args) => record(args),
-        }
-    }
-}
-
-fn record(args: RecordArgs) -> Result<i32> {
+/// Runs `proctrace record`; returns the command's exit status.
+pub fn run(args: RecordArgs) -> Result<i32> {
     let output = open_output(&args.output)?;
     // libbpf narrates its work on stderr, which is the command's terminal
     // too; keep it for debugging only.
@@ -77,17 +63,22 @@ fn record(args: RecordArgs) -> Result<i32> {
         libbpf_rs::set_print(None);
     }
     let signals = Signals::install()?;
-    let recording = Recorder::command(&args.command)
+    let recorder = if args.pids.is_empty() {
+        Recorder::command(&args.command)
+    } else {
+        Recorder::attach(args.pids.iter().copied())
+    };
+    let recording = recorder
         .raw(args.raw)
         .buffer(if args.perf_buffer {
             BufferChoice::Perf
         } else {
             BufferChoice::Auto
         })
-        .attach(if args.raw_tracepoints {
-            AttachChoice::Raw
+        .hooks(if args.raw_tracepoints {
+            HookChoice::Raw
         } else {
-            AttachChoice::Auto
+            HookChoice::Auto
         })
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)
@@ -112,7 +103,7 @@ fn record(args: RecordArgs) -> Result<i32> {
     let (written, totals) = write_recording(recording, Writer::new(output), &aborted)
         .with_context(|| format!("writing {name}"))?;
     report(&name, written, &totals);
-    Ok(exit_status(&totals))
+    Ok(exit_status(&totals, !args.pids.is_empty()))
 }
 
 /// Writes header, events and trailer; returns how many events were written.
@@ -167,8 +158,13 @@ fn report(name: &str, processes: u64, totals: &Totals) {
 }
 
 /// The command's own status, as a shell would report it: the exit code, or
-/// 128 + the signal that killed it (130, as for SIGINT, when it never ended).
-fn exit_status(totals: &Totals) -> i32 {
+/// 128 + the signal that killed it; 130, as for SIGINT, when it never ended.
+/// Attached processes are not proctrace's children: their status is unknown.
+fn exit_status(totals: &Totals, attached: bool) -> i32 {
+    let interrupted = if totals.interrupted { 128 + SIGINT } else { 0 };
+    if attached {
+        return interrupted;
+    }
     totals
         .root_signal
         .map(|s| 128 + s)

@@ -1,0 +1,104 @@
+//! Following processes that already run: seed the map with each one, then
+//! with its current descendants, parent before children.
+//!
+//! A process is seeded before its children list is read, so a child forked
+//! after that is added by the kernel itself, and one forked before is in
+//! the list: no order of events can slip between the two.
+
+use std::collections::{HashSet, VecDeque};
+use std::fs;
+use std::time::Duration;
+
+use super::RecordError;
+use crate::event::Pid;
+
+/// How long a process caught inside exit() while it was seeded may take to
+/// finish exiting, before the seeds are checked once more.
+const EXIT_SETTLE: Duration = Duration::from_millis(50);
+
+/// Running processes to follow, with all their present and future descendants.
+#[derive(Debug, Clone)]
+pub struct Attach {
+    pids: Vec<Pid>,
+}
+
+impl Attach {
+    /// Checks that every pid names a running process.
+    pub fn new(pids: &[Pid]) -> Result<Self, RecordError> {
+        if let Some(&missing) = pids.iter().find(|&&pid| !is_alive(pid)) {
+            return Err(RecordError::NoSuchProcess(missing));
+        }
+        Ok(Attach {
+            pids: pids.to_vec(),
+        })
+    }
+
+    /// The first pid given, which the recording is named after.
+    pub fn root(&self) -> Pid {
+        self.pids[0]
+    }
+
+    /// The root's command line, from /proc.
+    pub fn command(&self) -> Vec<String> {
+        let raw = fs::read(format!("/proc/{}/cmdline", self.root())).unwrap_or_default();
+        raw.split(|&b| b == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect()
+    }
+
+    /// Seeds the whole present tree; returns the root pid.
+    pub fn start(
+        &self,
+        track: impl Fn(Pid) -> Result<(), RecordError>,
+        untrack: impl Fn(Pid),
+    ) -> Result<Pid, RecordError> {
+        let mut queue: VecDeque<Pid> = self.pids.iter().copied().collect();
+        let mut seeded = HashSet::new();
+        while let Some(pid) = queue.pop_front() {
+            if !seeded.insert(pid) {
+                continue;
+            }
+            track(pid)?;
+            queue.extend(children(pid));
+        }
+        // A seed whose exit already ran in the kernel before it was seeded
+        // would keep the recording waiting forever.
+        std::thread::sleep(EXIT_SETTLE);
+        for &pid in &seeded {
+            if !is_alive(pid) {
+                untrack(pid);
+            }
+        }
+        Ok(self.root())
+    }
+}
+
+/// Children of every thread of `pid` (a thread's children list holds the
+/// processes that thread forked).
+fn children(pid: Pid) -> Vec<Pid> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<Pid>>()
+        })
+        .collect()
+}
+
+/// Whether `pid` exists and has not exited (a zombie has).
+fn is_alive(pid: Pid) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the parenthesised command, which may contain spaces.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X" | "x"))
+}
