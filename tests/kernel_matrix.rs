@@ -64,11 +64,19 @@ fn kernel_matrix() {
     };
     let out = tempfile::tempdir().expect("temporary directory");
     let dir = out.path();
-    let status = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernel-matrix/run.sh"))
-        .arg(dir)
-        .args(&kernels)
-        .status()
-        .expect("running tests/kernel-matrix/run.sh");
+    let status = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernel-matrix/run.sh"
+    ))
+    .arg(dir)
+    .args(&kernels)
+    // The cargo that built this test builds the static binary too.
+    .env(
+        "CARGO",
+        std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into()),
+    )
+    .status()
+    .expect("running tests/kernel-matrix/run.sh");
     let binary = std::fs::read(dir.join("proctrace")).expect("run.sh copies the static binary");
     let digest = sha256(&dir.join("proctrace"));
     assert!(
@@ -92,18 +100,26 @@ fn kernel_matrix() {
         let mut row = Vec::new();
         for (mode, buffer) in MODES {
             let result = check_recording(&log, mode, *buffer);
-            row.push(format!("{mode}: {}", if result.is_ok() { "pass" } else { "FAIL" }));
+            row.push(format!(
+                "{mode}: {}",
+                if result.is_ok() { "pass" } else { "FAIL" }
+            ));
             if let Err(why) = result {
                 failures.push(format!("{kernel} {mode}: {why}"));
             }
         }
         let nobtf = check_no_btf(&log);
-        row.push(format!("no-BTF error: {}", if nobtf.is_ok() { "pass" } else { "FAIL" }));
+        row.push(format!(
+            "no-BTF error: {}",
+            if nobtf.is_ok() { "pass" } else { "FAIL" }
+        ));
         if let Err(why) = nobtf {
             failures.push(format!("{kernel} no-BTF: {why}"));
         }
         if !log.contains("===DONE===") {
-            failures.push(format!("{kernel}: the guest did not finish; its console:\n{log}"));
+            failures.push(format!(
+                "{kernel}: the guest did not finish; its console:\n{log}"
+            ));
         }
         writeln!(table, "{kernel} ({release}): {}", row.join(", ")).unwrap();
     }
@@ -161,17 +177,27 @@ fn check_no_btf(log: &str) -> Result<(), String> {
 
 /// What the workload (tests/kernel-matrix/workload.sh) must produce.
 fn check_recording(log: &str, mode: &str, buffer: BufferKind) -> Result<(), String> {
-    let stderr = section(log, &format!("===STDERR {mode}===\n"), &format!("===ENDSTDERR {mode}==="))
-        .unwrap_or("(none)");
-    let body = section(log, &format!("===BEGIN {mode}===\n"), &format!("===END {mode}==="))
-        .ok_or_else(|| format!("no recording printed; proctrace said: {stderr}"))?;
+    let stderr = section(
+        log,
+        &format!("===STDERR {mode}===\n"),
+        &format!("===ENDSTDERR {mode}==="),
+    )
+    .unwrap_or("(none)");
+    let body = section(
+        log,
+        &format!("===BEGIN {mode}===\n"),
+        &format!("===END {mode}==="),
+    )
+    .ok_or_else(|| format!("no recording printed; proctrace said: {stderr}"))?;
     check_tree(body, buffer, marker(log, &format!("===STATUS {mode} ")))
         .map_err(|why| format!("{why}\nproctrace said: {stderr}\nrecording:\n{body}"))
 }
 
 fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<(), String> {
     if status != Some("9") {
-        return Err(format!("proctrace exited {status:?}, not 9 (the root's code)"));
+        return Err(format!(
+            "proctrace exited {status:?}, not 9 (the root's code)"
+        ));
     }
     let records: Vec<Record> = body
         .lines()
@@ -245,7 +271,9 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
     };
     let root_exec = by_exec(&[argv(&["/bin/sh", "/workload.sh"])])?;
     if root_exec != root {
-        return Err(format!("the root is {root}, the workload ran as {root_exec}"));
+        return Err(format!(
+            "the root is {root}, the workload ran as {root_exec}"
+        ));
     }
     let echo = by_exec(&[argv(&["/bin/echo", "hello world", "x"])])?;
     let exit3 = by_exec(&[argv(&["/bin/sh", "-c", "exit 3"])])?;
@@ -254,21 +282,41 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
         argv(&["/bin/sh", "-c", "exit 7"]),
     ])?;
     let threads = by_exec(&[argv(&["/threads", "arg1"])])?;
-    let subshell: Vec<Pid> = forks.keys().copied().filter(|pid| !execs.contains_key(pid)).collect();
+    let subshell: Vec<Pid> = forks
+        .keys()
+        .copied()
+        .filter(|pid| !execs.contains_key(pid))
+        .collect();
     if subshell.len() != 1 || execs.len() != 5 {
-        return Err(format!("expected one child without exec: {subshell:?}, execs {execs:?}"));
+        return Err(format!(
+            "expected one child without exec: {subshell:?}, execs {execs:?}"
+        ));
     }
 
-    for (pid, code) in [(root, 9), (echo, 0), (exit3, 3), (subshell[0], 5), (setsid, 7), (threads, 4)] {
+    for (pid, code) in [
+        (root, 9),
+        (echo, 0),
+        (exit3, 3),
+        (subshell[0], 5),
+        (setsid, 7),
+        (threads, 4),
+    ] {
         if exits[&pid] != (Some(code), None) {
-            return Err(format!("pid {pid} exited {:?}, expected code {code}", exits[&pid]));
+            return Err(format!(
+                "pid {pid} exited {:?}, expected code {code}",
+                exits[&pid]
+            ));
         }
     }
     if setsids != [(setsid, setsid)] {
-        return Err(format!("SetSID events {setsids:?}, expected [({setsid}, {setsid})]"));
+        return Err(format!(
+            "SetSID events {setsids:?}, expected [({setsid}, {setsid})]"
+        ));
     }
     if setpgids != [(threads, threads)] {
-        return Err(format!("SetPGID events {setpgids:?}, expected [({threads}, {threads})]"));
+        return Err(format!(
+            "SetPGID events {setpgids:?}, expected [({threads}, {threads})]"
+        ));
     }
     Ok(())
 }
@@ -307,7 +355,11 @@ fn checker_rejects_wrong_recordings() {
         ),
     ];
     for (what, body) in bad {
-        let buffer = if what == "perf expected" { BufferKind::Perf } else { BufferKind::Ring };
+        let buffer = if what == "perf expected" {
+            BufferKind::Perf
+        } else {
+            BufferKind::Ring
+        };
         let status = if what == "status" { "0" } else { "9" };
         assert!(
             check_tree(&body, buffer, Some(status)).is_err(),
