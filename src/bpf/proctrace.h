@@ -11,6 +11,12 @@
 #define FILENAME_CAP 4096
 /* argv bytes copied per exec; beyond this the event says it was truncated. */
 #define ARGS_CAP 32768
+/* Inherited file descriptors recorded per exec, among the first FDS_SCANNED. */
+#define MAX_FDS 16
+#define FDS_SCANNED 64
+/* Bytes of path names of all recorded fds of one exec, and of one name. */
+#define PATHS_CAP 4096
+#define NAME_CAP 256
 
 enum event_kind {
 	EVENT_FORK = 1,
@@ -65,8 +71,28 @@ struct id_event {
 	__u32 _pad;
 };
 
+/* A file descriptor the new program starts with (close-on-exec ones are
+ * already closed when the exec tracepoint fires). */
+struct fd_entry {
+	__s32 fd;
+	/* inode->i_mode: the file type bits tell pipe, socket, file, tty... */
+	__u32 mode;
+	__u64 ino;
+	/* Kernel-encoded (major << 20 | minor) device of the inode's filesystem,
+	 * and for device files the device itself. */
+	__u32 dev;
+	__u32 rdev;
+	/* Bytes of this fd's path in the record's path area: its names from the
+	 * leaf up, each NUL-terminated. 0 for pipes and sockets. */
+	__u16 path_len;
+	/* The path had more components than were walked. */
+	__u16 path_truncated;
+	__u32 _pad;
+};
+
 /* Fixed part of an exec record; filename_len bytes of filename (with its
- * NUL) and args_len bytes of NUL-separated argv follow it directly. */
+ * NUL), args_len bytes of NUL-separated argv, then the fds' paths (see
+ * fd_entry.path_len) follow it directly. */
 struct exec_event {
 	struct event_header header;
 	__s32 ppid;
@@ -76,13 +102,20 @@ struct exec_event {
 	__u32 args_len;
 	/* Non-zero when argv was longer than ARGS_CAP or could not be read. */
 	__u32 args_truncated;
+	/* Entries used in fds[], whether more fds were open than fit, and the
+	 * bytes of their paths after argv. */
+	__u32 fd_count;
+	__u32 fds_truncated;
+	__u32 paths_len;
+	__u32 _pad;
+	struct fd_entry fds[MAX_FDS];
 };
 
 /* The kernel-side buffer an exec record is built in; only the used part
  * of data[] is sent. */
 struct exec_record {
 	struct exec_event event;
-	__u8 data[FILENAME_CAP + ARGS_CAP];
+	__u8 data[FILENAME_CAP + ARGS_CAP + PATHS_CAP + NAME_CAP];
 };
 
 #endif /* PROCTRACE_H */
