@@ -69,9 +69,13 @@ fn track_ids(processes: &Processes) -> Vec<i64> {
         .collect()
 }
 
-/// Nanoseconds as the format's microseconds.
-fn micros(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+/// Nanoseconds as the format's microseconds, rounded to whole ones.
+///
+/// Fractions would keep the nanoseconds, but viewers add `ts` and `dur` in
+/// floating point, and an exec's end could then land a hair after the next
+/// exec's start: misnested slices. Whole microseconds add up exactly.
+fn micros(ns: u64) -> u64 {
+    (ns + 500) / 1000
 }
 
 fn metadata(
@@ -158,7 +162,7 @@ fn slice(name: &str, cat: &str, track: i64, start: u64, end: u64, args: Value) -
         "pid": track,
         "tid": track,
         "ts": micros(start),
-        "dur": micros(end.saturating_sub(start)),
+        "dur": micros(end).saturating_sub(micros(start)),
         "args": args,
     })
 }
