@@ -85,6 +85,8 @@ fn chromium(page: &Path, fragment: &str, extra: &[&str]) -> String {
 struct Status {
     attributes: HashMap<String, String>,
     text: String,
+    /// The whole page as the browser left it.
+    dom: String,
 }
 
 impl Status {
@@ -116,9 +118,10 @@ fn load(page: &Path, fragment: &str) -> Status {
     let status = Status {
         attributes,
         text: dom[tag_end + 1..text_end].to_string(),
+        dom: dom.clone(),
     };
     assert!(
-        !dom.contains("data-pwned"),
+        !status.dom.contains("data-pwned"),
         "text from the recording ran as script"
     );
     assert_eq!(
@@ -172,6 +175,23 @@ fn report_of_a_real_recording_draws_every_process() {
     let rows = status.number("rows");
     assert!(rows >= sleeps && rows < processes, "{rows} rows");
     assert_eq!(status.number("rows-drawn"), rows);
+
+    // The details of the failing step: its ids, status and whole argv.
+    let failed = common::first_failed(&recording).expect("the demo has a failing step");
+    let status = load(&page, &format!("#select={failed}"));
+    let details = &status.dom[status.dom.find(r#"<aside id="details""#).unwrap()..];
+    assert!(
+        details.starts_with(r#"<aside id="details">"#),
+        "details hidden"
+    );
+    for shown in [
+        format!("<dd>{failed}</dd>"),
+        "<dt>pgid</dt>".to_string(),
+        "<dd class=\"failed\">exit 3</dd>".to_string(),
+        "<li>sh</li><li>-c</li><li>exit 3</li>".to_string(),
+    ] {
+        assert!(details.contains(&shown), "the details lack {shown}");
+    }
 
     screenshot(&page, &screenshot_path("demo-report.png"));
 }

@@ -124,6 +124,7 @@
       const start = Math.min(Math.max(t0, lo), hi);
       view = { t0: start, t1: start + span };
     }
+    tooltip.hidden = true; // it would describe whatever moved away
     schedule();
   }
 
@@ -222,9 +223,17 @@
     }
   }
 
+  // `#search=TEXT` filters, `#select=PID` opens a process's details: links
+  // into a report, and how the browser test drives it.
   function applyHash() {
-    const m = /^#search=(.*)$/.exec(location.hash);
-    setQuery(m ? decodeURIComponent(m[1]) : "", false);
+    const params = new URLSearchParams(location.hash.slice(1));
+    setQuery(params.get("search") || "", false);
+    const pid = Number(params.get("select"));
+    const row = params.has("select") ? procs.findIndex((p) => p.pid === pid) : -1;
+    if (row < 0) return;
+    showDetails(row, procs[row].execs.length - 1);
+    const k = visible.indexOf(row);
+    if (k >= 0) scroller.scrollTop = Math.max(0, k * ROW_H - (height - AXIS_H) / 2);
   }
 
   function setAll(value) {
@@ -347,10 +356,15 @@
       ctx.fillStyle = FG;
       ctx.fillText(tick.text, x, AXIS_H / 2 - 2);
     }
+    // The end of the recording: a mark on the axis, named where no tick
+    // label is in the way.
     const end = xOf(data.end);
-    ctx.textAlign = "right";
     ctx.fillStyle = MUTED;
-    if (end < width - 4 && end > plotX + 60) ctx.fillText("end", end - 3, AXIS_H - 7);
+    ctx.beginPath();
+    ctx.moveTo(end - 4, AXIS_H - 7); ctx.lineTo(end + 4, AXIS_H - 7); ctx.lineTo(end, AXIS_H - 1);
+    ctx.fill();
+    const clear = tickList.every((tick) => Math.abs(xOf(tick.t) - end) > 50);
+    if (clear) ctx.fillText("end", end, AXIS_H / 2 - 2);
     ctx.restore();
     ctx.textAlign = "left";
   }
@@ -517,7 +531,7 @@
 
   function legend() {
     const box = $("legend");
-    const MAX = 14;
+    const MAX = 10;
     const sorted = Array.from(groups.values()).sort((a, b) => b.count - a.count || a.index - b.index);
     for (const group of sorted.slice(0, MAX)) {
       const leader = group.leader !== null ? group.leader : procs.findIndex((p) => p.pgid === group.pgid);

@@ -99,6 +99,14 @@ pub fn failed_count(path: &Path) -> usize {
         .count()
 }
 
+/// The pid of the first process that failed.
+pub fn first_failed(path: &Path) -> Option<Pid> {
+    let recording = read(path);
+    let processes = Processes::new(&recording);
+    let failed = processes.all().iter().find(|p| p.outcome().failed());
+    failed.map(|p| p.pid)
+}
+
 /// How many processes a search for `text` should find: those whose
 /// description, command lines or executed files contain it.
 pub fn matching(path: &Path, text: &str) -> usize {
