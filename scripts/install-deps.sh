@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(clang libelf-dev zlib1g-dev pkg-config make gcc)
 if [ "${1:-}" = "--test" ]; then
     # chromium + node/npm: the Mermaid renderer is checked with the real
-    # mermaid-cli; util-linux provides unshare and setpriv for the tests.
+    # mermaid-cli, and the HTML report in headless chromium; util-linux
+    # provides unshare and setpriv for the tests.
     packages+=(chromium nodejs npm util-linux)
 fi
 

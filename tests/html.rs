@@ -263,17 +263,34 @@ fn argv_cannot_inject_markup_or_script() {
 }
 
 #[test]
-fn report_of_the_fixture_opens() {
+fn reports_of_the_fixtures_open() {
     if !have_chromium() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let fixture = common::repo().join("tests/data/demo.ndjson");
-    let page = dir.path().join("report.html");
-    render(&fixture, "html", &page);
-    let status = load(&page, "");
-    assert_eq!(status.number("processes"), process_count(&fixture));
-    assert_eq!(status.number("rows-drawn"), process_count(&fixture));
-    let status = load(&page, "#search=is:failed");
-    assert_eq!(status.number("matches"), common::failed_count(&fixture));
+    // demo: failures and a kill; legacy: no header, the original format;
+    // interrupted: no trailer, processes still running at the end.
+    for fixture in ["demo", "legacy", "interrupted"] {
+        let input = common::repo().join(format!("tests/data/{fixture}.ndjson"));
+        let page = dir.path().join(format!("{fixture}.html"));
+        render(&input, "html", &page);
+        let status = load(&page, "");
+        assert_eq!(
+            status.number("processes"),
+            process_count(&input),
+            "{fixture}"
+        );
+        assert_eq!(
+            status.number("rows-drawn"),
+            process_count(&input),
+            "{fixture}"
+        );
+        let status = load(&page, "#search=is:failed");
+        assert_eq!(
+            status.number("matches"),
+            common::failed_count(&input),
+            "{fixture}"
+        );
+        screenshot(&page, &screenshot_path(&format!("{fixture}-report.png")));
+    }
 }

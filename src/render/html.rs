@@ -100,7 +100,9 @@ fn report<'a>(recording: &'a Recording, processes: &Processes<'a>) -> Report<'a>
         end: processes.end(),
         wall_time: processes.wall_time(),
         lost: trailer.map(|t| t.lost),
-        interrupted: trailer.is_none_or(|t| t.interrupted),
+        // Recordings of the original proctrace never had a trailer; for
+        // the others a missing one means the recording was cut short.
+        interrupted: trailer.map_or(header.is_some(), |t| t.interrupted),
         processes: rows(processes),
     }
 }

@@ -272,7 +272,7 @@
     const tile = document.createElement("canvas");
     tile.width = tile.height = 6;
     const t = tile.getContext("2d");
-    t.strokeStyle = "rgba(255,255,255,0.65)";
+    t.strokeStyle = "rgba(255,255,255,0.5)";
     t.lineWidth = 2;
     t.beginPath();
     t.moveTo(-1, 7); t.lineTo(7, -1);
@@ -438,6 +438,10 @@
       if (b < labelW || a > width) return;
       ctx.fillStyle = fill;
       ctx.fillRect(a, top, b - a, h);
+      if (p.running) {
+        ctx.fillStyle = stripes;
+        ctx.fillRect(a, top, b - a, h);
+      }
       if (k > 0) {
         ctx.fillStyle = "#ffffff";
         ctx.fillRect(Math.round(a), top, 1, h);
@@ -449,8 +453,6 @@
       }
     });
     if (p.running) {
-      ctx.fillStyle = stripes;
-      ctx.fillRect(x0, top, x1 - x0, h);
       ctx.strokeStyle = RUNNING;
       ctx.setLineDash([3, 2]);
       ctx.strokeRect(x0 + 0.5, top + 0.5, x1 - x0 - 1, h - 1);
