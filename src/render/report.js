@@ -773,4 +773,7 @@
   header();
   legend();
   applyHash();
+  // The first frame at once, not on an animation frame: a page that is
+  // loaded only to be read back (or printed) may never get one.
+  draw();
 })();
