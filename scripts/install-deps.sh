@@ -12,7 +12,8 @@ if [ "${1:-}" = "--static" ]; then
 fi
 if [ "${1:-}" = "--test" ]; then
     # chromium + node/npm: the Mermaid renderer is checked with the real
-    # mermaid-cli; util-linux provides unshare and setpriv for the tests.
+    # mermaid-cli, and the HTML report in headless chromium; util-linux
+    # provides unshare and setpriv for the tests.
     packages+=(chromium nodejs npm util-linux)
     # The kernel matrix (tests/kernel_matrix.rs): the static build, qemu,
     # the guest's busybox and cpio, and the key of Debian's kernel packages.

@@ -143,6 +143,28 @@ impl<'a> Process<'a> {
         self.execs.last().copied().map(command_line)
     }
 
+    /// Its process group at the end: the last group its events show.
+    pub fn pgid(&self) -> Option<Pid> {
+        self.events.iter().rev().find_map(|event| match event {
+            Record::Fork(f) => Some(f.child_pgid.unwrap_or(f.parent_pgid)),
+            Record::Exec(e) => Some(e.pgid),
+            Record::Exit(e) => Some(e.pgid),
+            Record::SetPgid(e) => Some(e.pgid),
+            Record::SetSid(_) | Record::Header(_) | Record::Trailer(_) => None,
+        })
+    }
+
+    /// Its session at the end: the last session its events show.
+    pub fn sid(&self) -> Option<Pid> {
+        self.events.iter().rev().find_map(|event| match event {
+            Record::Fork(f) => f.child_sid,
+            Record::Exec(e) => e.sid,
+            Record::Exit(e) => e.sid,
+            Record::SetSid(e) => Some(e.sid),
+            Record::SetPgid(_) | Record::Header(_) | Record::Trailer(_) => None,
+        })
+    }
+
     /// Each exec with the time it ran until: the next exec, the exit, or
     /// `recording_end`.
     pub fn exec_spans(&self, recording_end: u64) -> impl Iterator<Item = (&'a Exec, u64)> + '_ {
@@ -246,6 +268,29 @@ impl<'a> Processes<'a> {
     /// Nanoseconds from the start to the end of the recording.
     pub fn end(&self) -> u64 {
         self.end
+    }
+
+    /// Nanoseconds from the first process's start to the end of the
+    /// recording: how long the run took.
+    pub fn wall_time(&self) -> u64 {
+        let first = self.list.iter().map(Process::start).min().unwrap_or(0);
+        self.end.saturating_sub(first)
+    }
+
+    /// Every process in tree order, each with its depth (0 for the roots):
+    /// a parent, then its children's subtrees in the order they were forked.
+    pub fn depth_first(&self) -> Vec<(usize, usize)> {
+        // An explicit stack: a long chain of forks must not exhaust the
+        // call stack.
+        let mut order = Vec::with_capacity(self.list.len());
+        let mut stack: Vec<(usize, usize)> = self.roots().map(|i| (i, 0)).collect();
+        stack.reverse();
+        while let Some((index, depth)) = stack.pop() {
+            order.push((index, depth));
+            let children = &self.list[index].children;
+            stack.extend(children.iter().rev().map(|&child| (child, depth + 1)));
+        }
+        order
     }
 
     /// A one-line description of the process at `index`: what it was

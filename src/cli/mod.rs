@@ -18,7 +18,8 @@ enum Command {
     /// Run a command (or attach to running processes) and record every fork, exec, exit,
     /// setsid and setpgid of its process tree.
     Record(record::RecordArgs),
-    /// Render a recording as events, a process tree, a summary or a Gantt chart.
+    /// Render a recording as events, a process tree, a summary, a Gantt chart, an HTML report or a
+    /// Perfetto trace.
     Render(show::RenderArgs),
     /// Extract one process tree from a raw (system-wide) recording.
     Ingest(show::IngestArgs),

@@ -1,7 +1,9 @@
 //! Renderers: each turns a [`Recording`] into one kind of output.
 
 mod by_process;
+mod html;
 mod mermaid;
+mod perfetto;
 mod sequential;
 mod summary;
 mod tree;
@@ -28,6 +30,11 @@ pub enum Mode {
     Tree,
     /// Wall time, slowest and failed processes, lost events.
     Summary,
+    /// A self-contained HTML page: the process tree on a zoomable timeline,
+    /// coloured by process group, with details and search.
+    Html,
+    /// Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing.
+    Perfetto,
 }
 
 /// How the terminal renderers may present their output.
@@ -52,6 +59,8 @@ pub fn render(
         Mode::Mermaid => mermaid::render(recording, &Processes::new(recording), out),
         Mode::Tree => tree::render(&Processes::new(recording), options, out),
         Mode::Summary => summary::render(recording, &Processes::new(recording), options, out),
+        Mode::Html => html::render(recording, &Processes::new(recording), out),
+        Mode::Perfetto => perfetto::render(recording, &Processes::new(recording), out),
     }
 }
 

@@ -27,8 +27,7 @@ pub fn render(
             header.root_pid
         )?;
     }
-    let first = all.iter().map(Process::start).min().unwrap_or(0);
-    writeln!(out, "Wall time:  {}", seconds(end.saturating_sub(first)))?;
+    writeln!(out, "Wall time:  {}", seconds(processes.wall_time()))?;
     let execs: usize = all.iter().map(|p| p.execs.len()).sum();
     writeln!(out, "Processes:  {} ({execs} execs)", all.len())?;
     writeln!(out, "Lost:       {}", lost(recording))?;

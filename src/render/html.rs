@@ -1,0 +1,218 @@
+//! `html`: one self-contained HTML file with an interactive timeline of the
+//! process tree, in the spirit of Cargo's build timings report.
+//!
+//! The page (report.html, report.css, report.js next to this file) is
+//! fixed; only the data differs between reports. It goes into the page as
+//! one JSON blob inside `<script type="application/json">`, in tree order
+//! with each process's depth, so the script draws the tree without
+//! deriving it again. Nothing is fetched: the page works from disk,
+//! offline, and its Content-Security-Policy forbids any network access.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::event::{shell_join, Pid};
+use crate::processes::{command_line, Outcome, Processes};
+use crate::recording::Recording;
+
+const TEMPLATE: &str = include_str!("report.html");
+const STYLE: &str = include_str!("report.css");
+const SCRIPT: &str = include_str!("report.js");
+
+/// Where the pieces go in [`TEMPLATE`], in the order they appear there.
+const STYLE_MARK: &str = "/*STYLE*/";
+const DATA_MARK: &str = "/*DATA*/";
+const SCRIPT_MARK: &str = "/*SCRIPT*/";
+
+/// What the page knows about the run.
+#[derive(Serialize)]
+struct Report<'a> {
+    command: String,
+    root_pid: Option<Pid>,
+    start_time: Option<&'a str>,
+    kernel: Option<&'a str>,
+    version: Option<&'a str>,
+    /// Nanoseconds from the start to the end of the recording.
+    end: u64,
+    wall_time: u64,
+    /// Events lost; `None` without a trailer, when nobody knows.
+    lost: Option<u64>,
+    interrupted: bool,
+    /// In tree order: each parent before its children.
+    processes: Vec<Row<'a>>,
+}
+
+/// One process, one row of the timeline.
+#[derive(Serialize)]
+struct Row<'a> {
+    pid: Pid,
+    ppid: Option<Pid>,
+    /// Index of the parent's row.
+    parent: Option<usize>,
+    depth: usize,
+    pgid: Option<Pid>,
+    sid: Option<Pid>,
+    start: u64,
+    end: u64,
+    status: String,
+    failed: bool,
+    running: bool,
+    label: String,
+    execs: Vec<Segment<'a>>,
+}
+
+/// One exec of a process and how long it ran.
+#[derive(Serialize)]
+struct Segment<'a> {
+    start: u64,
+    end: u64,
+    command: Cow<'a, str>,
+    filename: &'a str,
+    argv: &'a [String],
+    argv_truncated: bool,
+}
+
+/// Writes the report.
+pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+    let data = script_safe_json(&report(recording, processes))?;
+    fill(
+        TEMPLATE,
+        &[
+            (STYLE_MARK, STYLE),
+            (DATA_MARK, &data),
+            (SCRIPT_MARK, SCRIPT),
+        ],
+        out,
+    )
+}
+
+fn report<'a>(recording: &'a Recording, processes: &Processes<'a>) -> Report<'a> {
+    let header = recording.header.as_ref();
+    let trailer = recording.trailer.as_ref();
+    Report {
+        command: header.map(|h| shell_join(&h.command)).unwrap_or_default(),
+        root_pid: header.map(|h| h.root_pid),
+        start_time: header.map(|h| h.start_time.as_str()),
+        kernel: header.map(|h| h.kernel.as_str()),
+        version: header.map(|h| h.proctrace_version.as_str()),
+        end: processes.end(),
+        wall_time: processes.wall_time(),
+        lost: trailer.map(|t| t.lost),
+        // Recordings of the original proctrace never had a trailer; for
+        // the others a missing one means the recording was cut short.
+        interrupted: trailer.map_or(header.is_some(), |t| t.interrupted),
+        processes: rows(processes),
+    }
+}
+
+/// The rows in tree order, parents referred to by row.
+fn rows<'a>(processes: &Processes<'a>) -> Vec<Row<'a>> {
+    let order = processes.depth_first();
+    let mut row_of = vec![0; processes.all().len()];
+    for (row, &(index, _)) in order.iter().enumerate() {
+        row_of[index] = row;
+    }
+    order
+        .iter()
+        .map(|&(index, depth)| {
+            let parent = processes.get(index).parent.map(|p| row_of[p]);
+            row(processes, index, depth, parent)
+        })
+        .collect()
+}
+
+fn row<'a>(
+    processes: &Processes<'a>,
+    index: usize,
+    depth: usize,
+    parent: Option<usize>,
+) -> Row<'a> {
+    let process = processes.get(index);
+    let end = processes.end();
+    let outcome = process.outcome();
+    let execs = process
+        .exec_spans(end)
+        .map(|(exec, until)| Segment {
+            start: exec.timestamp,
+            end: until,
+            command: command_line(exec),
+            filename: &exec.filename,
+            argv: &exec.argv,
+            argv_truncated: exec.argv_truncated,
+        })
+        .collect();
+    Row {
+        pid: process.pid,
+        ppid: process.parent_pid,
+        parent,
+        depth,
+        pgid: process.pgid(),
+        sid: process.sid(),
+        start: process.start(),
+        end: process.end(end),
+        status: outcome.to_string(),
+        failed: outcome.failed(),
+        running: outcome == Outcome::Running,
+        label: processes.describe(index),
+        execs,
+    }
+}
+
+/// JSON that can sit inside a `<script>` element: a command line holding
+/// `</script>` or `<!--` must not end the element or change how the HTML
+/// parser reads it. `<` only occurs inside JSON strings, where `\u003c`
+/// means the same character.
+fn script_safe_json(value: &impl Serialize) -> io::Result<String> {
+    Ok(serde_json::to_string(value)?.replace('<', r"\u003c"))
+}
+
+/// Writes `template` with each mark replaced by its text; the marks must
+/// appear in `template` in the order given.
+fn fill(template: &str, parts: &[(&str, &str)], out: &mut dyn Write) -> io::Result<()> {
+    let mut rest = template;
+    for (mark, text) in parts {
+        let (before, after) = rest
+            .split_once(mark)
+            .unwrap_or_else(|| panic!("the report template lacks {mark}"));
+        out.write_all(before.as_bytes())?;
+        out.write_all(text.as_bytes())?;
+        rest = after;
+    }
+    out.write_all(rest.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_has_every_mark_in_order() {
+        let mut page = Vec::new();
+        fill(
+            TEMPLATE,
+            &[(STYLE_MARK, "S"), (DATA_MARK, "D"), (SCRIPT_MARK, "J")],
+            &mut page,
+        )
+        .unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(!page.contains("/*STYLE*/") && !page.contains("/*DATA*/"));
+    }
+
+    #[test]
+    fn script_text_cannot_close_the_script_element() {
+        let argv = ["</script><script>alert(1)</script>", "<!--"];
+        let json = script_safe_json(&argv).unwrap();
+        assert!(!json.contains('<'), "{json}");
+        let back: Vec<String> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, argv);
+    }
+
+    #[test]
+    fn the_page_loads_nothing_from_the_network() {
+        for asset in [TEMPLATE, STYLE, SCRIPT] {
+            assert!(!asset.contains("://"), "an asset refers to a URL");
+        }
+    }
+}

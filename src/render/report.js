@@ -1,0 +1,779 @@
+// proctrace HTML report: a canvas timeline of the recorded process tree.
+//
+// The data comes in tree order with each row's depth and parent, so this
+// script never derives the tree itself. Only the rows inside the viewport
+// are drawn, on one canvas that stays in place while a tall spacer gives
+// the scrollbar its length: that is what keeps 10,000 processes as quick as
+// ten. Every text from the recording reaches the page through textContent
+// or the canvas, never as markup.
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+  const procs = data.processes;
+  const N = procs.length;
+
+  const ROW_H = 20;
+  const AXIS_H = 26;
+  const INDENT = 14;
+  const MAX_INDENT = 24; // deeper rows indent no further, so their text stays visible
+  const BAR_PAD = 4;
+  const FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', sans-serif";
+  const MONO = "11px ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace";
+  const FG = "#1d2330";
+  const MUTED = "#667085";
+  const FAILED = "#d62728";
+  const RUNNING = "#6a3d9a";
+  // Mid-light colours that dark text reads well on; red is left out
+  // because it means failure here.
+  const PALETTE = ["#7aa6d6", "#f2a65a", "#7cc47f", "#b39ddb", "#e6c74c", "#6cc4c0",
+    "#e8a0c8", "#c4a484", "#b5c46a", "#9fb0c0", "#c5b3f0", "#e0c9a0"];
+
+  const $ = (id) => document.getElementById(id);
+  const scroller = $("scroller");
+  const spacer = $("spacer");
+  const canvas = $("chart");
+  const ctx = canvas.getContext("2d");
+  const tooltip = $("tooltip");
+  const details = $("details");
+  const status = $("status");
+  const search = $("search");
+
+  // ---- Derived once -------------------------------------------------------
+
+  // One past the last row of each row's subtree: what collapsing skips.
+  const subtreeEnd = new Int32Array(N);
+  {
+    const open = [];
+    for (let i = 0; i < N; i++) {
+      while (open.length && procs[open[open.length - 1]].depth >= procs[i].depth) {
+        subtreeEnd[open.pop()] = i;
+      }
+      open.push(i);
+    }
+    for (const i of open) subtreeEnd[i] = N;
+  }
+  const hasChildren = (i) => subtreeEnd[i] > i + 1;
+
+  const haystack = procs.map((p) =>
+    [p.label].concat(p.execs.map((e) => e.command + " " + e.filename)).join("\n").toLowerCase());
+
+  // Short bar labels: the program's base name and its arguments.
+  for (const p of procs) {
+    for (const e of p.execs) e.short = e.command.slice(0, 300).replace(/^[^\s]*\//, "");
+  }
+
+  const groups = new Map(); // pgid -> { pgid, index, count, leader }
+  for (let i = 0; i < N; i++) {
+    const key = procs[i].pgid;
+    let group = groups.get(key);
+    if (!group) {
+      group = { pgid: key, index: groups.size, count: 0, leader: null };
+      groups.set(key, group);
+    }
+    group.count++;
+    if (group.leader === null && procs[i].pid === key) group.leader = i;
+  }
+  const colourOf = (index) => index < PALETTE.length
+    ? PALETTE[index]
+    : "hsl(" + (30 + (index * 137.508) % 300).toFixed(0) + ", 50%, 70%)";
+  for (const group of groups.values()) group.colour = colourOf(group.index);
+  const colour = (i) => groups.get(procs[i].pgid).colour;
+
+  let first = Infinity;
+  for (const p of procs) first = Math.min(first, p.start);
+  if (!isFinite(first)) first = 0;
+  const full = { t0: first, t1: Math.max(data.end, first + 1000) };
+
+  // ---- State --------------------------------------------------------------
+
+  const collapsed = new Uint8Array(N);
+  let terms = [];
+  let matched = null; // per row: 1 if it matches the filter; null without one
+  let matchCount = N;
+  let visible = []; // the rows shown, in order
+  let view = fitted();
+  let hover = null; // { row, seg }
+  let selected = -1;
+  let width = 0, height = 0, labelW = 0, plotX = 0, plotW = 0;
+  let rowsDrawn = 0;
+  let pending = false;
+
+  // ---- Time ---------------------------------------------------------------
+
+  function fitted() {
+    const pad = (full.t1 - full.t0) * 0.02;
+    return { t0: full.t0 - pad, t1: full.t1 + pad };
+  }
+
+  function fitView() {
+    view = fitted();
+    schedule();
+  }
+
+  const xOf = (t) => plotX + (t - view.t0) / (view.t1 - view.t0) * plotW;
+  const tOf = (x) => view.t0 + (x - plotX) / plotW * (view.t1 - view.t0);
+
+  function setView(t0, t1) {
+    const fullSpan = (full.t1 - full.t0) * 1.04;
+    const span = Math.min(Math.max(t1 - t0, 1000), fullSpan);
+    if (span >= fullSpan) {
+      view = fitted();
+    } else {
+      const pad = span * 0.1;
+      const lo = full.t0 - pad, hi = full.t1 + pad - span;
+      const start = Math.min(Math.max(t0, lo), hi);
+      view = { t0: start, t1: start + span };
+    }
+    tooltip.hidden = true; // it would describe whatever moved away
+    schedule();
+  }
+
+  function zoom(factor, atX) {
+    const at = tOf(atX === undefined ? plotX + plotW / 2 : atX);
+    setView(at - (at - view.t0) * factor, at + (view.t1 - at) * factor);
+  }
+
+  function pan(dx) {
+    const dt = dx / plotW * (view.t1 - view.t0);
+    setView(view.t0 + dt, view.t1 + dt);
+  }
+
+  function duration(ns) {
+    if (ns < 1e3) return ns + " ns";
+    if (ns < 1e6) return (ns / 1e3).toFixed(1) + " µs";
+    if (ns < 1e9) return (ns / 1e6).toFixed(ns < 1e7 ? 2 : 1) + " ms";
+    if (ns < 60e9) return (ns / 1e9).toFixed(3) + " s";
+    const s = Math.round(ns / 1e9);
+    return Math.floor(s / 60) + "m " + (s % 60) + "s";
+  }
+
+  // Ticks a round number of units apart, about 110 pixels.
+  function ticks() {
+    const raw = (view.t1 - view.t0) * 110 / Math.max(plotW, 1);
+    const magnitude = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw);
+    const [unit, scale] = step >= 1e9 ? ["s", 1e9] : step >= 1e6 ? ["ms", 1e6] : step >= 1e3 ? ["µs", 1e3] : ["ns", 1];
+    const decimals = Math.max(0, -Math.floor(Math.log10(step / scale) + 1e-9));
+    const list = [];
+    for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+      list.push({ t, text: (t / scale).toFixed(decimals) + unit });
+    }
+    return list;
+  }
+
+  function clock(ns) {
+    const base = Date.parse(String(data.start_time || "").replace(/(\.\d{3})\d+/, "$1"));
+    if (isNaN(base)) return "";
+    return new Date(base + ns / 1e6).toISOString().replace("T", " ").slice(0, 23) + " UTC";
+  }
+
+  // ---- Rows: collapsing and filtering -------------------------------------
+
+  function matches(i) {
+    const p = procs[i];
+    return terms.every((term) => {
+      const [key, value] = term.split(/:(.*)/s);
+      switch (key) {
+        case "is":
+          if (value === "failed") return p.failed;
+          if (value === "running") return p.running;
+          break;
+        case "pid": case "ppid": case "pgid": case "sid":
+          if (/^\d+$/.test(value)) return String(p[key]) === value;
+      }
+      return haystack[i].includes(term);
+    });
+  }
+
+  // Without a filter: the tree minus collapsed subtrees. With one: the
+  // matching rows and, for context, their ancestors.
+  function rebuild() {
+    visible = [];
+    if (!terms.length) {
+      matched = null;
+      matchCount = N;
+      for (let i = 0; i < N; i = collapsed[i] ? subtreeEnd[i] : i + 1) visible.push(i);
+    } else {
+      matched = new Uint8Array(N);
+      const shown = new Uint8Array(N);
+      matchCount = 0;
+      for (let i = 0; i < N; i++) {
+        if (!matches(i)) continue;
+        matched[i] = 1;
+        matchCount++;
+        for (let j = i; j !== null && !shown[j]; j = procs[j].parent) shown[j] = 1;
+      }
+      for (let i = 0; i < N; i++) if (shown[i]) visible.push(i);
+    }
+    $("matches").textContent = terms.length ? matchCount + " of " + N + " processes" : "";
+    layout();
+  }
+
+  function setQuery(text, updateHash) {
+    if (search.value !== text) search.value = text;
+    terms = text.toLowerCase().split(/\s+/).filter(Boolean);
+    rebuild();
+    if (updateHash) {
+      try {
+        history.replaceState(null, "", text ? "#search=" + encodeURIComponent(text) : location.pathname);
+      } catch (_) {
+        // Some browsers refuse history changes for file: pages; the
+        // filter works all the same.
+      }
+    }
+  }
+
+  // `#search=TEXT` filters, `#select=PID` opens a process's details: links
+  // into a report, and how the browser test drives it.
+  function applyHash() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    setQuery(params.get("search") || "", false);
+    const pid = Number(params.get("select"));
+    const row = params.has("select") ? procs.findIndex((p) => p.pid === pid) : -1;
+    if (row < 0) return;
+    showDetails(row, procs[row].execs.length - 1);
+    const k = visible.indexOf(row);
+    if (k >= 0) scroller.scrollTop = Math.max(0, k * ROW_H - (height - AXIS_H) / 2);
+  }
+
+  function setAll(value) {
+    for (let i = 0; i < N; i++) collapsed[i] = value && hasChildren(i) ? 1 : 0;
+    rebuild();
+  }
+
+  // ---- Drawing ------------------------------------------------------------
+
+  function layout() {
+    width = scroller.clientWidth;
+    height = scroller.clientHeight;
+    labelW = Math.round(Math.min(Math.max(width * 0.3, 200), 480));
+    plotX = labelW + 10;
+    plotW = Math.max(width - plotX - 70, 50); // room on the right for "exit 3"
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    canvas.style.width = width + "px";
+    canvas.style.height = height + "px";
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    spacer.style.height = Math.max(height, AXIS_H + visible.length * ROW_H) + "px";
+    schedule();
+  }
+
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      draw();
+    });
+  }
+
+  const stripes = (() => {
+    const tile = document.createElement("canvas");
+    tile.width = tile.height = 6;
+    const t = tile.getContext("2d");
+    t.strokeStyle = "rgba(255,255,255,0.5)";
+    t.lineWidth = 2;
+    t.beginPath();
+    t.moveTo(-1, 7); t.lineTo(7, -1);
+    t.stroke();
+    return ctx.createPattern(tile, "repeat");
+  })();
+
+  // `text` cut with an ellipsis to fit `room` pixels in the current font.
+  function fit(text, room) {
+    if (room < 10) return "";
+    text = text.length > 400 ? text.slice(0, 400) : text;
+    if (ctx.measureText(text).width <= room) return text;
+    let lo = 0, hi = text.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(text.slice(0, mid) + "…").width <= room) lo = mid; else hi = mid - 1;
+    }
+    return lo ? text.slice(0, lo) + "…" : "";
+  }
+
+  function draw() {
+    ctx.clearRect(0, 0, width, height);
+    ctx.textBaseline = "middle";
+    const top = scroller.scrollTop;
+    const from = Math.floor(top / ROW_H);
+    const to = Math.min(visible.length, Math.ceil((top + height - AXIS_H) / ROW_H));
+    const tickList = ticks();
+    for (let k = from; k < to; k++) drawBackground(k, AXIS_H + k * ROW_H - top);
+    drawGrid(tickList);
+    rowsDrawn = 0;
+    for (let k = from; k < to; k++) {
+      drawRow(visible[k], AXIS_H + k * ROW_H - top);
+      rowsDrawn++;
+    }
+    drawAxis(tickList);
+    if (!N) {
+      ctx.fillStyle = MUTED;
+      ctx.font = FONT;
+      ctx.fillText("The recording holds no processes.", 12, AXIS_H + ROW_H);
+    }
+    report();
+  }
+
+  function drawBackground(k, y) {
+    const i = visible[k];
+    let fill = k % 2 ? "#f4f5f8" : "#ffffff";
+    if (hover && hover.row === i) fill = "#eaf1fc";
+    if (i === selected) fill = "#d9e6fb";
+    ctx.fillStyle = fill;
+    ctx.fillRect(0, y, width, ROW_H);
+  }
+
+  function drawGrid(tickList) {
+    ctx.fillStyle = "rgba(30,40,60,0.08)";
+    for (const tick of tickList) ctx.fillRect(Math.round(xOf(tick.t)), AXIS_H, 1, height);
+    const end = Math.round(xOf(data.end));
+    ctx.fillStyle = "rgba(30,40,60,0.35)";
+    ctx.fillRect(end, AXIS_H, 1, height);
+  }
+
+  function drawAxis(tickList) {
+    ctx.fillStyle = "#eef0f4";
+    ctx.fillRect(0, 0, width, AXIS_H);
+    ctx.fillStyle = "#c9ced8";
+    ctx.fillRect(0, AXIS_H - 1, width, 1);
+    ctx.fillRect(labelW, 0, 1, height);
+    ctx.font = FONT;
+    ctx.fillStyle = MUTED;
+    ctx.textAlign = "left";
+    const count = terms.length ? matchCount + " of " + N : String(N);
+    ctx.fillText(fit("Process (" + count + ")  ·  pid  command", labelW - 12), 8, AXIS_H / 2);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW + 1, 0, width - labelW, AXIS_H);
+    ctx.clip();
+    ctx.textAlign = "center";
+    for (const tick of tickList) {
+      const x = Math.round(xOf(tick.t));
+      ctx.fillStyle = "#9aa3b2";
+      ctx.fillRect(x, AXIS_H - 6, 1, 5);
+      ctx.fillStyle = FG;
+      ctx.fillText(tick.text, x, AXIS_H / 2 - 2);
+    }
+    // The end of the recording: a mark on the axis, named where no tick
+    // label is in the way.
+    const end = xOf(data.end);
+    ctx.fillStyle = MUTED;
+    ctx.beginPath();
+    ctx.moveTo(end - 4, AXIS_H - 7); ctx.lineTo(end + 4, AXIS_H - 7); ctx.lineTo(end, AXIS_H - 1);
+    ctx.fill();
+    const clear = tickList.every((tick) => Math.abs(xOf(tick.t) - end) > 50);
+    if (clear) ctx.fillText("end", end, AXIS_H / 2 - 2);
+    ctx.restore();
+    ctx.textAlign = "left";
+  }
+
+  function drawRow(i, y) {
+    const p = procs[i];
+    ctx.globalAlpha = matched && !matched[i] ? 0.45 : 1;
+    drawLabel(i, p, y);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(labelW + 1, y, width - labelW - 1, ROW_H);
+    ctx.clip();
+    drawBar(i, p, y);
+    ctx.restore();
+    ctx.globalAlpha = 1;
+  }
+
+  function indentOf(p) {
+    return 6 + Math.min(p.depth, MAX_INDENT) * INDENT;
+  }
+
+  function drawLabel(i, p, y) {
+    const mid = y + ROW_H / 2;
+    let x = indentOf(p);
+    if (hasChildren(i)) {
+      ctx.fillStyle = MUTED;
+      ctx.beginPath();
+      if (collapsed[i] && !terms.length) {
+        ctx.moveTo(x + 2, mid - 4); ctx.lineTo(x + 7, mid); ctx.lineTo(x + 2, mid + 4);
+      } else {
+        ctx.moveTo(x, mid - 2); ctx.lineTo(x + 8, mid - 2); ctx.lineTo(x + 4, mid + 3);
+      }
+      ctx.fill();
+    }
+    x += 12;
+    ctx.fillStyle = colour(i);
+    ctx.fillRect(x, mid - 4, 4, 8);
+    x += 8;
+    ctx.font = MONO;
+    ctx.fillStyle = MUTED;
+    const pid = String(p.pid);
+    ctx.fillText(pid, x, mid);
+    x += ctx.measureText(pid).width + 6;
+    ctx.font = FONT;
+    if (p.failed || p.running) {
+      ctx.fillStyle = p.failed ? FAILED : RUNNING;
+      const mark = p.failed ? "✗" : "●";
+      ctx.fillText(mark, x, mid);
+      x += ctx.measureText(mark).width + 4;
+    }
+    ctx.fillStyle = p.failed ? FAILED : FG;
+    ctx.fillText(fit(p.label, labelW - x - 6), x, mid);
+  }
+
+  function drawBar(i, p, y) {
+    const top = y + BAR_PAD, h = ROW_H - 2 * BAR_PAD;
+    const x0 = xOf(p.start);
+    const x1 = Math.max(xOf(p.end), x0 + 2); // even a 50 µs process stays visible
+    if (x1 < labelW || x0 > width) return;
+    const fill = colour(i);
+    const firstExec = p.execs.length ? p.execs[0].start : p.end;
+    // Before its first exec a process still runs its parent's program:
+    // the lighter part of the bar.
+    ctx.fillStyle = fill;
+    ctx.globalAlpha *= 0.4;
+    ctx.fillRect(x0, top, Math.max(xOf(firstExec) - x0, p.execs.length ? 0 : x1 - x0), h);
+    ctx.globalAlpha = matched && !matched[i] ? 0.45 : 1;
+    ctx.font = "11px system-ui, sans-serif";
+    p.execs.forEach((e, k) => {
+      const a = xOf(e.start), b = Math.max(xOf(e.end), a + 2);
+      if (b < labelW || a > width) return;
+      ctx.fillStyle = fill;
+      ctx.fillRect(a, top, b - a, h);
+      if (p.running) {
+        ctx.fillStyle = stripes;
+        ctx.fillRect(a, top, b - a, h);
+      }
+      if (k > 0) {
+        ctx.fillStyle = "#ffffff";
+        ctx.fillRect(Math.round(a), top, 1, h);
+      }
+      const left = Math.max(a, plotX) + 4, room = Math.min(b, width) - left - 3;
+      if (room > 24) {
+        ctx.fillStyle = FG;
+        ctx.fillText(fit(e.short, room), left, y + ROW_H / 2);
+      }
+    });
+    if (p.running) {
+      ctx.strokeStyle = RUNNING;
+      ctx.setLineDash([3, 2]);
+      ctx.strokeRect(x0 + 0.5, top + 0.5, x1 - x0 - 1, h - 1);
+      ctx.setLineDash([]);
+      outcomeText("▸ still running", RUNNING, x1, y);
+    } else if (p.failed) {
+      ctx.strokeStyle = FAILED;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x0 + 1, top + 1, Math.max(x1 - x0 - 2, 1), h - 2);
+      ctx.lineWidth = 1;
+      outcomeText("✗ " + p.status, FAILED, x1, y);
+    }
+    if (i === selected) {
+      ctx.strokeStyle = FG;
+      ctx.strokeRect(x0 - 1.5, top - 1.5, x1 - x0 + 3, h + 3);
+    }
+  }
+
+  function outcomeText(text, colour, x, y) {
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.fillStyle = colour;
+    ctx.fillText(text, x + 4, y + ROW_H / 2);
+  }
+
+  // What the browser test reads: see tests/html.rs.
+  function report() {
+    status.dataset.ready = "1";
+    status.dataset.processes = N;
+    status.dataset.rows = visible.length;
+    status.dataset.rowsDrawn = rowsDrawn;
+    status.dataset.matches = matchCount;
+  }
+
+  // ---- Header -------------------------------------------------------------
+
+  function el(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  }
+
+  function fact(term, value, className, query) {
+    const item = el("div", undefined, className);
+    item.append(el("dt", term));
+    const dd = el("dd");
+    if (query) {
+      const button = el("button", value, "link");
+      button.type = "button";
+      button.title = "Show only these";
+      button.addEventListener("click", () => setQuery(query, true));
+      dd.append(button);
+    } else {
+      dd.textContent = value;
+    }
+    item.append(dd);
+    $("facts").append(item);
+  }
+
+  function header() {
+    const command = data.command || (N ? procs[0].label : "");
+    $("command").textContent = command;
+    document.title = "proctrace: " + (command.length > 80 ? command.slice(0, 79) + "…" : command);
+    const failed = procs.filter((p) => p.failed).length;
+    const running = procs.filter((p) => p.running).length;
+    const execs = procs.reduce((n, p) => n + p.execs.length, 0);
+    if (data.start_time) fact("Started", clock(0));
+    fact("Wall time", duration(data.wall_time));
+    fact("Processes", N + " (" + execs + " execs)");
+    fact("Failed", String(failed), failed ? "bad" : "", failed ? "is:failed" : null);
+    fact("Still running at the end", String(running), running ? "lingering" : "", running ? "is:running" : null);
+    const root = procs.find((p) => p.pid === data.root_pid);
+    if (root) fact("Command's status", root.status, root.failed ? "bad" : "");
+    fact("Lost events", data.lost === null ? "unknown" : String(data.lost), data.lost ? "bad" : "");
+    if (data.interrupted) fact("Recording", "interrupted", "bad");
+    if (data.kernel) fact("Kernel", data.kernel);
+  }
+
+  function legend() {
+    const box = $("legend");
+    const MAX = 10;
+    const sorted = Array.from(groups.values()).sort((a, b) => b.count - a.count || a.index - b.index);
+    for (const group of sorted.slice(0, MAX)) {
+      const leader = group.leader !== null ? group.leader : procs.findIndex((p) => p.pgid === group.pgid);
+      const item = el("span", undefined, "item");
+      item.title = "Show only process group " + group.pgid;
+      const swatch = el("span", undefined, "swatch");
+      swatch.style.background = group.colour;
+      const name = group.pgid === null ? "no group known" : "pgid " + group.pgid;
+      item.append(swatch, el("span", name + " · " + procs[leader].label.slice(0, 60) + " (" + group.count + ")"));
+      if (group.pgid !== null) item.addEventListener("click", () => setQuery("pgid:" + group.pgid, true));
+      box.append(item);
+    }
+    if (sorted.length > MAX) box.append(el("span", "+ " + (sorted.length - MAX) + " more groups", "item note"));
+    const marker = (className, text) => {
+      const item = el("span", undefined, "item note");
+      item.append(el("span", undefined, "swatch " + className), el("span", text));
+      box.append(item);
+    };
+    marker("failed-swatch", "failed (non-zero exit or signal)");
+    marker("running-swatch", "still running at the end");
+    const light = el("span", undefined, "item note");
+    const swatch = el("span", undefined, "swatch");
+    swatch.style.background = PALETTE[0];
+    swatch.style.opacity = "0.4";
+    light.append(swatch, el("span", "before exec (parent's program)"));
+    box.append(light);
+  }
+
+  // ---- Details ------------------------------------------------------------
+
+  // A card about row `i`; `full` lists every exec and all of argv, else
+  // only the exec `seg` (or the last) with argv shortened.
+  function card(i, seg, full) {
+    const p = procs[i];
+    const box = el("div", undefined, "card");
+    box.append(el("h2", p.pid + "  " + p.label));
+    const dl = el("dl");
+    const row = (term, value, className) => {
+      dl.append(el("dt", term), el("dd", value === null || value === undefined ? "unknown" : String(value), className));
+    };
+    row("pid", p.pid);
+    row("ppid", p.ppid);
+    row("pgid", p.pgid);
+    row("sid", p.sid);
+    row("start", "+" + duration(p.start) + (data.start_time ? "  (" + clock(p.start) + ")" : ""));
+    row("duration", duration(p.end - p.start) + (p.running ? " so far" : ""));
+    row("status", p.status, p.failed ? "failed" : p.running ? "running" : "");
+    if (hasChildren(i)) row("children", procs.filter((q) => q.parent === i).length);
+    box.append(dl);
+    if (!p.execs.length) box.append(el("div", "Never exec'd: it ran its parent's program.", "hint"));
+    const shown = full ? p.execs.map((_, k) => k) : p.execs.length ? [seg !== null && seg >= 0 ? seg : p.execs.length - 1] : [];
+    for (const k of shown) box.append(execCard(p.execs[k], k, p.execs.length, full, k === seg));
+    if (!full) box.append(el("div", "Click for all details; double-click to zoom to it.", "hint"));
+    return box;
+  }
+
+  function execCard(e, k, count, full, current) {
+    const box = el("div", undefined, "exec" + (current && full ? " current" : ""));
+    const dl = el("dl");
+    const title = count > 1 ? "exec " + (k + 1) + " of " + count : "exec";
+    dl.append(el("dt", title), el("dd", "+" + duration(e.start) + " for " + duration(e.end - e.start)));
+    dl.append(el("dt", "filename"), el("dd", e.filename || "unknown"));
+    box.append(dl);
+    const argv = e.argv.length ? e.argv : [e.command];
+    const limit = full ? argv.length : 12;
+    box.append(el("div", "argv" + (e.argv_truncated ? " (cut by the recorder)" : ""), "hint"));
+    const list = el("ol", undefined, "argv");
+    list.start = 0;
+    for (const word of argv.slice(0, limit)) list.append(el("li", word.length > 2000 && !full ? word.slice(0, 2000) + "…" : word));
+    box.append(list);
+    if (argv.length > limit) box.append(el("div", "… " + (argv.length - limit) + " more", "hint"));
+    return box;
+  }
+
+  function showDetails(i, seg) {
+    selected = i;
+    const body = $("details-body");
+    body.replaceChildren(card(i, seg, true));
+    details.hidden = false;
+    schedule();
+  }
+
+  function hideDetails() {
+    details.hidden = true;
+    selected = -1;
+    schedule();
+  }
+
+  // ---- Pointer and keys ---------------------------------------------------
+
+  // The row and exec segment under a point of the canvas: seg is -1 on the
+  // label or before the first exec, null off the bar.
+  function hit(x, y) {
+    if (y < AXIS_H) return null;
+    const k = Math.floor((y - AXIS_H + scroller.scrollTop) / ROW_H);
+    if (k < 0 || k >= visible.length) return null;
+    const i = visible[k], p = procs[i];
+    if (x < labelW) {
+      const toggle = hasChildren(i) && x >= indentOf(p) - 3 && x <= indentOf(p) + 11;
+      return { row: i, seg: -1, toggle, label: true };
+    }
+    const x0 = xOf(p.start), x1 = Math.max(xOf(p.end), x0 + 2);
+    if (x < x0 - 3 || x > x1 + 3) return { row: i, seg: null };
+    const t = tOf(x);
+    let seg = -1;
+    p.execs.forEach((e, k2) => { if (t >= e.start) seg = k2; });
+    return { row: i, seg };
+  }
+
+  function point(event) {
+    const r = canvas.getBoundingClientRect();
+    return [event.clientX - r.left, event.clientY - r.top];
+  }
+
+  function showTooltip(h, event) {
+    if (!h || h.seg === null) {
+      tooltip.hidden = true;
+      return;
+    }
+    tooltip.replaceChildren(card(h.row, h.seg, false));
+    tooltip.hidden = false;
+    const pad = 14;
+    const w = tooltip.offsetWidth, hgt = tooltip.offsetHeight;
+    let left = event.clientX + pad, top = event.clientY + pad;
+    if (left + w > window.innerWidth - 4) left = Math.max(4, event.clientX - w - pad);
+    if (top + hgt > window.innerHeight - 4) top = Math.max(4, event.clientY - hgt - pad);
+    tooltip.style.left = left + "px";
+    tooltip.style.top = top + "px";
+  }
+
+  let drag = null;
+
+  canvas.addEventListener("mousedown", (event) => {
+    if (event.button !== 0) return;
+    const [x] = point(event);
+    drag = { x, startX: x, moved: false, onPlot: x > labelW };
+  });
+
+  window.addEventListener("mousemove", (event) => {
+    const [x, y] = point(event);
+    if (drag && drag.onPlot) {
+      if (Math.abs(x - drag.startX) > 3) drag.moved = true;
+      if (drag.moved) {
+        canvas.classList.add("dragging");
+        pan(drag.x - x);
+        drag.x = x;
+        tooltip.hidden = true;
+        return;
+      }
+    }
+    if (event.target !== canvas) {
+      if (hover) { hover = null; schedule(); }
+      tooltip.hidden = true;
+      return;
+    }
+    const h = hit(x, y);
+    const row = h ? h.row : -1;
+    if ((hover ? hover.row : -1) !== row) schedule();
+    hover = h;
+    canvas.style.cursor = h && (h.toggle || h.seg !== null) ? "pointer" : "default";
+    showTooltip(h, event);
+  });
+
+  window.addEventListener("mouseup", (event) => {
+    const d = drag;
+    drag = null;
+    canvas.classList.remove("dragging");
+    if (!d || d.moved || event.target !== canvas) return;
+    const h = hit(...point(event));
+    if (!h) return;
+    if (h.toggle) {
+      if (terms.length) return;
+      collapsed[h.row] ^= 1;
+      rebuild();
+    } else if (h.seg !== null) {
+      showDetails(h.row, h.seg);
+    }
+  });
+
+  canvas.addEventListener("dblclick", (event) => {
+    const h = hit(...point(event));
+    if (!h || h.toggle || h.seg === null) return;
+    const p = procs[h.row];
+    const pad = Math.max((p.end - p.start) * 0.05, 500);
+    setView(p.start - pad, p.end + pad);
+  });
+
+  canvas.addEventListener("mouseleave", () => {
+    tooltip.hidden = true;
+    if (hover) { hover = null; schedule(); }
+  });
+
+  scroller.addEventListener("wheel", (event) => {
+    const [x] = point(event);
+    if (event.ctrlKey || event.metaKey) {
+      event.preventDefault();
+      zoom(Math.exp(event.deltaY * 0.002), Math.max(x, plotX));
+    } else if (event.shiftKey || Math.abs(event.deltaX) > Math.abs(event.deltaY)) {
+      event.preventDefault();
+      pan(event.deltaX || event.deltaY);
+    }
+  }, { passive: false });
+
+  scroller.addEventListener("scroll", () => {
+    tooltip.hidden = true;
+    schedule();
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.target === search) {
+      if (event.key === "Escape") setQuery("", true);
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const actions = {
+      "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), "0": fitView,
+      "ArrowLeft": () => pan(-plotW / 5), "ArrowRight": () => pan(plotW / 5),
+      "Escape": hideDetails, "/": () => search.focus(),
+    };
+    const action = actions[event.key];
+    if (action) {
+      event.preventDefault();
+      action();
+    }
+  });
+
+  search.addEventListener("input", () => setQuery(search.value, true));
+  window.addEventListener("hashchange", applyHash);
+  $("expand").addEventListener("click", () => setAll(false));
+  $("collapse").addEventListener("click", () => setAll(true));
+  $("zoom-in").addEventListener("click", () => zoom(0.5));
+  $("zoom-out").addEventListener("click", () => zoom(2));
+  $("zoom-fit").addEventListener("click", fitView);
+  $("close-details").addEventListener("click", hideDetails);
+  new ResizeObserver(layout).observe(scroller);
+
+  header();
+  legend();
+  applyHash();
+  // The first frame at once, not on an animation frame: a page that is
+  // loaded only to be read back (or printed) may never get one.
+  draw();
+})();

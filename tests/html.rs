@@ -1,0 +1,296 @@
+//! The HTML report in a real browser: Debian's chromium, headless, opens
+//! reports made from a real recording and from a synthetic run of 10,000
+//! processes. The page writes what it did into a hidden `#status` element
+//! (rows drawn, matches, JavaScript errors caught from the moment it
+//! starts), which `--dump-dom` hands back.
+//!
+//! Without chromium the tests are skipped with a note; under CI (the CI
+//! variable set) they fail instead. The real recording needs root: see
+//! `common::can_record`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{big_recording, matching, process_count, record_demo, render, Synthetic};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const WINDOW: &str = "--window-size=1400,900";
+
+/// Whether chromium is there; under CI its absence fails the test.
+fn have_chromium() -> bool {
+    if Path::new(CHROMIUM).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but {CHROMIUM} is missing (scripts/install-deps.sh --test installs it)"
+    );
+    eprintln!("skipped: {CHROMIUM} is missing; scripts/install-deps.sh --test installs it");
+    false
+}
+
+/// Runs headless chromium on `page` (with `#fragment`) and returns its stdout.
+fn chromium(page: &Path, fragment: &str, extra: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}{fragment}", page.display());
+    let mut child = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--virtual-time-budget=5000",
+            WINDOW,
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(&url)
+        // Files, not pipes: a page's DOM is megabytes, more than a pipe
+        // holds while nobody reads it.
+        .stdout(fs::File::create(profile.path().join("stdout")).unwrap())
+        .stderr(fs::File::create(profile.path().join("stderr")).unwrap())
+        .spawn()
+        .expect("starting chromium");
+    // A browser that hangs must not hang the test suite.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("chromium did not finish within 120s on {url}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = child.wait().unwrap();
+    let read = |name: &str| fs::read_to_string(profile.path().join(name)).unwrap();
+    assert!(
+        status.success(),
+        "chromium failed on {url}: {}",
+        read("stderr")
+    );
+    read("stdout")
+}
+
+/// What the page reported in `#status`.
+#[derive(Debug)]
+struct Status {
+    attributes: HashMap<String, String>,
+    text: String,
+    /// The whole page as the browser left it.
+    dom: String,
+}
+
+impl Status {
+    fn number(&self, name: &str) -> usize {
+        let value = self
+            .attributes
+            .get(name)
+            .unwrap_or_else(|| panic!("#status has no {name}: {self:?}"));
+        value.parse().unwrap()
+    }
+}
+
+/// Loads `page` and reads its status; asserts it started without errors.
+fn load(page: &Path, fragment: &str) -> Status {
+    let dom = chromium(page, fragment, &["--dump-dom"]);
+    let start = dom
+        .find(r#"<div id="status""#)
+        .expect("the page has no #status");
+    let tag_end = start + dom[start..].find('>').unwrap();
+    let text_end = tag_end + dom[tag_end..].find("</div>").unwrap();
+    let attributes = dom[start..tag_end]
+        .split(" data-")
+        .skip(1)
+        .filter_map(|attr| {
+            let (name, value) = attr.split_once("=\"")?;
+            Some((name.to_string(), value.trim_end_matches('"').to_string()))
+        })
+        .collect();
+    let status = Status {
+        attributes,
+        text: dom[tag_end + 1..text_end].to_string(),
+        dom: dom.clone(),
+    };
+    assert!(
+        !status.dom.contains("data-pwned"),
+        "text from the recording ran as script"
+    );
+    assert_eq!(
+        status.attributes.get("ready").map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(status.number("errors"), 0, "errors: {}", status.text);
+    status
+}
+
+fn screenshot(page: &Path, png: &Path) {
+    let arg = format!("--screenshot={}", png.display());
+    chromium(page, "", &[&arg]);
+    let size = fs::metadata(png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "the screenshot {} is empty", png.display());
+}
+
+/// Where screenshots go: the target directory, to look at after a run.
+fn screenshot_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+#[test]
+fn report_of_a_real_recording_draws_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    if !have_chromium() {
+        return;
+    }
+    let Some(recording) = record_demo(dir.path()) else {
+        return;
+    };
+    let page = dir.path().join("report.html");
+    render(&recording, "html", &page);
+    let processes = process_count(&recording);
+    assert!(
+        processes >= 9,
+        "the demo recorded only {processes} processes"
+    );
+
+    let status = load(&page, "");
+    assert_eq!(status.number("processes"), processes);
+    assert_eq!(status.number("rows"), processes);
+    // The demo fits the window: every row is on screen.
+    assert_eq!(status.number("rows-drawn"), processes);
+
+    let sleeps = matching(&recording, "sleep");
+    assert!(sleeps >= 2);
+    let status = load(&page, "#search=sleep");
+    assert_eq!(status.number("matches"), sleeps);
+    // Matches and their ancestors, for context: fewer than all.
+    let rows = status.number("rows");
+    assert!(rows >= sleeps && rows < processes, "{rows} rows");
+    assert_eq!(status.number("rows-drawn"), rows);
+
+    // The details of the failing step: its ids, status and whole argv.
+    let failed = common::first_failed(&recording).expect("the demo has a failing step");
+    let status = load(&page, &format!("#select={failed}"));
+    let details = &status.dom[status.dom.find(r#"<aside id="details""#).unwrap()..];
+    assert!(
+        details.starts_with(r#"<aside id="details">"#),
+        "details hidden"
+    );
+    for shown in [
+        format!("<dd>{failed}</dd>"),
+        "<dt>pgid</dt>".to_string(),
+        "<dd class=\"failed\">exit 3</dd>".to_string(),
+        "<li>sh</li><li>-c</li><li>exit 3</li>".to_string(),
+    ] {
+        assert!(details.contains(&shown), "the details lack {shown}");
+    }
+
+    screenshot(&page, &screenshot_path("demo-report.png"));
+}
+
+#[test]
+fn report_of_ten_thousand_processes_draws_only_what_is_on_screen() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("big.ndjson");
+    big_recording(&recording, 10_000);
+    let page = dir.path().join("report.html");
+    render(&recording, "html", &page);
+
+    let started = Instant::now();
+    let status = load(&page, "");
+    eprintln!("10,000 processes: loaded in {:?}", started.elapsed());
+    assert_eq!(status.number("processes"), 10_000);
+    assert_eq!(status.number("rows"), 10_000);
+    let drawn = status.number("rows-drawn");
+    assert!(drawn > 10 && drawn < 100, "{drawn} rows drawn");
+
+    let status = load(&page, "#search=is:failed");
+    let failed = common::failed_count(&recording);
+    assert!(failed > 50, "only {failed} failed");
+    assert_eq!(status.number("matches"), failed);
+    let status = load(&page, "#search=job42%2F");
+    assert_eq!(status.number("matches"), 8);
+    screenshot(&page, &screenshot_path("big-report.png"));
+}
+
+#[test]
+fn argv_cannot_inject_markup_or_script() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("evil.ndjson");
+    let evil = "</script><script>document.body.dataset.pwned=1</script>";
+    let mut rec = Synthetic::new(100, &["sh", evil]);
+    rec.exec(100, 1, 100, &["sh", evil], 0);
+    rec.fork(100, 101, 100, 1_000);
+    rec.exec(
+        101,
+        100,
+        100,
+        &["echo", "<!--", "<script>", "<img src=x onerror=alert(1)>"],
+        1_000,
+    );
+    rec.exit(101, 100, 100, 0, 1_000);
+    rec.exit(100, 1, 100, 1, 1_000);
+    rec.write(&recording);
+    let page = dir.path().join("report.html");
+    render(&recording, "html", &page);
+
+    let html = fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("pwned=1</script>"),
+        "argv is in the page raw"
+    );
+    let status = load(&page, "");
+    assert_eq!(status.number("rows"), 2);
+    // The text is all there, as text: the filter finds it.
+    let status = load(&page, "#search=%3C%2Fscript%3E%3Cscript%3E");
+    assert_eq!(status.number("matches"), 1);
+    let status = load(&page, "#search=onerror");
+    assert_eq!(status.number("matches"), 1);
+}
+
+#[test]
+fn reports_of_the_fixtures_open() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // demo: failures and a kill; legacy: no header, the original format;
+    // interrupted: no trailer, processes still running at the end.
+    for fixture in ["demo", "legacy", "interrupted"] {
+        let input = common::repo().join(format!("tests/data/{fixture}.ndjson"));
+        let page = dir.path().join(format!("{fixture}.html"));
+        render(&input, "html", &page);
+        let status = load(&page, "");
+        assert_eq!(
+            status.number("processes"),
+            process_count(&input),
+            "{fixture}"
+        );
+        assert_eq!(
+            status.number("rows-drawn"),
+            process_count(&input),
+            "{fixture}"
+        );
+        let status = load(&page, "#search=is:failed");
+        assert_eq!(
+            status.number("matches"),
+            common::failed_count(&input),
+            "{fixture}"
+        );
+        screenshot(&page, &screenshot_path(&format!("{fixture}-report.png")));
+    }
+}
