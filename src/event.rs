@@ -34,6 +34,9 @@ pub enum Record {
     /// A process was moved into another process group.
     #[serde(rename = "SetPGID")]
     SetPgid(SetPgid),
+    /// A process still running when proctrace stopped waiting for it
+    /// (`record --linger`): a leak, in a test suite.
+    Lingering(Lingering),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -127,6 +130,57 @@ pub struct Exec {
     /// argv was longer than proctrace copies, so the last entries are cut.
     #[serde(default)]
     pub argv_truncated: bool,
+    /// The file descriptors the new program starts with (those that were
+    /// not close-on-exec), read in the kernel at the exec.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fds: Vec<Fd>,
+    /// More descriptors were open than proctrace records (16 of the first 64).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fds_truncated: bool,
+}
+
+/// A file descriptor, and what it refers to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fd {
+    /// The descriptor number.
+    pub fd: i32,
+    /// What kind of file it is.
+    pub kind: FdKind,
+    /// What it refers to, in the notation of `/proc/PID/fd`: a path,
+    /// `pipe:[INODE]`, `socket:[INODE]` or `anon_inode:NAME`.
+    pub target: String,
+    /// Device of the open file's filesystem (as `stat` reports `st_dev`).
+    pub dev: u64,
+    /// Inode of the open file. Two descriptors refer to the same pipe,
+    /// socket or file exactly when `dev` and `ino` both match.
+    pub ino: u64,
+}
+
+/// The kinds of file a descriptor can refer to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FdKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A pipe or FIFO.
+    Pipe,
+    /// A socket.
+    Socket,
+    /// A terminal.
+    Tty,
+    /// Any other character or block device, such as `/dev/null`.
+    Device,
+    /// Anything else: an eventfd, epoll, a pidfd...
+    Other,
+}
+
+impl Fd {
+    /// Whether both descriptors refer to the same open pipe, socket or file.
+    pub fn same_file(&self, other: &Fd) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
 }
 
 /// The whole thread group of a process is gone.
@@ -184,6 +238,38 @@ pub struct SetPgid {
     pub pid: Pid,
     /// Its new process group.
     pub pgid: Pid,
+}
+
+/// A process still running `--linger` after the process that started it,
+/// or the root, had exited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lingering {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started: when it was found lingering.
+    pub timestamp: u64,
+    /// The lingering process.
+    pub pid: Pid,
+    /// The process whose exit it outlived (its parent, or the root).
+    pub outlived: Pid,
+    /// Since when it has been outliving it (nanoseconds since start).
+    pub since: u64,
+    /// Its open file descriptors when it was found, from `/proc`.
+    #[serde(default)]
+    pub fds: Vec<HeldFd>,
+}
+
+/// A descriptor a lingering process holds open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldFd {
+    /// The descriptor and what it refers to.
+    #[serde(flatten)]
+    pub fd: Fd,
+    /// The root's descriptor (as it started) that refers to the same file:
+    /// what keeps a parent that waits for it to close waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_fd: Option<i32>,
 }
 
 /// Last line of a recording.
@@ -251,6 +337,7 @@ impl Record {
             Record::Exit(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::SetSid(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::SetPgid(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::Lingering(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Header(_) | Record::Trailer(_) => None,
         }
     }
@@ -262,6 +349,7 @@ impl Record {
             Record::Exit(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::SetSid(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::SetPgid(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::Lingering(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Header(_) | Record::Trailer(_) => None,
         }
     }

@@ -150,7 +150,9 @@ impl<'a> Process<'a> {
             Record::Exec(e) => Some(e.pgid),
             Record::Exit(e) => Some(e.pgid),
             Record::SetPgid(e) => Some(e.pgid),
-            Record::SetSid(_) | Record::Header(_) | Record::Trailer(_) => None,
+            Record::SetSid(_) | Record::Lingering(_) | Record::Header(_) | Record::Trailer(_) => {
+                None
+            }
         })
     }
 
@@ -161,7 +163,9 @@ impl<'a> Process<'a> {
             Record::Exec(e) => e.sid,
             Record::Exit(e) => e.sid,
             Record::SetSid(e) => Some(e.sid),
-            Record::SetPgid(_) | Record::Header(_) | Record::Trailer(_) => None,
+            Record::SetPgid(_) | Record::Lingering(_) | Record::Header(_) | Record::Trailer(_) => {
+                None
+            }
         })
     }
 

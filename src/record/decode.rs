@@ -4,8 +4,10 @@ use std::mem::size_of;
 
 use plain::Plain;
 
-use crate::bpf::types::{event_header, event_kind, exec_event, exit_event, fork_event, id_event};
-use crate::event::{shell_join, Exec, Exit, Fork, Record, SetPgid, SetSid};
+use crate::bpf::types::{
+    event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event,
+};
+use crate::event::{shell_join, Exec, Exit, Fd, FdKind, Fork, Record, SetPgid, SetSid};
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl Plain for event_header {}
@@ -52,8 +54,11 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
         }
         event_kind::EVENT_EXEC => {
             let e: exec_event = copy(data).ok_or_else(malformed)?;
-            let (filename, argv) =
-                exec_strings(&data[size_of::<exec_event>()..], &e).ok_or_else(malformed)?;
+            let tail = &data[size_of::<exec_event>()..];
+            let (filename, argv) = exec_strings(tail, &e).ok_or_else(malformed)?;
+            let paths_at = (e.filename_len + e.args_len) as usize;
+            let fds =
+                exec_fds(tail.get(paths_at..).ok_or_else(malformed)?, &e).ok_or_else(malformed)?;
             Record::Exec(Exec {
                 seq: 0,
                 timestamp,
@@ -65,6 +70,8 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
                 cmdline: shell_join(&argv),
                 argv,
                 argv_truncated: e.args_truncated != 0,
+                fds,
+                fds_truncated: e.fds_truncated != 0,
             })
         }
         event_kind::EVENT_EXIT => {
@@ -125,6 +132,77 @@ fn exec_strings(tail: &[u8], e: &exec_event) -> Option<(String, Vec<String>)> {
         args.split(|&b| b == 0).map(lossy).collect()
     };
     Some((lossy(name), argv))
+}
+
+/// The fd entries of an exec, each with its path from the path area.
+fn exec_fds(paths: &[u8], e: &exec_event) -> Option<Vec<Fd>> {
+    let entries = e.fds.get(..e.fd_count as usize)?;
+    let mut at = 0;
+    entries
+        .iter()
+        .map(|entry| {
+            let names = paths.get(at..at + usize::from(entry.path_len))?;
+            at += usize::from(entry.path_len);
+            Some(fd(entry, names))
+        })
+        .collect()
+}
+
+const S_IFMT: u32 = 0o170000;
+const S_IFIFO: u32 = 0o010000;
+const S_IFCHR: u32 = 0o020000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFBLK: u32 = 0o060000;
+const S_IFREG: u32 = 0o100000;
+const S_IFSOCK: u32 = 0o140000;
+
+/// One fd; `names` are its path's components from the leaf up, each
+/// NUL-terminated, as the kernel side walked them.
+fn fd(entry: &fd_entry, names: &[u8]) -> Fd {
+    let mut components: Vec<String> = names
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(lossy)
+        .collect();
+    components.reverse();
+    let cut = if entry.path_truncated != 0 { "..." } else { "" };
+    let path = format!("{cut}/{}", components.join("/"));
+    let (kind, target) = match entry.mode & S_IFMT {
+        S_IFIFO => (FdKind::Pipe, format!("pipe:[{}]", entry.ino)),
+        S_IFSOCK => (FdKind::Socket, format!("socket:[{}]", entry.ino)),
+        S_IFREG => (FdKind::File, path),
+        S_IFDIR => (FdKind::Dir, path),
+        S_IFCHR if is_tty(entry.rdev) => (FdKind::Tty, path),
+        S_IFCHR | S_IFBLK => (FdKind::Device, path),
+        // Anonymous inodes (eventfd, epoll, ...) carry no file type.
+        _ => (
+            FdKind::Other,
+            format!("anon_inode:{}", components.join("/")),
+        ),
+    };
+    Fd {
+        fd: entry.fd,
+        kind,
+        target,
+        dev: user_dev(entry.dev),
+        ino: entry.ino,
+    }
+}
+
+/// The kernel's device numbers are major << 20 | minor.
+fn split_dev(dev: u32) -> (u32, u32) {
+    (dev >> 20, dev & 0xfffff)
+}
+
+/// The device number as stat(2) reports it, so it compares with /proc.
+fn user_dev(dev: u32) -> u64 {
+    let (major, minor) = split_dev(dev);
+    libc::makedev(major, minor)
+}
+
+/// Terminals: the tty and console majors and Unix98 pseudo-terminals.
+fn is_tty(rdev: u32) -> bool {
+    matches!(split_dev(rdev).0, 4 | 5 | 136..=143)
 }
 
 fn lossy(bytes: &[u8]) -> String {

@@ -397,6 +397,8 @@ fn legacy_exec(seq: u64, timestamp: u64, pid: Pid, ppid: Pid, pgid: Pid) -> Exec
         argv: Vec::new(),
         cmdline: String::new(),
         argv_truncated: false,
+        fds: Vec::new(),
+        fds_truncated: false,
     }
 }
 
