@@ -1,0 +1,565 @@
+//! Shared harness of the integration tests: runs the real `proctrace record`
+//! against the real kernel, parses the recording and checks the invariants
+//! every recording must satisfy.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use proctrace::event::{shell_join, BufferKind, Exec, Exit, Fork, Header, Pid, Record, Trailer};
+
+/// Upper bound for anything to finish; only there so that a hang fails the
+/// test instead of blocking the suite. Never a timing assertion.
+pub const HANG_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn proctrace_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_proctrace")
+}
+
+/// Whether a test that needs root can run. Without root it fails under CI
+/// (the CI variable set) and is skipped, with a message, otherwise.
+#[must_use]
+pub fn have_root() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("this test needs root (CAP_BPF), and CI is set: refusing to skip");
+    }
+    eprintln!("skipped: needs root");
+    false
+}
+
+/// One `#[test]` per mode for a scenario `fn(Mode)`:
+/// `per_mode!(scenario: ring => Ring, perf => Perf);`
+macro_rules! per_mode {
+    ($scenario:ident: $($name:ident => $mode:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $scenario($crate::common::Mode::$mode)
+            }
+        )+
+    };
+}
+
+/// Path of the compiled C workload `tests/workloads/<name>.c`. All workloads
+/// are compiled once per test binary (`cc -O1 -pthread`) into the target's
+/// tmp dir; each binary is renamed into place, so concurrent runs are safe.
+pub fn workload(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("workloads");
+        fs::create_dir_all(&out).unwrap();
+        for entry in fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension() != Some(OsStr::new("c")) {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+            let tmp = out.join(format!("{stem}.tmp{}", std::process::id()));
+            let result = Command::new("cc")
+                .args(["-O1", "-pthread", "-Wall", "-o"])
+                .arg(&tmp)
+                .arg(&path)
+                .output()
+                .expect("running cc");
+            assert!(
+                result.status.success(),
+                "compiling {}:\n{}",
+                path.display(),
+                String::from_utf8_lossy(&result.stderr)
+            );
+            fs::rename(&tmp, out.join(&stem)).unwrap();
+        }
+        out
+    });
+    let path = dir.join(name);
+    assert!(path.exists(), "no workload tests/workloads/{name}.c");
+    path
+}
+
+/// Kernel hooks and buffer a recording uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Defaults: BTF tracepoints, ring buffer.
+    Ring,
+    /// `--perf-buffer`.
+    Perf,
+    /// `--raw-tracepoints` (ring buffer).
+    RawTp,
+    /// `--raw-tracepoints --perf-buffer`.
+    RawTpPerf,
+}
+
+impl Mode {
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Mode::Ring => &[],
+            Mode::Perf => &["--perf-buffer"],
+            Mode::RawTp => &["--raw-tracepoints"],
+            Mode::RawTpPerf => &["--raw-tracepoints", "--perf-buffer"],
+        }
+    }
+
+    fn buffer(self) -> BufferKind {
+        match self {
+            Mode::Ring | Mode::RawTp => BufferKind::Ring,
+            Mode::Perf | Mode::RawTpPerf => BufferKind::Perf,
+        }
+    }
+}
+
+/// How to run proctrace.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub mode: Mode,
+    pub raw: bool,
+    pub keep_root: bool,
+    pub env: Vec<(String, String)>,
+}
+
+impl Opts {
+    pub fn new(mode: Mode) -> Self {
+        Opts {
+            mode,
+            raw: false,
+            keep_root: false,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// A finished `proctrace record` run and its parsed recording.
+pub struct Run {
+    pub dir: tempfile::TempDir,
+    pub command: Vec<String>,
+    pub opts: Opts,
+    pub status: ExitStatus,
+    pub stderr: String,
+    pub text: String,
+    pub records: Vec<Record>,
+}
+
+/// Builds the `proctrace record` command writing to `out`.
+pub fn proctrace_command(opts: &Opts, out: &Path, cmd: &[OsString]) -> Command {
+    let mut command = Command::new(proctrace_bin());
+    command.arg("record").arg("-o").arg(out);
+    command.args(opts.mode.flags());
+    if opts.raw {
+        command.arg("--raw");
+    }
+    if opts.keep_root {
+        command.arg("--keep-root");
+    }
+    command.arg("--").args(cmd);
+    for (k, v) in &opts.env {
+        command.env(k, v);
+    }
+    command
+}
+
+/// Waits for `child` up to [`HANG_TIMEOUT`]; kills it and panics on a hang.
+pub fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + HANG_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {HANG_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Records `cmd` with the default options of `mode` and checks the
+/// invariants of every recording.
+pub fn record<S: AsRef<OsStr>>(mode: Mode, cmd: &[S]) -> Run {
+    record_with(&Opts::new(mode), cmd)
+}
+
+/// Records `cmd` and checks the invariants of every recording.
+pub fn record_with<S: AsRef<OsStr>>(opts: &Opts, cmd: &[S]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    record_in(dir, opts, cmd)
+}
+
+/// As [`record_with`], in a temp dir the caller prepared.
+pub fn record_in<S: AsRef<OsStr>>(dir: tempfile::TempDir, opts: &Opts, cmd: &[S]) -> Run {
+    let cmd: Vec<OsString> = cmd.iter().map(|s| s.as_ref().to_owned()).collect();
+    let out = dir.path().join("rec.ndjson");
+    let stderr_path = dir.path().join("stderr");
+    let mut child = proctrace_command(opts, &out, &cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .expect("starting proctrace");
+    let status = wait_bounded(&mut child, "proctrace record");
+    let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
+    let text = fs::read_to_string(&out)
+        .unwrap_or_else(|e| panic!("no recording ({e}); status {status:?}, stderr:\n{stderr}"));
+    let records = parse_lines(&text);
+    let run = Run {
+        dir,
+        command: cmd
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        opts: opts.clone(),
+        status,
+        stderr,
+        text,
+        records,
+    };
+    run.check();
+    run
+}
+
+/// Parses every line of a recording; panics on a partial or invalid line.
+pub fn parse_lines(text: &str) -> Vec<Record> {
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "recording ends in a partial line: {:?}",
+        &text[text.len().saturating_sub(200)..]
+    );
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str::<Record>(line)
+                .unwrap_or_else(|e| panic!("line {} is not a record ({e}): {line}", i + 1))
+        })
+        .collect()
+}
+
+impl Run {
+    pub fn header(&self) -> &Header {
+        match self.records.first() {
+            Some(Record::Header(h)) => h,
+            other => panic!("first line is not a header: {other:?}"),
+        }
+    }
+
+    pub fn trailer(&self) -> &Trailer {
+        match self.records.last() {
+            Some(Record::Trailer(t)) => t,
+            other => panic!("last line is not a trailer: {other:?}"),
+        }
+    }
+
+    /// The events between header and trailer.
+    pub fn events(&self) -> &[Record] {
+        &self.records[1..self.records.len() - 1]
+    }
+
+    pub fn root(&self) -> Pid {
+        self.header().root_pid
+    }
+
+    pub fn forks(&self) -> Vec<&Fork> {
+        self.events()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Fork(f) => Some(f),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn all_execs(&self) -> Vec<&Exec> {
+        self.events()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Exec(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn all_exits(&self) -> Vec<&Exit> {
+        self.events()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Exit(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The Execs of `pid`, in order.
+    pub fn execs(&self, pid: Pid) -> Vec<&Exec> {
+        self.all_execs()
+            .into_iter()
+            .filter(|e| e.pid == pid)
+            .collect()
+    }
+
+    /// The one Exit of `pid`.
+    pub fn exit(&self, pid: Pid) -> &Exit {
+        let exits: Vec<_> = self
+            .all_exits()
+            .into_iter()
+            .filter(|e| e.pid == pid)
+            .collect();
+        assert_eq!(exits.len(), 1, "exits of {pid}: {exits:?}\n{}", self.text);
+        exits[0]
+    }
+
+    /// Children `pid` forked, in order.
+    pub fn children(&self, pid: Pid) -> Vec<Pid> {
+        self.forks()
+            .iter()
+            .filter(|f| f.parent_pid == pid)
+            .map(|f| f.child_pid)
+            .collect()
+    }
+
+    /// Every process of the tree: the root and every forked child.
+    pub fn pids(&self) -> BTreeSet<Pid> {
+        let mut pids: BTreeSet<Pid> = self.forks().iter().map(|f| f.child_pid).collect();
+        pids.insert(self.root());
+        pids
+    }
+
+    /// The argv of each Exec of `pid`.
+    pub fn argvs(&self, pid: Pid) -> Vec<Vec<String>> {
+        self.execs(pid).iter().map(|e| e.argv.clone()).collect()
+    }
+
+    /// The exit status proctrace itself returned.
+    pub fn code(&self) -> i32 {
+        self.status
+            .code()
+            .unwrap_or_else(|| panic!("proctrace killed: {:?}", self.status))
+    }
+
+    /// The child of `parent` whose (last) exec had `argv`.
+    pub fn child_with_argv(&self, parent: Pid, argv: &[&str]) -> Pid {
+        let found: Vec<Pid> = self
+            .children(parent)
+            .into_iter()
+            .filter(|&c| self.argvs(c).iter().any(|a| a == argv))
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "children of {parent} that exec'd {argv:?}: {found:?}\n{}",
+            self.text
+        );
+        found[0]
+    }
+
+    /// The kind of each event of `pid` in file order (Fork counts for the
+    /// child), e.g. `["Fork", "Exec", "Exit"]`.
+    pub fn kinds(&self, pid: Pid) -> Vec<&'static str> {
+        self.events()
+            .iter()
+            .filter(|r| r.pid() == Some(pid))
+            .map(kind)
+            .collect()
+    }
+
+    /// The invariants every finished recording satisfies.
+    pub fn check(&self) {
+        let ctx = || format!("stderr:\n{}\nrecording:\n{}", self.stderr, self.text);
+        assert!(self.records.len() >= 2, "{}", ctx());
+        let header = self.header();
+        let trailer = self.trailer();
+        for (i, r) in self.records.iter().enumerate() {
+            let edge = i == 0 || i == self.records.len() - 1;
+            assert_eq!(
+                matches!(r, Record::Header(_) | Record::Trailer(_)),
+                edge,
+                "header/trailer out of place at line {}\n{}",
+                i + 1,
+                ctx()
+            );
+        }
+        assert_eq!(header.command, self.command, "{}", ctx());
+        assert_eq!(header.raw, self.opts.raw, "{}", ctx());
+        assert_eq!(header.buffer, self.opts.mode.buffer(), "{}", ctx());
+        assert_eq!(trailer.events, self.events().len() as u64, "{}", ctx());
+        assert_eq!(
+            (
+                trailer.lost,
+                trailer.lost_buffer_full,
+                trailer.lost_tracking_full
+            ),
+            (0, 0, 0),
+            "{}",
+            ctx()
+        );
+        // One gapless global order; timestamps never go back.
+        let mut last_ts = 0;
+        for (i, r) in self.events().iter().enumerate() {
+            assert_eq!(r.seq(), Some(i as u64), "seq gap\n{}", ctx());
+            let ts = r.timestamp().unwrap();
+            assert!(ts >= last_ts, "timestamp goes back at seq {i}\n{}", ctx());
+            last_ts = ts;
+        }
+        assert!(trailer.end_timestamp >= last_ts, "{}", ctx());
+        for e in self.all_execs() {
+            assert_eq!(e.cmdline, shell_join(&e.argv), "{}", ctx());
+        }
+        for e in self.all_exits() {
+            assert!(
+                e.exit_code.is_some() != e.signal.is_some(),
+                "exit needs exactly one of code/signal: {e:?}\n{}",
+                ctx()
+            );
+            assert!(!e.core_dumped || e.signal.is_some(), "{e:?}");
+        }
+        // Causal order per process: Fork, then Exec/SetSID/SetPGID, Exit last.
+        let mut seen: BTreeMap<Pid, Vec<&'static str>> = BTreeMap::new();
+        for r in self.events() {
+            let pid = r.pid().unwrap();
+            let history = seen.entry(pid).or_default();
+            let k = kind(r);
+            if !self.header().raw {
+                assert!(
+                    k != "Fork" || history.is_empty(),
+                    "second fork of pid {pid}\n{}",
+                    ctx()
+                );
+            }
+            assert!(
+                !history.contains(&"Exit") || (self.header().raw && k == "Fork"),
+                "{k} of {pid} after its exit\n{}",
+                ctx()
+            );
+            if self.header().raw && k == "Fork" {
+                history.clear();
+            }
+            history.push(k);
+        }
+        if self.header().raw {
+            return;
+        }
+        // The tree is closed: the root and children of known processes only.
+        let root = self.root();
+        assert!(
+            !self.kinds(root).contains(&"Fork"),
+            "root forked\n{}",
+            ctx()
+        );
+        assert_eq!(
+            self.events().first().map(kind),
+            Some("Exec"),
+            "the root's exec comes first\n{}",
+            ctx()
+        );
+        let first = self.execs(root);
+        assert!(!first.is_empty(), "{}", ctx());
+        let mut alive: BTreeSet<Pid> = [root].into();
+        let mut known: BTreeSet<Pid> = [root].into();
+        for r in self.events() {
+            match r {
+                Record::Fork(f) => {
+                    assert!(
+                        alive.contains(&f.parent_pid),
+                        "fork by {} which is not a live process of the tree\n{}",
+                        f.parent_pid,
+                        ctx()
+                    );
+                    assert!(known.insert(f.child_pid), "{}", ctx());
+                    alive.insert(f.child_pid);
+                }
+                Record::Exit(e) => {
+                    assert!(alive.remove(&e.pid), "exit of unknown {}\n{}", e.pid, ctx());
+                }
+                other => {
+                    let pid = other.pid().unwrap();
+                    assert!(
+                        alive.contains(&pid),
+                        "event of {pid} outside the tree\n{}",
+                        ctx()
+                    );
+                }
+            }
+        }
+        if !trailer.interrupted {
+            assert!(alive.is_empty(), "no exit for {alive:?}\n{}", ctx());
+            let root_exit = self.exit(root);
+            assert_eq!(trailer.root_exit_code, root_exit.exit_code, "{}", ctx());
+            assert_eq!(trailer.root_signal, root_exit.signal, "{}", ctx());
+            assert_eq!(
+                self.status.code(),
+                root_exit.shell_status(),
+                "proctrace's status is the command's\n{}",
+                ctx()
+            );
+        }
+    }
+}
+
+pub fn kind(r: &Record) -> &'static str {
+    match r {
+        Record::Header(_) => "Header",
+        Record::Fork(_) => "Fork",
+        Record::Exec(_) => "Exec",
+        Record::Exit(_) => "Exit",
+        Record::SetSid(_) => "SetSID",
+        Record::SetPgid(_) => "SetPGID",
+        Record::Trailer(_) => "Trailer",
+    }
+}
+
+/// argv as owned strings, for comparisons.
+pub fn strings(argv: &[&str]) -> Vec<String> {
+    argv.iter().map(|s| s.to_string()).collect()
+}
+
+/// Kills a process of ours by pid (SIGKILL) if it still runs `comm`.
+pub fn kill_if(pid: Pid, comms: &[&str]) {
+    let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm")) else {
+        return;
+    };
+    if comms.contains(&comm.trim()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// A background process group of ours, killed (by its pgid) on drop.
+pub struct Background(pub Child);
+
+impl Background {
+    /// Starts `sh -c script` in a process group of its own.
+    pub fn sh(script: &str) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        Background(child)
+    }
+
+    pub fn pid(&self) -> Pid {
+        self.0.id() as Pid
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = self.0.wait();
+    }
+}
