@@ -38,6 +38,7 @@ pub fn have_root() -> bool {
 
 /// One `#[test]` per mode for a scenario `fn(Mode)`:
 /// `per_mode!(scenario: ring => Ring, perf => Perf);`
+#[allow(unused_macros)]
 macro_rules! per_mode {
     ($scenario:ident: $($name:ident => $mode:ident),+ $(,)?) => {
         $(
@@ -168,7 +169,12 @@ pub fn proctrace_command(opts: &Opts, out: &Path, cmd: &[OsString]) -> Command {
 
 /// Waits for `child` up to [`HANG_TIMEOUT`]; kills it and panics on a hang.
 pub fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + HANG_TIMEOUT;
+    wait_within(child, what, HANG_TIMEOUT)
+}
+
+/// Waits for `child` up to `bound`; kills it and panics beyond.
+pub fn wait_within(child: &mut Child, what: &str, bound: Duration) -> ExitStatus {
+    let deadline = Instant::now() + bound;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return status;
@@ -176,7 +182,7 @@ pub fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{what} did not finish within {HANG_TIMEOUT:?}");
+            panic!("{what} did not finish within {bound:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -196,34 +202,98 @@ pub fn record_with<S: AsRef<OsStr>>(opts: &Opts, cmd: &[S]) -> Run {
 
 /// As [`record_with`], in a temp dir the caller prepared.
 pub fn record_in<S: AsRef<OsStr>>(dir: tempfile::TempDir, opts: &Opts, cmd: &[S]) -> Run {
-    let cmd: Vec<OsString> = cmd.iter().map(|s| s.as_ref().to_owned()).collect();
-    let out = dir.path().join("rec.ndjson");
-    let stderr_path = dir.path().join("stderr");
-    let mut child = proctrace_command(opts, &out, &cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&stderr_path).unwrap())
-        .spawn()
-        .expect("starting proctrace");
-    let status = wait_bounded(&mut child, "proctrace record");
-    let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
-    let text = fs::read_to_string(&out)
-        .unwrap_or_else(|e| panic!("no recording ({e}); status {status:?}, stderr:\n{stderr}"));
-    let records = parse_lines(&text);
-    let run = Run {
-        dir,
-        command: cmd
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        opts: opts.clone(),
-        status,
-        stderr,
-        text,
-        records,
-    };
+    let mut live = Live::start(dir, opts, cmd);
+    let status = wait_bounded(&mut live.child, "proctrace record");
+    let run = live.finish(status);
     run.check();
     run
+}
+
+/// A `proctrace record` still running.
+pub struct Live {
+    pub dir: tempfile::TempDir,
+    pub child: Child,
+    pub out: PathBuf,
+    stderr_path: PathBuf,
+    command: Vec<OsString>,
+    opts: Opts,
+}
+
+impl Live {
+    /// Starts recording `cmd` into `dir/rec.ndjson`.
+    pub fn start<S: AsRef<OsStr>>(dir: tempfile::TempDir, opts: &Opts, cmd: &[S]) -> Self {
+        let command: Vec<OsString> = cmd.iter().map(|s| s.as_ref().to_owned()).collect();
+        let out = dir.path().join("rec.ndjson");
+        let stderr_path = dir.path().join("stderr");
+        let child = proctrace_command(opts, &out, &command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .expect("starting proctrace");
+        Live {
+            dir,
+            child,
+            out,
+            stderr_path,
+            command,
+            opts: opts.clone(),
+        }
+    }
+
+    pub fn pid(&self) -> Pid {
+        self.child.id() as Pid
+    }
+
+    /// The recording's text so far.
+    pub fn text(&self) -> String {
+        fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Polls /proc until a descendant of proctrace runs `comm` (the
+    /// recording is buffered, so the file cannot tell); returns its pid.
+    pub fn wait_for_descendant(&mut self, comm: &str) -> Pid {
+        let deadline = Instant::now() + HANG_TIMEOUT;
+        loop {
+            if let Some(&(pid, _)) = descendants(self.pid()).iter().find(|(_, c)| c == comm) {
+                return pid;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "proctrace ended ({status:?}) before {comm} ran:\n{}",
+                    self.text()
+                );
+            }
+            assert!(Instant::now() < deadline, "no {comm} under proctrace");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `signal` to proctrace (only).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).unwrap();
+    }
+
+    /// Parses the finished recording (without checking it).
+    pub fn finish(self, status: ExitStatus) -> Run {
+        let stderr = fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let text = fs::read_to_string(&self.out)
+            .unwrap_or_else(|e| panic!("no recording ({e}); status {status:?}, stderr:\n{stderr}"));
+        let records = parse_lines(&text);
+        Run {
+            dir: self.dir,
+            command: self
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            opts: self.opts,
+            status,
+            stderr,
+            text,
+            records,
+        }
+    }
 }
 
 /// Parses every line of a recording; panics on a partial or invalid line.
@@ -517,6 +587,26 @@ pub fn kind(r: &Record) -> &'static str {
 /// argv as owned strings, for comparisons.
 pub fn strings(argv: &[&str]) -> Vec<String> {
     argv.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every descendant of `pid` with its comm, from /proc.
+pub fn descendants(pid: Pid) -> Vec<(Pid, String)> {
+    let mut found = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                let comm = fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+                found.push((child, comm.trim().to_string()));
+                todo.push(child);
+            }
+        }
+    }
+    found
 }
 
 /// Kills a process of ours by pid (SIGKILL) if it still runs `comm`.
