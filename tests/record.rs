@@ -389,3 +389,80 @@ per_mode!(pid_namespace:
     pid_namespace_ring => Ring,
     pid_namespace_perf => Perf,
 );
+
+/// 200 concurrent children on both CPUs, and a chain of 30 nested
+/// subshells: every fork, exec and exit, each in causal order (check()).
+fn many_processes(mode: Mode) {
+    if !have_root() {
+        return;
+    }
+    let script = "for i in $(seq 200); do /bin/true & done; wait
+f() { if [ $1 -gt 0 ]; then (f $(($1 - 1))); fi; }; f 30";
+    let run = record(mode, &["sh", "-c", script]);
+    let root = run.root();
+    let kids = run.children(root);
+    assert_eq!(kids.len(), 202, "{}", run.stderr);
+    let seq = run.child_with_argv(root, &["seq", "200"]);
+    let trues: Vec<_> = kids
+        .iter()
+        .copied()
+        .filter(|&k| run.argvs(k) == [strings(&["/bin/true"])])
+        .collect();
+    assert_eq!(trues.len(), 200);
+    for &k in &trues {
+        assert_eq!(run.kinds(k), ["Fork", "Exec", "Exit"]);
+        assert_eq!(run.exit(k).exit_code, Some(0));
+    }
+    assert_eq!(run.exit(seq).exit_code, Some(0));
+    // The chain: each subshell forks the next, none execs.
+    let mut link = *kids.last().unwrap();
+    let mut depth = 1;
+    while let [next] = run.children(link)[..] {
+        assert!(run.execs(link).is_empty());
+        link = next;
+        depth += 1;
+    }
+    assert!(run.children(link).is_empty());
+    assert_eq!(depth, 30, "chain of subshells");
+    assert_eq!(run.forks().len(), 231);
+    assert_eq!(run.all_exits().len(), 232);
+    assert_eq!(run.code(), 0);
+}
+
+per_mode!(many_processes:
+    many_processes_ring => Ring,
+    many_processes_perf => Perf,
+    many_processes_raw_tracepoints_perf => RawTpPerf,
+);
+
+/// A child killed by SIGSEGV with core dumps on: core_dumped.
+#[test]
+fn core_dump_is_reported() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        r#"cd {} && ulimit -c unlimited && sh -c 'kill -SEGV $$'; exit 0"#,
+        dir.path().display()
+    );
+    let run = record_in(dir, &Opts::new(Mode::Ring), &["sh", "-c", &script]);
+    let root = run.root();
+    let child = run.child_with_argv(root, &["sh", "-c", "kill -SEGV $$"]);
+    let exit = run.exit(child);
+    assert_eq!(
+        (exit.exit_code, exit.signal),
+        (None, Some(11)),
+        "{}",
+        run.text
+    );
+    assert_eq!(
+        exit.core_dumped,
+        std::fs::read_to_string("/proc/sys/kernel/core_pattern")
+            .unwrap()
+            .trim()
+            == "core",
+        "core_dumped (core_pattern-dependent)"
+    );
+    assert_eq!(run.code(), 0);
+}
