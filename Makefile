@@ -5,7 +5,7 @@
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROCTRACE := target/release/proctrace
 
-.PHONY: deps test-deps build demo test
+.PHONY: deps test-deps build static demo test
 
 deps:
 	scripts/install-deps.sh
@@ -15,6 +15,12 @@ test-deps:
 
 build: deps
 	cargo build --release --locked
+
+# One fully static binary (static-pie, libbpf/libelf/zlib linked in) for
+# every kernel from 5.10 on; prints its path.
+static:
+	scripts/install-deps.sh --static
+	scripts/build-static.sh
 
 # Records the bundled demo and shows its process tree.
 demo: build

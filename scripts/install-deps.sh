@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages proctrace needs: to build it (default),
-# or also to run its whole test suite (--test). Installs only what is missing.
+# to build the static binary (--static), or also to run its whole test suite
+# (--test). Installs only what is missing.
 set -euo pipefail
 
 packages=(clang libelf-dev zlib1g-dev pkg-config make gcc)
+# The static build (`make static`): libbpf, libelf and zlib from source.
+static_packages=(autoconf automake autopoint libtool flex bison gawk libc6-dev)
+if [ "${1:-}" = "--static" ]; then
+    packages+=("${static_packages[@]}")
+fi
 if [ "${1:-}" = "--test" ]; then
     # chromium + node/npm: the Mermaid renderer is checked with the real
     # mermaid-cli; util-linux provides unshare and setpriv for the tests.
     packages+=(chromium nodejs npm util-linux)
+    # The kernel matrix (tests/kernel_matrix.rs): the static build, qemu,
+    # the guest's busybox and cpio, and the key of Debian's kernel packages.
+    packages+=("${static_packages[@]}" qemu-system-x86 busybox-static cpio gzip
+        debian-archive-keyring)
 fi
 
 missing=()

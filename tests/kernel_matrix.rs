@@ -1,0 +1,369 @@
+//! The portability proof: one static proctrace binary boots under qemu on
+//! every kernel of the matrix (Debian's 5.10, 6.1, 6.12, the newest of
+//! trixie-backports, and the machine's own where /boot has it) and records a
+//! workload with a known process tree exactly, with the ring buffer, the
+//! perf buffer, raw tracepoints and an external BTF file.
+//!
+//! tests/kernel-matrix/run.sh builds the binary and the initramfs and boots
+//! the kernels (downloaded once into ~/.cache/proctrace/kernels); this test
+//! checks what each guest printed. It needs qemu-system-x86, busybox-static,
+//! a C compiler with static glibc and network access on the first run
+//! (`scripts/install-deps.sh --test`). PROCTRACE_SKIP_KERNEL_MATRIX=1 skips
+//! it, except under CI, where nothing is skipped.
+//! PROCTRACE_KERNELS="6.1 latest" picks the kernels.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use proctrace::event::{BufferKind, Pid, Record};
+
+const KERNELS: &[&str] = &["5.10", "6.1", "6.12", "latest"];
+/// Recordings the guest makes on each kernel, and the buffer each must use.
+const MODES: &[(&str, BufferKind)] = &[
+    ("ring", BufferKind::Ring),
+    ("perf", BufferKind::Perf),
+    ("raw-tp", BufferKind::Ring),
+    ("btf-file", BufferKind::Ring),
+];
+
+#[test]
+fn kernel_matrix() {
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    if !ci && std::env::var_os("PROCTRACE_SKIP_KERNEL_MATRIX").is_some() {
+        eprintln!("kernel matrix skipped: PROCTRACE_SKIP_KERNEL_MATRIX is set");
+        return;
+    }
+    for tool in ["qemu-system-x86_64", "busybox", "cpio", "cc", "timeout"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            found,
+            "the kernel matrix needs {tool}: run scripts/install-deps.sh --test \
+             (or set PROCTRACE_SKIP_KERNEL_MATRIX=1 outside CI)"
+        );
+    }
+
+    let kernels: Vec<String> = match std::env::var("PROCTRACE_KERNELS") {
+        Ok(list) => list.split_whitespace().map(str::to_owned).collect(),
+        Err(_) => {
+            let mut kernels: Vec<String> = KERNELS.iter().map(|k| k.to_string()).collect();
+            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            let image = format!("/boot/vmlinuz-{}", release.trim());
+            if std::fs::File::open(&image).is_ok() {
+                kernels.push("host".into());
+            } else {
+                // The rest of the test suite runs on the host kernel anyway.
+                eprintln!("kernel matrix: no {image}: the host's own kernel is not booted");
+            }
+            kernels
+        }
+    };
+    let out = tempfile::tempdir().expect("temporary directory");
+    let dir = out.path();
+    let status = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernel-matrix/run.sh"
+    ))
+    .arg(dir)
+    .args(&kernels)
+    // The cargo that built this test builds the static binary too.
+    .env(
+        "CARGO",
+        std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into()),
+    )
+    .status()
+    .expect("running tests/kernel-matrix/run.sh");
+    let binary = std::fs::read(dir.join("proctrace")).expect("run.sh copies the static binary");
+    let digest = sha256(&dir.join("proctrace"));
+    assert!(
+        !binary.is_empty(),
+        "run.sh produced no binary (status {status})"
+    );
+
+    let mut table = String::new();
+    let mut failures = Vec::new();
+    for kernel in &kernels {
+        let log = std::fs::read_to_string(dir.join(format!("{kernel}.log")))
+            .unwrap_or_default()
+            .replace('\r', "");
+        let release = marker(&log, "===KERNEL ").unwrap_or("?").to_owned();
+        match marker(&log, "===SHA256 ") {
+            Some(guest) if guest == digest => {}
+            other => failures.push(format!(
+                "{kernel}: the guest ran a binary with sha256 {other:?}, not {digest}"
+            )),
+        }
+        let mut row = Vec::new();
+        for (mode, buffer) in MODES {
+            let result = check_recording(&log, mode, *buffer);
+            row.push(format!(
+                "{mode}: {}",
+                if result.is_ok() { "pass" } else { "FAIL" }
+            ));
+            if let Err(why) = result {
+                failures.push(format!("{kernel} {mode}: {why}"));
+            }
+        }
+        let nobtf = check_no_btf(&log);
+        row.push(format!(
+            "no-BTF error: {}",
+            if nobtf.is_ok() { "pass" } else { "FAIL" }
+        ));
+        if let Err(why) = nobtf {
+            failures.push(format!("{kernel} no-BTF: {why}"));
+        }
+        if !log.contains("===DONE===") {
+            failures.push(format!(
+                "{kernel}: the guest did not finish; its console:\n{log}"
+            ));
+        }
+        writeln!(table, "{kernel} ({release}): {}", row.join(", ")).unwrap();
+    }
+    eprintln!("kernel matrix, proctrace sha256 {digest}:\n{table}");
+    if !failures.is_empty() {
+        // Keep the guest consoles for a look after a failure.
+        let kept = out.keep();
+        panic!(
+            "kernel matrix failed (consoles kept in {}):\n{}",
+            kept.display(),
+            failures.join("\n")
+        );
+    }
+    assert!(status.success(), "run.sh failed: {status}");
+}
+
+fn sha256(path: &Path) -> String {
+    let output = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The rest of the line after `prefix`, without the closing `===`.
+fn marker<'a>(log: &'a str, prefix: &str) -> Option<&'a str> {
+    // The firmware's escape sequences may precede a marker on its line.
+    log.lines()
+        .find_map(|line| line.find(prefix).map(|at| &line[at + prefix.len()..]))
+        .map(|rest| rest.trim_end_matches("==="))
+}
+
+fn section<'a>(log: &'a str, begin: &str, end: &str) -> Option<&'a str> {
+    let start = log.find(begin)? + begin.len();
+    let len = log[start..].find(end)?;
+    Some(&log[start..start + len])
+}
+
+fn check_no_btf(log: &str) -> Result<(), String> {
+    let status = marker(log, "===NOBTF ").ok_or("no NOBTF marker")?;
+    let stderr = section(log, &format!("===NOBTF {status}===\n"), "===ENDNOBTF===")
+        .ok_or("no NOBTF output")?;
+    if status == "0" {
+        return Err("recording without BTF succeeded".into());
+    }
+    if !stderr.contains("no BTF type information") || !stderr.contains("--btf FILE") {
+        return Err(format!("unclear error without BTF: {stderr}"));
+    }
+    Ok(())
+}
+
+/// What the workload (tests/kernel-matrix/workload.sh) must produce.
+fn check_recording(log: &str, mode: &str, buffer: BufferKind) -> Result<(), String> {
+    let stderr = section(
+        log,
+        &format!("===STDERR {mode}===\n"),
+        &format!("===ENDSTDERR {mode}==="),
+    )
+    .unwrap_or("(none)");
+    let body = section(
+        log,
+        &format!("===BEGIN {mode}===\n"),
+        &format!("===END {mode}==="),
+    )
+    .ok_or_else(|| format!("no recording printed; proctrace said: {stderr}"))?;
+    check_tree(body, buffer, marker(log, &format!("===STATUS {mode} ")))
+        .map_err(|why| format!("{why}\nproctrace said: {stderr}\nrecording:\n{body}"))
+}
+
+fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<(), String> {
+    if status != Some("9") {
+        return Err(format!(
+            "proctrace exited {status:?}, not 9 (the root's code)"
+        ));
+    }
+    let records: Vec<Record> = body
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).map_err(|e| format!("bad line {line:?}: {e}")))
+        .collect::<Result<_, _>>()?;
+    let Some(Record::Header(header)) = records.first() else {
+        return Err("no header".into());
+    };
+    let Some(Record::Trailer(trailer)) = records.last() else {
+        return Err("no trailer".into());
+    };
+    if header.buffer != buffer {
+        return Err(format!("buffer {:?}, expected {buffer:?}", header.buffer));
+    }
+    if trailer.lost != 0 || trailer.interrupted || trailer.root_exit_code != Some(9) {
+        return Err(format!("bad trailer {trailer:?}"));
+    }
+    if trailer.events != records.len() as u64 - 2 {
+        return Err(format!("trailer counts {} events", trailer.events));
+    }
+    let root = header.root_pid;
+
+    let mut forks = BTreeMap::new();
+    let mut execs: BTreeMap<Pid, Vec<Vec<String>>> = BTreeMap::new();
+    let mut exits = BTreeMap::new();
+    let mut setsids = Vec::new();
+    let mut setpgids = Vec::new();
+    for record in &records[1..records.len() - 1] {
+        match record {
+            Record::Fork(f) => {
+                if f.parent_pid != root {
+                    return Err(format!("fork from {} (not the root)", f.parent_pid));
+                }
+                if forks.insert(f.child_pid, ()).is_some() {
+                    return Err(format!("pid {} forked twice", f.child_pid));
+                }
+            }
+            Record::Exec(e) => execs.entry(e.pid).or_default().push(e.argv.clone()),
+            Record::Exit(e) => {
+                if exits.insert(e.pid, (e.exit_code, e.signal)).is_some() {
+                    return Err(format!("pid {} exited twice", e.pid));
+                }
+            }
+            Record::SetSid(s) => setsids.push((s.pid, s.sid)),
+            Record::SetPgid(s) => setpgids.push((s.pid, s.pgid)),
+            other => return Err(format!("unexpected record {other:?}")),
+        }
+    }
+
+    // Root and five children, each exiting once: no thread is a process.
+    if forks.len() != 5 {
+        return Err(format!("{} forks, expected 5", forks.len()));
+    }
+    let pids: BTreeSet<Pid> = forks.keys().copied().chain([root]).collect();
+    if exits.keys().copied().collect::<BTreeSet<_>>() != pids {
+        return Err(format!("exits {exits:?} do not match processes {pids:?}"));
+    }
+    if execs.keys().any(|pid| !pids.contains(pid)) {
+        return Err(format!("exec of an unknown process: {execs:?}"));
+    }
+
+    // Each process by what it ran.
+    let argv = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    let by_exec = |expected: &[Vec<String>]| -> Result<Pid, String> {
+        execs
+            .iter()
+            .find(|(_, seen)| seen.as_slice() == expected)
+            .map(|(pid, _)| *pid)
+            .ok_or_else(|| format!("no process exec'd {expected:?}; execs: {execs:?}"))
+    };
+    let root_exec = by_exec(&[argv(&["/bin/sh", "/workload.sh"])])?;
+    if root_exec != root {
+        return Err(format!(
+            "the root is {root}, the workload ran as {root_exec}"
+        ));
+    }
+    let echo = by_exec(&[argv(&["/bin/echo", "hello world", "x"])])?;
+    let exit3 = by_exec(&[argv(&["/bin/sh", "-c", "exit 3"])])?;
+    let setsid = by_exec(&[
+        argv(&["/bin/setsid", "/bin/sh", "-c", "exit 7"]),
+        argv(&["/bin/sh", "-c", "exit 7"]),
+    ])?;
+    let threads = by_exec(&[argv(&["/threads", "arg1"])])?;
+    let subshell: Vec<Pid> = forks
+        .keys()
+        .copied()
+        .filter(|pid| !execs.contains_key(pid))
+        .collect();
+    if subshell.len() != 1 || execs.len() != 5 {
+        return Err(format!(
+            "expected one child without exec: {subshell:?}, execs {execs:?}"
+        ));
+    }
+
+    for (pid, code) in [
+        (root, 9),
+        (echo, 0),
+        (exit3, 3),
+        (subshell[0], 5),
+        (setsid, 7),
+        (threads, 4),
+    ] {
+        if exits[&pid] != (Some(code), None) {
+            return Err(format!(
+                "pid {pid} exited {:?}, expected code {code}",
+                exits[&pid]
+            ));
+        }
+    }
+    if setsids != [(setsid, setsid)] {
+        return Err(format!(
+            "SetSID events {setsids:?}, expected [({setsid}, {setsid})]"
+        ));
+    }
+    if setpgids != [(threads, threads)] {
+        return Err(format!(
+            "SetPGID events {setpgids:?}, expected [({threads}, {threads})]"
+        ));
+    }
+    Ok(())
+}
+
+/// The checker itself: a good recording (6.1, ring buffer) passes, and each
+/// kind of damage is caught.
+#[test]
+fn checker_rejects_wrong_recordings() {
+    let good = include_str!("data/kernel-matrix-6.1-ring.ndjson");
+    check_tree(good, BufferKind::Ring, Some("9")).expect("the sample recording passes");
+    let lines: Vec<&str> = good.lines().collect();
+    let without = |needle: &str| {
+        lines
+            .iter()
+            .filter(|line| !line.contains(needle))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let bad: Vec<(&str, String)> = vec![
+        ("perf expected", good.to_owned()),
+        ("status", good.to_owned()),
+        ("lost", good.replace("\"lost\":0", "\"lost\":1")),
+        ("exit code", good.replace("\"exit_code\":4", "\"exit_code\":0")),
+        ("argv", good.replace("hello world", "hello")),
+        ("no SetPGID", without("SetPGID")),
+        ("no SetSID", without("SetSID")),
+        ("no trailer", without("Trailer")),
+        (
+            "a thread as a process",
+            good.replacen(
+                "{\"Exit\"",
+                "{\"Fork\":{\"seq\":99,\"timestamp\":1,\"parent_pid\":146,\"child_pid\":147,\"parent_pgid\":0}}\n{\"Exit\"",
+                1,
+            ),
+        ),
+    ];
+    for (what, body) in bad {
+        let buffer = if what == "perf expected" {
+            BufferKind::Perf
+        } else {
+            BufferKind::Ring
+        };
+        let status = if what == "status" { "0" } else { "9" };
+        assert!(
+            check_tree(&body, buffer, Some(status)).is_err(),
+            "the checker missed: {what}"
+        );
+    }
+}
