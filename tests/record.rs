@@ -466,3 +466,47 @@ fn core_dump_is_reported() {
     );
     assert_eq!(run.code(), 0);
 }
+
+/// A relay of 2000 processes, each forking the next and exiting at once:
+/// the tree is never empty, so the recording must hold every hop and end
+/// only after the last one. (Fails: proctrace ends the recording early,
+/// see the report; the daemon test above can fail the same way.)
+fn relay_is_recorded_to_the_end(mode: Mode) {
+    if !have_root() {
+        return;
+    }
+    const HOPS: usize = 2000;
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("relay-done");
+    let cmd = [
+        workload("relay").into_os_string(),
+        HOPS.to_string().into(),
+        done.clone().into(),
+    ];
+    let mut live = Live::start(dir, &Opts::new(mode), &cmd);
+    let status = wait_bounded(&mut live.child, "proctrace record");
+    let last_ran = done.exists();
+    let run = live.finish(status);
+    let trailer = run.trailer();
+    assert!(!trailer.interrupted);
+    assert_eq!(
+        (run.forks().len(), run.all_exits().len(), last_ran),
+        (HOPS, HOPS + 1, true),
+        "(forks, exits, last process done before proctrace ended); trailer {trailer:?}"
+    );
+    run.check();
+    let mut link = run.root();
+    for _ in 0..HOPS {
+        let next = run.children(link);
+        assert_eq!(next.len(), 1);
+        assert_eq!(run.exit(link).exit_code, Some(0));
+        link = next[0];
+    }
+    assert_eq!(run.exit(link).exit_code, Some(0));
+    assert_eq!(run.code(), 0);
+}
+
+per_mode!(relay_is_recorded_to_the_end:
+    relay_is_recorded_to_the_end_ring => Ring,
+    relay_is_recorded_to_the_end_perf => Perf,
+);
