@@ -176,6 +176,24 @@ pub enum FdKind {
     Other,
 }
 
+impl FdKind {
+    /// The kind of a file with inode mode `mode` (`st_mode`) and, for
+    /// device files, device major number `rdev_major`.
+    pub fn of(mode: u32, rdev_major: u32) -> Self {
+        match mode & 0o170000 {
+            0o010000 => FdKind::Pipe,
+            0o140000 => FdKind::Socket,
+            0o100000 => FdKind::File,
+            0o040000 => FdKind::Dir,
+            // The tty and console majors and Unix98 pseudo-terminals.
+            0o020000 if matches!(rdev_major, 4 | 5 | 136..=143) => FdKind::Tty,
+            0o020000 | 0o060000 => FdKind::Device,
+            // Anonymous inodes (eventfd, epoll, ...) carry no file type.
+            _ => FdKind::Other,
+        }
+    }
+}
+
 impl Fd {
     /// Whether both descriptors refer to the same open pipe, socket or file.
     pub fn same_file(&self, other: &Fd) -> bool {
@@ -297,6 +315,9 @@ pub struct Trailer {
     /// Signal that killed the root command, if one did.
     #[serde(default)]
     pub root_signal: Option<i32>,
+    /// Processes recorded as [`Lingering`].
+    #[serde(default)]
+    pub lingering: u64,
 }
 
 impl Record {

@@ -6,7 +6,7 @@
 //!
 //! Without chromium the tests are skipped with a note; under CI (the CI
 //! variable set) they fail instead. The real recording needs root: see
-//! `common::can_record`.
+//! `common::have_root`.
 
 mod common;
 

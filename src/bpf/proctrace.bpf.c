@@ -34,6 +34,12 @@ const volatile bool capture_fds = true;
 #define S_IFSOCK 0140000
 #define S_IFIFO 0010000
 
+/* Processes the kernel side started and stopped following. With the seeds
+ * userspace counts itself, they tell exactly when the tree is gone; the
+ * map cannot, since a scan of it races with the adds and deletes. */
+__u64 forked = 0;
+__u64 exited = 0;
+
 /* Make the skeleton generate Rust types for every record layout. */
 struct fork_event _fork_event = {};
 struct exit_event _exit_event = {};
@@ -179,8 +185,12 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 	if (!child_pid)
 		return 0;
 	/* The child has not run yet: nothing it does can be missed. */
-	if (tracked_parent && bpf_map_update_elem(&tracked, &child_pid, &one, BPF_ANY))
-		count_loss(LOSS_TRACKING_FULL);
+	if (tracked_parent) {
+		if (bpf_map_update_elem(&tracked, &child_pid, &one, BPF_ANY))
+			count_loss(LOSS_TRACKING_FULL);
+		else
+			__sync_fetch_and_add(&forked, 1);
+	}
 
 	fill_header(&event.header, EVENT_FORK, child_pid);
 	event.parent_pid = parent_pid;
@@ -389,7 +399,9 @@ static __always_inline int on_exit(void *ctx, struct task_struct *task)
 	pid = tgid_of(task);
 	/* Threads that die together may each see zero; only the one whose
 	 * delete succeeds reports, so the exit is reported exactly once. */
-	if (bpf_map_delete_elem(&tracked, &pid) != 0 && !raw_mode)
+	if (bpf_map_delete_elem(&tracked, &pid) == 0)
+		__sync_fetch_and_add(&exited, 1);
+	else if (!raw_mode)
 		return 0;
 
 	fill_header(&event.header, EVENT_EXIT, pid);

@@ -11,7 +11,7 @@ use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use proctrace::event::{Record, Trailer};
-use proctrace::record::{BufferChoice, HookChoice, Recorder, Recording, Totals};
+use proctrace::record::{BufferChoice, HookChoice, Lingerer, Notice, Recorder, Recording, Totals};
 use proctrace::recording::Writer;
 
 #[derive(Debug, Args)]
@@ -38,6 +38,14 @@ pub struct RecordArgs {
     /// Size of the kernel's ring buffer in MiB (a power of two).
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     buffer_mib: u32,
+    /// Stop waiting for a process DURATION after the process that started it, or the
+    /// command itself, has exited (e.g. 2s, 500ms): it is recorded as lingering. Once
+    /// the command has exited and only lingering processes are left, the recording ends.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    linger: Option<std::time::Duration>,
+    /// End lingering processes (SIGTERM, then SIGKILL after 2 s) and record their exits.
+    #[arg(long, requires = "linger")]
+    kill_lingering: bool,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -84,6 +92,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .max_processes(args.max_processes)
         .ring_bytes(args.buffer_mib.saturating_mul(1 << 20))
         .btf(args.btf.clone())
+        .linger(args.linger)
+        .kill_lingering(args.kill_lingering)
+        .subreaper(true)
         .start();
     let recording = match recording {
         Ok(recording) => recording,
@@ -107,23 +118,31 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 }
 
 /// Writes header, events and trailer; returns how many events were written.
-fn write_recording(
-    recording: Recording,
-    mut writer: Writer<Box<dyn Write>>,
-    aborted: &AtomicBool,
-) -> Result<(u64, Totals)> {
+fn write_recording(recording: Recording, mut writer: Writer<Box<dyn Write>>, aborted: &AtomicBool) -> Result<(u64, Totals)> {
     writer.write(&Record::Header(recording.header().clone()))?;
     let mut forks = 0;
-    for record in recording.events() {
-        if aborted.load(Ordering::Relaxed) {
-            break;
-        }
-        forks += u64::from(matches!(record, Record::Fork(_)));
-        if let Err(err) = writer.write(&record) {
-            recording.stopper().abort();
-            return Err(err.into());
+    let (events, notices) = (recording.events(), recording.notices());
+    loop {
+        crossbeam_channel::select! {
+            recv(events) -> record => {
+                let Ok(record) = record else { break };
+                if aborted.load(Ordering::Relaxed) {
+                    break;
+                }
+                forks += u64::from(matches!(record, Record::Fork(_)));
+                if let Err(err) = writer.write(&record) {
+                    recording.stopper().abort();
+                    return Err(err.into());
+                }
+            }
+            recv(notices) -> notice => {
+                if let Ok(notice) = notice {
+                    tell(&notice);
+                }
+            }
         }
     }
+    notices.try_iter().for_each(|notice| tell(&notice));
     let totals = recording.finish()?;
     let events = writer.written() - 1;
     writer.write(&Record::Trailer(Trailer {
@@ -135,9 +154,34 @@ fn write_recording(
         interrupted: totals.interrupted,
         root_exit_code: totals.root_exit_code,
         root_signal: totals.root_signal,
+        lingering: totals.lingering,
     }))?;
     writer.flush()?;
     Ok((forks + 1, totals))
+}
+
+/// Says on stderr, as it happens, what the recording finds about the tree.
+fn tell(notice: &Notice) {
+    match notice {
+        Notice::RootExited(alive) => {
+            eprintln!("proctrace: the command exited; {} of its processes still run:", alive.len());
+            alive.iter().for_each(|who| eprintln!("proctrace:   {}", lineage(who)));
+        }
+        Notice::Lingering(who) => eprintln!("proctrace: lingering: {}", lineage(who)),
+        Notice::Killed { pid, signal } => {
+            let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
+            eprintln!("proctrace: sent {name} to lingering process {pid}");
+        }
+    }
+}
+
+/// `PID command ← parent ← ... ← root`: who started a process, back to the root.
+fn lineage(who: &Lingerer) -> String {
+    let mut line = format!("{} {}", who.pid, who.command);
+    for (pid, command) in who.ancestry.iter().rev() {
+        line.push_str(&format!("  ← {pid} {command}"));
+    }
+    line
 }
 
 fn report(name: &str, processes: u64, totals: &Totals) {

@@ -148,45 +148,21 @@ fn exec_fds(paths: &[u8], e: &exec_event) -> Option<Vec<Fd>> {
         .collect()
 }
 
-const S_IFMT: u32 = 0o170000;
-const S_IFIFO: u32 = 0o010000;
-const S_IFCHR: u32 = 0o020000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFBLK: u32 = 0o060000;
-const S_IFREG: u32 = 0o100000;
-const S_IFSOCK: u32 = 0o140000;
-
 /// One fd; `names` are its path's components from the leaf up, each
 /// NUL-terminated, as the kernel side walked them.
 fn fd(entry: &fd_entry, names: &[u8]) -> Fd {
-    let mut components: Vec<String> = names
-        .split(|&b| b == 0)
-        .filter(|n| !n.is_empty())
-        .map(lossy)
-        .collect();
+    let mut components: Vec<String> = names.split(|&b| b == 0).filter(|n| !n.is_empty()).map(lossy).collect();
     components.reverse();
     let cut = if entry.path_truncated != 0 { "..." } else { "" };
-    let path = format!("{cut}/{}", components.join("/"));
-    let (kind, target) = match entry.mode & S_IFMT {
-        S_IFIFO => (FdKind::Pipe, format!("pipe:[{}]", entry.ino)),
-        S_IFSOCK => (FdKind::Socket, format!("socket:[{}]", entry.ino)),
-        S_IFREG => (FdKind::File, path),
-        S_IFDIR => (FdKind::Dir, path),
-        S_IFCHR if is_tty(entry.rdev) => (FdKind::Tty, path),
-        S_IFCHR | S_IFBLK => (FdKind::Device, path),
-        // Anonymous inodes (eventfd, epoll, ...) carry no file type.
-        _ => (
-            FdKind::Other,
-            format!("anon_inode:{}", components.join("/")),
-        ),
+    let kind = FdKind::of(entry.mode, split_dev(entry.rdev).0);
+    // Named the way /proc/PID/fd names them.
+    let target = match kind {
+        FdKind::Pipe => format!("pipe:[{}]", entry.ino),
+        FdKind::Socket => format!("socket:[{}]", entry.ino),
+        FdKind::Other => format!("anon_inode:{}", components.join("/")),
+        _ => format!("{cut}/{}", components.join("/")),
     };
-    Fd {
-        fd: entry.fd,
-        kind,
-        target,
-        dev: user_dev(entry.dev),
-        ino: entry.ino,
-    }
+    Fd { fd: entry.fd, kind, target, dev: user_dev(entry.dev), ino: entry.ino }
 }
 
 /// The kernel's device numbers are major << 20 | minor.
@@ -198,11 +174,6 @@ fn split_dev(dev: u32) -> (u32, u32) {
 fn user_dev(dev: u32) -> u64 {
     let (major, minor) = split_dev(dev);
     libc::makedev(major, minor)
-}
-
-/// Terminals: the tty and console majors and Unix98 pseudo-terminals.
-fn is_tty(rdev: u32) -> bool {
-    matches!(split_dev(rdev).0, 4 | 5 | 136..=143)
 }
 
 fn lossy(bytes: &[u8]) -> String {

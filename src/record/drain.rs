@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use libbpf_rs::{PerfBuffer, PerfBufferBuilder, RingBuffer, RingBufferBuilder};
+use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
 use super::decode::decode;
 use super::kernel::{self, KernelConfig, Probe};
-use super::{Control, Prepared, RecordError, Started, Totals};
+use super::linger::{Lineage, Notice};
+use super::{Control, LingerPolicy, Prepared, RecordError, Started, Totals};
 use crate::event::{BufferKind, Pid, Record};
 
 /// How long an event is held back so that events of other CPUs with
@@ -28,39 +30,43 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// After a stop request, how long the tree's exits (from the same Ctrl-C)
 /// may still be recorded.
 const STOP_GRACE_NS: u64 = 300_000_000;
+/// Between SIGTERM and SIGKILL for a lingering process.
+const KILL_GRACE_NS: u64 = 2_000_000_000;
+
+/// Where a recording sends what it finds.
+pub struct Outputs {
+    pub events: Sender<Record>,
+    pub notices: Sender<Notice>,
+    pub ready: Sender<Result<Started, RecordError>>,
+}
 
 /// Runs one recording on the calling thread; reports the start, or why it
-/// could not start, on `ready`, then sends events on `events`.
+/// could not start, on `ready`, then sends events and notices.
 pub fn run(
     config: KernelConfig,
     target: Prepared,
+    policy: LingerPolicy,
     control: Arc<Control>,
-    ready: Sender<Result<Started, RecordError>>,
-    events: Sender<Record>,
+    outputs: Outputs,
 ) -> Result<Totals, RecordError> {
     let mut storage = MaybeUninit::uninit();
     let probe = match kernel::load(&config, &mut storage) {
         Ok(probe) => probe,
         Err(err) => {
-            let _ = ready.send(Err(err));
+            let _ = outputs.ready.send(Err(err));
             return Ok(Totals::default());
         }
     };
-    let drain = Drain {
-        probe: &probe,
-        perf_pages: config.perf_pages,
-        control,
-        events,
-        reorder: RefCell::default(),
-    };
-    drain.run(&target, &ready)
+    let drain = Drain { probe: &probe, perf_pages: config.perf_pages, policy, control, outputs, reorder: RefCell::default() };
+    drain.run(&target)
 }
 
 struct Drain<'a, 'obj> {
     probe: &'a Probe<'obj>,
     perf_pages: usize,
+    policy: LingerPolicy,
     control: Arc<Control>,
-    events: Sender<Record>,
+    outputs: Outputs,
     reorder: RefCell<Reorder>,
 }
 
@@ -72,31 +78,51 @@ enum Buffer<'cb> {
 impl Buffer<'_> {
     /// Waits for and consumes records. A signal (Ctrl-C, handled on another
     /// thread) may interrupt the wait; that is a wake-up, not a failure.
-    fn poll(&self, timeout: Duration) -> libbpf_rs::Result<()> {
+    fn poll(&self, timeout: Duration) -> Result<(), RecordError> {
         let polled = match self {
             Buffer::Ring(ring) => ring.poll(timeout),
             Buffer::Perf(perf) => perf.poll(timeout),
         };
         match polled {
             Err(err) if err.kind() == libbpf_rs::ErrorKind::Interrupted => Ok(()),
-            other => other,
+            other => other.map_err(RecordError::bpf("reading the kernel buffer")),
         }
     }
 
-    fn consume(&self) -> libbpf_rs::Result<()> {
+    fn consume(&self) -> Result<(), RecordError> {
         match self {
             Buffer::Ring(ring) => ring.consume(),
             Buffer::Perf(perf) => perf.consume(),
         }
+        .map_err(RecordError::bpf("reading the kernel buffer"))
     }
 }
 
+/// The state of a running recording, step to step.
+struct Progress {
+    root: Pid,
+    start_ns: u64,
+    totals: Totals,
+    lineage: Lineage,
+    /// Lingering processes sent SIGTERM, and when SIGKILL is due.
+    terminating: Vec<(Pid, u64)>,
+    gone_since: Option<u64>,
+    stop_since: Option<u64>,
+    lingered_out_since: Option<u64>,
+}
+
+/// Why a recording ended.
+enum End {
+    /// Every process of the tree is gone, or only lingerers are left.
+    Settled,
+    /// A stop was requested and its grace period is over.
+    Stopped,
+    /// The consumer went away, or an abort was requested.
+    Aborted,
+}
+
 impl Drain<'_, '_> {
-    fn run(
-        &self,
-        target: &Prepared,
-        ready: &Sender<Result<Started, RecordError>>,
-    ) -> Result<Totals, RecordError> {
+    fn run(&self, target: &Prepared) -> Result<Totals, RecordError> {
         let malformed = RefCell::new(0u64);
         let start_ns = monotonic_ns();
         let on_record = |data: &[u8]| match decode(data, start_ns) {
@@ -105,59 +131,44 @@ impl Drain<'_, '_> {
         };
         // Perf events are installed in the map when the buffer opens: open
         // it before the command starts, or its first exec has nowhere to go.
-        let buffer = self.open_buffer(on_record).and_then(|buffer| {
-            let root = target.start(self.probe)?;
-            Ok((buffer, root))
+        let started = self.open_buffer(on_record).and_then(|buffer| {
+            if self.policy.subreaper {
+                become_subreaper()?;
+            }
+            Ok((buffer, target.start(self.probe)?))
         });
-        let (buffer, root) = match buffer {
+        let (buffer, root) = match started {
             Ok(ok) => ok,
             Err(err) => {
-                let _ = ready.send(Err(err));
+                let _ = self.outputs.ready.send(Err(err));
                 return Ok(Totals::default());
             }
         };
-        let _ = ready.send(Ok(Started {
-            root_pid: root,
-            buffer: self.probe.buffer,
-            warnings: self.probe.warnings.clone(),
-        }));
-        let mut totals = Totals::default();
-        let mut gone_since = None;
-        let mut stop_since = None;
-        loop {
-            let now = monotonic_ns();
-            buffer
-                .poll(POLL_INTERVAL)
-                .map_err(RecordError::bpf("reading the kernel buffer"))?;
-            let cutoff = now.saturating_sub(start_ns + REORDER_WINDOW_NS);
-            if !self.release(Some(cutoff), &mut totals)
-                || self.control.abort.load(Ordering::Relaxed)
-            {
-                totals.interrupted = true;
-                break;
+        let started = Started { root_pid: root, buffer: self.probe.buffer, warnings: self.probe.warnings.clone() };
+        let _ = self.outputs.ready.send(Ok(started));
+        let mut progress = Progress {
+            root,
+            start_ns,
+            totals: Totals::default(),
+            lineage: Lineage::new(root),
+            terminating: Vec::new(),
+            gone_since: None,
+            stop_since: None,
+            lingered_out_since: None,
+        };
+        let end = loop {
+            if let Some(end) = self.step(&buffer, target, &mut progress)? {
+                break end;
             }
-            if target.is_child() {
-                self.reap_root(root, &mut totals);
-            }
-            if self.control.stop.load(Ordering::Relaxed) {
-                stop_since.get_or_insert(now);
-            }
-            if gone_since.is_none() && self.probe.tree_is_gone() {
-                gone_since = Some(now);
-            }
-            let settled = gone_since.is_some_and(|t| now - t > REORDER_WINDOW_NS);
-            let stopped = stop_since.is_some_and(|t| now - t > STOP_GRACE_NS);
-            if settled || stopped {
-                buffer
-                    .consume()
-                    .map_err(RecordError::bpf("reading the kernel buffer"))?;
-                self.release(None, &mut totals);
-                totals.interrupted = !settled;
-                break;
-            }
+        };
+        if !matches!(end, End::Aborted) {
+            buffer.consume()?;
+            self.release(None, &mut progress);
         }
+        let mut totals = progress.totals;
+        totals.interrupted = !matches!(end, End::Settled);
         if target.is_child() {
-            self.reap_root(root, &mut totals);
+            self.reap(root, &mut totals);
         }
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
         totals.malformed = *malformed.borrow();
@@ -165,10 +176,73 @@ impl Drain<'_, '_> {
         Ok(totals)
     }
 
-    fn open_buffer<'cb>(
-        &self,
-        mut on_record: impl FnMut(&[u8]) + 'cb,
-    ) -> Result<Buffer<'cb>, RecordError>
+    /// One look at the kernel and the tree; `Some` once the recording ends.
+    fn step(&self, buffer: &Buffer<'_>, target: &Prepared, progress: &mut Progress) -> Result<Option<End>, RecordError> {
+        let now = monotonic_ns();
+        let elapsed = now.saturating_sub(progress.start_ns);
+        buffer.poll(POLL_INTERVAL)?;
+        if !self.release(Some(elapsed.saturating_sub(REORDER_WINDOW_NS)), progress)
+            || self.control.abort.load(Ordering::Relaxed)
+        {
+            return Ok(Some(End::Aborted));
+        }
+        if target.is_child() {
+            self.reap(progress.root, &mut progress.totals);
+        }
+        self.watch_lingering(elapsed, progress);
+        if self.control.stop.load(Ordering::Relaxed) {
+            progress.stop_since.get_or_insert(now);
+        }
+        if progress.gone_since.is_none() && self.probe.tree_is_gone() {
+            progress.gone_since = Some(now);
+        }
+        if !self.policy.kill && progress.lineage.only_lingerers_left() {
+            progress.lingered_out_since.get_or_insert(now);
+        }
+        let waited = |since: Option<u64>, grace: u64| since.is_some_and(|t| now - t > grace);
+        Ok(if waited(progress.gone_since, REORDER_WINDOW_NS) || waited(progress.lingered_out_since, REORDER_WINDOW_NS) {
+            Some(End::Settled)
+        } else if waited(progress.stop_since, STOP_GRACE_NS) {
+            Some(End::Stopped)
+        } else {
+            None
+        })
+    }
+
+    /// Reports processes that have lingered for the `--linger` time, and
+    /// with `--kill-lingering` ends them: SIGTERM, then SIGKILL.
+    fn watch_lingering(&self, elapsed: u64, progress: &mut Progress) {
+        let Some(linger) = self.policy.linger else { return };
+        for lingering in progress.lineage.newly_lingering(elapsed, linger.as_nanos() as u64) {
+            let pid = lingering.pid;
+            progress.totals.lingering += 1;
+            let _ = self.outputs.notices.send(Notice::Lingering(progress.lineage.describe(pid)));
+            self.reorder.borrow_mut().push(Record::Lingering(lingering));
+            if self.policy.kill {
+                self.signal(pid, Signal::SIGTERM);
+                progress.terminating.push((pid, elapsed + KILL_GRACE_NS));
+            }
+        }
+        let still_running = progress.lineage.lingerers();
+        progress.terminating.retain(|&(pid, due)| {
+            if !still_running.contains(&pid) {
+                return false;
+            }
+            if elapsed < due {
+                return true;
+            }
+            self.signal(pid, Signal::SIGKILL);
+            false
+        });
+    }
+
+    fn signal(&self, pid: Pid, signal: Signal) {
+        if kill(NixPid::from_raw(pid), signal).is_ok() {
+            let _ = self.outputs.notices.send(Notice::Killed { pid, signal: signal as i32 });
+        }
+    }
+
+    fn open_buffer<'cb>(&self, mut on_record: impl FnMut(&[u8]) + 'cb) -> Result<Buffer<'cb>, RecordError>
     where
         Self: 'cb,
     {
@@ -194,28 +268,48 @@ impl Drain<'_, '_> {
         }
     }
 
-    /// Sends the held events up to `cutoff` (all with `None`) in order;
-    /// false when nobody receives them any more.
-    fn release(&self, cutoff: Option<u64>, totals: &mut Totals) -> bool {
+    /// Sends the held events up to `cutoff` (all with `None`) in order,
+    /// following the tree as they go; false when nobody receives them.
+    fn release(&self, cutoff: Option<u64>, progress: &mut Progress) -> bool {
         let ready = self.reorder.borrow_mut().take_until(cutoff);
         for record in ready {
-            if self.events.send(record).is_err() {
+            if let Some(notice) = progress.lineage.observe(&record) {
+                let _ = self.outputs.notices.send(notice);
+            }
+            if self.outputs.events.send(record).is_err() {
                 return false;
             }
-            totals.events += 1;
+            progress.totals.events += 1;
         }
         true
     }
 
-    fn reap_root(&self, root: Pid, totals: &mut Totals) {
-        if totals.root_exit_code.is_some() || totals.root_signal.is_some() {
-            return;
+    /// Collects exited children: the root's status, and as the subreaper
+    /// the orphans of the tree, which would otherwise stay zombies.
+    fn reap(&self, root: Pid, totals: &mut Totals) {
+        let any = if self.policy.subreaper { -1 } else { root };
+        loop {
+            match waitpid(NixPid::from_raw(any), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => totals.root_exit_code = Some(code),
+                Ok(WaitStatus::Signaled(pid, signal, _)) if pid.as_raw() == root => {
+                    totals.root_signal = Some(signal as i32)
+                }
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(_) => {}
+            }
         }
-        match waitpid(NixPid::from_raw(root), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => totals.root_exit_code = Some(code),
-            Ok(WaitStatus::Signaled(_, signal, _)) => totals.root_signal = Some(signal as i32),
-            _ => {}
-        }
+    }
+}
+
+/// Orphans of the tree become proctrace's children instead of init's, so
+/// they can be waited for and killed cleanly.
+fn become_subreaper() -> Result<(), RecordError> {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes a plain integer argument.
+    let result = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(RecordError::System { context: "becoming the subreaper of the tree".into(), source: std::io::Error::last_os_error() })
     }
 }
 

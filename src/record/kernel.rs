@@ -55,6 +55,8 @@ pub struct KernelConfig {
 /// The loaded and attached program.
 pub struct Probe<'obj> {
     pub skel: ProctraceSkel<'obj>,
+    /// Processes userspace put into the map, less those it took out.
+    seeds: std::cell::Cell<u64>,
     pub buffer: BufferKind,
     /// Events that cannot be recorded on this kernel, said once at start.
     pub warnings: Vec<String>,
@@ -97,6 +99,7 @@ pub fn load<'obj>(
     let (links, warnings) = attach(&skel, btf_hooks)?;
     Ok(Probe {
         skel,
+        seeds: Default::default(),
         buffer,
         warnings,
         _links: links,
@@ -266,17 +269,29 @@ impl Probe<'_> {
             .maps
             .tracked
             .update(&pid.to_ne_bytes(), &[1], MapFlags::ANY)
-            .map_err(RecordError::bpf(format!("tracking pid {pid}")))
+            .map_err(RecordError::bpf(format!("tracking pid {pid}")))?;
+        self.seeds.set(self.seeds.get() + 1);
+        Ok(())
     }
 
     /// Stops following `pid` (a seed that turned out to be gone already).
     pub fn untrack(&self, pid: Pid) {
-        let _ = self.skel.maps.tracked.delete(&pid.to_ne_bytes());
+        if self.skel.maps.tracked.delete(&pid.to_ne_bytes()).is_ok() {
+            self.seeds.set(self.seeds.get() - 1);
+        }
     }
 
-    /// Whether every tracked process is gone.
+    /// Whether every tracked process is gone. A child is counted before
+    /// its parent can exit, so reading the exits before the forks can
+    /// only overcount the living, never see none too early.
     pub fn tree_is_gone(&self) -> bool {
-        self.skel.maps.tracked.keys().next().is_none()
+        let bss = self.skel.maps.bss_data.as_deref().expect(".bss is memory-mapped by libbpf");
+        // SAFETY: aligned u64s in the mmapped .bss, written by the kernel
+        // with atomic adds; volatile reads see them as they are.
+        let exited = unsafe { std::ptr::read_volatile(&bss.exited) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let forked = unsafe { std::ptr::read_volatile(&bss.forked) };
+        self.seeds.get() + forked <= exited
     }
 
     /// Events lost in the kernel so far: (buffer full, tracking map full).

@@ -11,19 +11,21 @@ mod drain;
 mod error;
 mod kernel;
 mod launch;
+mod linger;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::Receiver;
 
 pub use error::RecordError;
 pub use kernel::{BufferChoice, HookChoice};
 pub use launch::sudo_owner;
+pub use linger::{Lingerer, Notice};
 
 use crate::event::{BufferKind, Header, Pid, Record, FORMAT_VERSION};
 use kernel::KernelConfig;
@@ -38,6 +40,7 @@ const QUEUE_CAPACITY: usize = 1 << 16;
 pub struct Recorder {
     target: Target,
     keep_root: bool,
+    policy: LingerPolicy,
     kernel: KernelConfig,
 }
 
@@ -63,6 +66,7 @@ impl Recorder {
         Recorder {
             target,
             keep_root: false,
+            policy: LingerPolicy::default(),
             kernel: KernelConfig {
                 buffer: BufferChoice::Auto,
                 hooks: HookChoice::Auto,
@@ -98,6 +102,32 @@ impl Recorder {
     /// Under sudo, runs the command as root instead of the invoking user.
     pub fn keep_root(mut self, keep_root: bool) -> Self {
         self.keep_root = keep_root;
+        self
+    }
+
+    /// Stops waiting for a process once it has outlived the process that
+    /// started it, or the root, by `linger`: it is recorded as
+    /// [`Record::Lingering`] and, once the root has exited and only such
+    /// processes are left, the recording ends. `None` (the default) waits
+    /// for the whole tree.
+    pub fn linger(mut self, linger: Option<Duration>) -> Self {
+        self.policy.linger = linger;
+        self
+    }
+
+    /// Ends lingering processes (SIGTERM, SIGKILL two seconds later) and
+    /// records their exits, instead of leaving them running.
+    pub fn kill_lingering(mut self, kill: bool) -> Self {
+        self.policy.kill = kill;
+        self
+    }
+
+    /// Makes this process the subreaper of the tree (PR_SET_CHILD_SUBREAPER):
+    /// orphans become its children, are reaped by the recording and can be
+    /// killed cleanly. It changes the whole process, so embedders decide;
+    /// the default is off.
+    pub fn subreaper(mut self, subreaper: bool) -> Self {
+        self.policy.subreaper = subreaper;
         self
     }
 
@@ -144,11 +174,14 @@ impl Recorder {
         let control = Arc::new(Control::default());
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
         let (events_tx, events_rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
+        let (notices_tx, notices_rx) = crossbeam_channel::unbounded();
+        let outputs = drain::Outputs { events: events_tx, notices: notices_tx, ready: ready_tx };
+        let policy = self.policy.clone();
         let config = self.kernel.clone();
         let thread_control = Arc::clone(&control);
         let thread = std::thread::Builder::new()
             .name("proctrace-drain".into())
-            .spawn(move || drain::run(config, prepared, thread_control, ready_tx, events_tx))
+            .spawn(move || drain::run(config, prepared, policy, thread_control, outputs))
             .map_err(RecordError::system("starting the drain thread"))?;
         let started = match ready_rx.recv() {
             Ok(Ok(started)) => started,
@@ -174,6 +207,7 @@ impl Recorder {
             header,
             warnings: started.warnings,
             events: events_rx,
+            notices: notices_rx,
             control,
             thread,
         })
@@ -220,6 +254,14 @@ fn join_error(thread: JoinHandle<Result<Totals, RecordError>>) -> RecordError {
     }
 }
 
+/// What to do about processes that outlive their parent or the root.
+#[derive(Debug, Clone, Default)]
+struct LingerPolicy {
+    linger: Option<Duration>,
+    kill: bool,
+    subreaper: bool,
+}
+
 /// What the drain thread reports once it has started the command.
 struct Started {
     root_pid: Pid,
@@ -253,6 +295,8 @@ pub struct Totals {
     pub root_exit_code: Option<i32>,
     /// Signal that killed the root command.
     pub root_signal: Option<i32>,
+    /// Processes recorded as lingering.
+    pub lingering: u64,
 }
 
 impl Totals {
@@ -267,6 +311,7 @@ pub struct Recording {
     header: Header,
     warnings: Vec<String>,
     events: Receiver<Record>,
+    notices: Receiver<Notice>,
     control: Arc<Control>,
     thread: JoinHandle<Result<Totals, RecordError>>,
 }
@@ -307,6 +352,12 @@ impl Recording {
     /// The events, in order; the channel closes when the recording ends.
     pub fn events(&self) -> &Receiver<Record> {
         &self.events
+    }
+
+    /// What the recording finds worth saying while it runs: the root
+    /// exiting before its tree, lingering processes, signals sent.
+    pub fn notices(&self) -> &Receiver<Notice> {
+        &self.notices
     }
 
     /// A handle that can stop the recording from elsewhere.

@@ -1,295 +1,660 @@
-//! What the render tests share: the built binary, real recordings (which
-//! need root) and synthetic ones of any size.
+//! Shared harness of the integration tests: runs the real `proctrace record`
+//! against the real kernel, parses the recording and checks the invariants
+//! every recording must satisfy.
 
 #![allow(dead_code)] // each test binary uses its own part
 
+mod render;
+#[allow(unused_imports)]
+pub use render::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-use proctrace::event::{Exec, Exit, Fork, Header, Pid, Record, SetPgid, Trailer, FORMAT_VERSION};
-use proctrace::processes::Processes;
-use proctrace::recording::{Reader, Recording};
+use proctrace::event::{shell_join, BufferKind, Exec, Exit, Fork, Header, Pid, Record, Trailer};
 
-pub fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// Upper bound for anything to finish; only there so that a hang fails the
+/// test instead of blocking the suite. Never a timing assertion.
+pub const HANG_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn proctrace_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_proctrace")
 }
 
-pub fn proctrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_proctrace"))
-        .args(args)
-        .output()
-        .expect("running proctrace")
-}
-
-/// Renders `input` as `mode` into `output`.
-pub fn render(input: &Path, mode: &str, output: &Path) {
-    let run = proctrace(&[
-        "render",
-        "-i",
-        input.to_str().unwrap(),
-        "-d",
-        mode,
-        "-o",
-        output.to_str().unwrap(),
-    ]);
-    assert!(
-        run.status.success(),
-        "render -d {mode} failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-}
-
-/// Whether a test that records can run: recording needs root. Under CI
-/// (the CI variable set) not being root fails the test, since a skipped
-/// test would pass unseen; elsewhere it is skipped with a note.
-pub fn can_record() -> bool {
-    if nix::unistd::Uid::effective().is_root() {
+/// Whether a test that needs root can run. Without root it fails under CI
+/// (the CI variable set) and is skipped, with a message, otherwise.
+#[must_use]
+pub fn have_root() -> bool {
+    if nix::unistd::geteuid().is_root() {
         return true;
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set, but the tests do not run as root, which recording needs"
-    );
-    eprintln!("skipped: recording needs root");
+    if std::env::var_os("CI").is_some() {
+        panic!("this test needs root (CAP_BPF), and CI is set: refusing to skip");
+    }
+    eprintln!("skipped: needs root");
     false
 }
 
-/// Records demo/demo.sh into `dir`; `None` (skipped) if not root.
-pub fn record_demo(dir: &Path) -> Option<PathBuf> {
-    if !can_record() {
-        return None;
+/// One `#[test]` per mode for a scenario `fn(Mode)`:
+/// `per_mode!(scenario: ring => Ring, perf => Perf);`
+#[allow(unused_macros)]
+macro_rules! per_mode {
+    ($scenario:ident: $($name:ident => $mode:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $scenario($crate::common::Mode::$mode)
+            }
+        )+
+    };
+}
+
+/// Path of the compiled C workload `tests/workloads/<name>.c`. All workloads
+/// are compiled once per test binary (`cc -O1 -pthread`) into the target's
+/// tmp dir; each binary is renamed into place, so concurrent runs are safe.
+pub fn workload(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("workloads");
+        fs::create_dir_all(&out).unwrap();
+        for entry in fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension() != Some(OsStr::new("c")) {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+            let tmp = out.join(format!("{stem}.tmp{}", std::process::id()));
+            let result = Command::new("cc")
+                .args(["-O1", "-pthread", "-Wall", "-o"])
+                .arg(&tmp)
+                .arg(&path)
+                .output()
+                .expect("running cc");
+            assert!(
+                result.status.success(),
+                "compiling {}:\n{}",
+                path.display(),
+                String::from_utf8_lossy(&result.stderr)
+            );
+            fs::rename(&tmp, out.join(&stem)).unwrap();
+        }
+        out
+    });
+    let path = dir.join(name);
+    assert!(path.exists(), "no workload tests/workloads/{name}.c");
+    path
+}
+
+/// Kernel hooks and buffer a recording uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Defaults: BTF tracepoints, ring buffer.
+    Ring,
+    /// `--perf-buffer`.
+    Perf,
+    /// `--raw-tracepoints` (ring buffer).
+    RawTp,
+    /// `--raw-tracepoints --perf-buffer`.
+    RawTpPerf,
+}
+
+impl Mode {
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Mode::Ring => &[],
+            Mode::Perf => &["--perf-buffer"],
+            Mode::RawTp => &["--raw-tracepoints"],
+            Mode::RawTpPerf => &["--raw-tracepoints", "--perf-buffer"],
+        }
     }
-    let path = dir.join("demo.ndjson");
-    let demo = repo().join("demo/demo.sh");
-    let run = proctrace(&[
-        "record",
-        "-o",
-        path.to_str().unwrap(),
-        "--",
-        demo.to_str().unwrap(),
-    ]);
-    assert!(
-        run.status.success(),
-        "recording the demo failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    Some(path)
+
+    fn buffer(self) -> BufferKind {
+        match self {
+            Mode::Ring | Mode::RawTp => BufferKind::Ring,
+            Mode::Perf | Mode::RawTpPerf => BufferKind::Perf,
+        }
+    }
 }
 
-/// Reads a recording the way `proctrace render` does.
-pub fn read(path: &Path) -> Recording {
-    let file = std::io::BufReader::new(fs::File::open(path).unwrap());
-    Recording::read(&mut Reader::new(file, path.display().to_string())).unwrap()
+/// How to run proctrace.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub mode: Mode,
+    pub raw: bool,
+    pub keep_root: bool,
+    pub env: Vec<(String, String)>,
 }
 
-/// How many processes the recording at `path` holds.
-pub fn process_count(path: &Path) -> usize {
-    Processes::new(&read(path)).all().len()
-}
-
-/// How many processes of the recording at `path` failed.
-pub fn failed_count(path: &Path) -> usize {
-    let recording = read(path);
-    let processes = Processes::new(&recording);
-    processes
-        .all()
-        .iter()
-        .filter(|p| p.outcome().failed())
-        .count()
-}
-
-/// The pid of the first process that failed.
-pub fn first_failed(path: &Path) -> Option<Pid> {
-    let recording = read(path);
-    let processes = Processes::new(&recording);
-    let failed = processes.all().iter().find(|p| p.outcome().failed());
-    failed.map(|p| p.pid)
-}
-
-/// How many processes a search for `text` should find: those whose
-/// description, command lines or executed files contain it.
-pub fn matching(path: &Path, text: &str) -> usize {
-    let recording = read(path);
-    let processes = Processes::new(&recording);
-    (0..processes.all().len())
-        .filter(|&i| {
-            let process = processes.get(i);
-            processes.describe(i).contains(text)
-                || process
-                    .execs
-                    .iter()
-                    .any(|e| e.cmdline.contains(text) || e.filename.contains(text))
-        })
-        .count()
-}
-
-/// Builds a recording event by event, numbering and timing them.
-pub struct Synthetic {
-    records: Vec<Record>,
-    seq: u64,
-    now: u64,
-}
-
-impl Synthetic {
-    pub fn new(root_pid: Pid, command: &[&str]) -> Self {
-        let header = Header {
-            format_version: FORMAT_VERSION,
-            proctrace_version: "0.1.0".into(),
-            start_time: "2026-11-21T07:40:00.000000000Z".into(),
-            root_pid,
-            command: command.iter().map(|s| s.to_string()).collect(),
-            kernel: "6.1.0".into(),
+impl Opts {
+    pub fn new(mode: Mode) -> Self {
+        Opts {
+            mode,
             raw: false,
-            buffer: Default::default(),
-        };
-        Synthetic {
-            records: vec![Record::Header(header)],
-            seq: 0,
-            now: 1_000,
+            keep_root: false,
+            env: Vec::new(),
         }
-    }
-
-    fn push(&mut self, mut record: Record, step: u64) {
-        self.now += step;
-        record.set_seq(self.seq);
-        self.seq += 1;
-        self.records.push(record);
-    }
-
-    pub fn fork(&mut self, parent: Pid, child: Pid, pgid: Pid, step: u64) {
-        let now = self.now + step;
-        self.push(
-            Record::Fork(Fork {
-                seq: 0,
-                timestamp: now,
-                parent_pid: parent,
-                child_pid: child,
-                parent_pgid: pgid,
-                child_pgid: Some(pgid),
-                child_sid: Some(1),
-                child_ppid: None,
-            }),
-            step,
-        );
-    }
-
-    pub fn exec(&mut self, pid: Pid, ppid: Pid, pgid: Pid, argv: &[&str], step: u64) {
-        let now = self.now + step;
-        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        self.push(
-            Record::Exec(Exec {
-                seq: 0,
-                timestamp: now,
-                pid,
-                ppid,
-                pgid,
-                sid: Some(1),
-                filename: format!("/usr/bin/{}", argv[0]),
-                cmdline: proctrace::event::shell_join(&argv),
-                argv,
-                argv_truncated: false,
-            }),
-            step,
-        );
-    }
-
-    pub fn setpgid(&mut self, pid: Pid, pgid: Pid, step: u64) {
-        let now = self.now + step;
-        self.push(
-            Record::SetPgid(SetPgid {
-                seq: 0,
-                timestamp: now,
-                pid,
-                pgid,
-            }),
-            step,
-        );
-    }
-
-    pub fn exit(&mut self, pid: Pid, ppid: Pid, pgid: Pid, code: i32, step: u64) {
-        let now = self.now + step;
-        self.push(
-            Record::Exit(Exit {
-                seq: 0,
-                timestamp: now,
-                pid,
-                ppid,
-                pgid,
-                sid: Some(1),
-                exit_code: Some(code),
-                signal: None,
-                core_dumped: false,
-            }),
-            step,
-        );
-    }
-
-    /// Writes the recording with its trailer to `path`.
-    pub fn write(mut self, path: &Path) {
-        let trailer = Trailer {
-            events: self.seq,
-            end_timestamp: self.now + 1_000_000,
-            ..Trailer::default()
-        };
-        self.records.push(Record::Trailer(trailer));
-        let lines: Vec<String> = self
-            .records
-            .iter()
-            .map(|r| serde_json::to_string(r).unwrap() + "\n")
-            .collect();
-        fs::write(path, lines.concat()).unwrap();
     }
 }
 
-/// A build-like run of `n` processes: a make that starts one shell per
-/// job, each in its own process group running a few compilers; every
-/// 97th compiler fails and the last few are still running at the end.
-pub fn big_recording(path: &Path, n: usize) {
-    const ROOT: Pid = 1000;
-    let mut rec = Synthetic::new(ROOT, &["make", "-j8"]);
-    rec.exec(ROOT, 999, ROOT, &["make", "-j8"], 0);
-    let mut next: Pid = ROOT + 1;
-    let mut made = 1;
-    let mut job = 0;
-    while made < n {
-        let shell = next;
-        next += 1;
-        made += 1;
-        rec.fork(ROOT, shell, ROOT, 20_000);
-        rec.setpgid(shell, shell, 5_000);
-        rec.exec(
-            shell,
-            ROOT,
-            shell,
-            &["sh", "-c", &format!("job {job}")],
-            10_000,
-        );
-        let mut compilers = Vec::new();
-        for k in 0..8 {
-            if made >= n {
-                break;
-            }
-            let cc = next;
-            next += 1;
-            made += 1;
-            let file = format!("src/job{job}/file{k}.c");
-            rec.fork(shell, cc, shell, 3_000);
-            rec.exec(cc, shell, shell, &["cc", "-O2", "-c", &file], 4_000);
-            compilers.push(cc);
-        }
-        let lingering = made + 10 > n;
-        for cc in compilers {
-            if !lingering {
-                let code = i32::from((cc - ROOT) % 97 == 0);
-                rec.exit(cc, shell, shell, code, 150_000);
-            }
-        }
-        if !lingering {
-            rec.exit(shell, ROOT, shell, 0, 10_000);
-        }
-        job += 1;
+/// A finished `proctrace record` run and its parsed recording.
+pub struct Run {
+    pub dir: tempfile::TempDir,
+    pub command: Vec<String>,
+    pub opts: Opts,
+    pub status: ExitStatus,
+    pub stderr: String,
+    pub text: String,
+    pub records: Vec<Record>,
+}
+
+/// Builds the `proctrace record` command writing to `out`.
+pub fn proctrace_command(opts: &Opts, out: &Path, cmd: &[OsString]) -> Command {
+    let mut command = Command::new(proctrace_bin());
+    command.arg("record").arg("-o").arg(out);
+    command.args(opts.mode.flags());
+    if opts.raw {
+        command.arg("--raw");
     }
-    rec.exit(ROOT, 999, ROOT, 0, 50_000);
-    rec.write(path);
+    if opts.keep_root {
+        command.arg("--keep-root");
+    }
+    command.arg("--").args(cmd);
+    for (k, v) in &opts.env {
+        command.env(k, v);
+    }
+    command
+}
+
+/// Waits for `child` up to [`HANG_TIMEOUT`]; kills it and panics on a hang.
+pub fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
+    wait_within(child, what, HANG_TIMEOUT)
+}
+
+/// Waits for `child` up to `bound`; kills it and panics beyond.
+pub fn wait_within(child: &mut Child, what: &str, bound: Duration) -> ExitStatus {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Records `cmd` with the default options of `mode` and checks the
+/// invariants of every recording.
+pub fn record<S: AsRef<OsStr>>(mode: Mode, cmd: &[S]) -> Run {
+    record_with(&Opts::new(mode), cmd)
+}
+
+/// Records `cmd` and checks the invariants of every recording.
+pub fn record_with<S: AsRef<OsStr>>(opts: &Opts, cmd: &[S]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    record_in(dir, opts, cmd)
+}
+
+/// As [`record_with`], in a temp dir the caller prepared.
+pub fn record_in<S: AsRef<OsStr>>(dir: tempfile::TempDir, opts: &Opts, cmd: &[S]) -> Run {
+    let mut live = Live::start(dir, opts, cmd);
+    let status = wait_bounded(&mut live.child, "proctrace record");
+    let run = live.finish(status);
+    run.check();
+    run
+}
+
+/// A `proctrace record` still running.
+pub struct Live {
+    pub dir: tempfile::TempDir,
+    pub child: Child,
+    pub out: PathBuf,
+    stderr_path: PathBuf,
+    command: Vec<OsString>,
+    opts: Opts,
+}
+
+impl Live {
+    /// Starts recording `cmd` into `dir/rec.ndjson`.
+    pub fn start<S: AsRef<OsStr>>(dir: tempfile::TempDir, opts: &Opts, cmd: &[S]) -> Self {
+        let command: Vec<OsString> = cmd.iter().map(|s| s.as_ref().to_owned()).collect();
+        let out = dir.path().join("rec.ndjson");
+        let stderr_path = dir.path().join("stderr");
+        let child = proctrace_command(opts, &out, &command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .expect("starting proctrace");
+        Live {
+            dir,
+            child,
+            out,
+            stderr_path,
+            command,
+            opts: opts.clone(),
+        }
+    }
+
+    pub fn pid(&self) -> Pid {
+        self.child.id() as Pid
+    }
+
+    /// The recording's text so far.
+    pub fn text(&self) -> String {
+        fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Polls /proc until a descendant of proctrace runs `comm` (the
+    /// recording is buffered, so the file cannot tell); returns its pid.
+    pub fn wait_for_descendant(&mut self, comm: &str) -> Pid {
+        let deadline = Instant::now() + HANG_TIMEOUT;
+        loop {
+            if let Some(&(pid, _)) = descendants(self.pid()).iter().find(|(_, c)| c == comm) {
+                return pid;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "proctrace ended ({status:?}) before {comm} ran:\n{}",
+                    self.text()
+                );
+            }
+            assert!(Instant::now() < deadline, "no {comm} under proctrace");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `signal` to proctrace (only).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).unwrap();
+    }
+
+    /// Parses the finished recording (without checking it).
+    pub fn finish(self, status: ExitStatus) -> Run {
+        let stderr = fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let text = fs::read_to_string(&self.out)
+            .unwrap_or_else(|e| panic!("no recording ({e}); status {status:?}, stderr:\n{stderr}"));
+        let records = parse_lines(&text);
+        Run {
+            dir: self.dir,
+            command: self
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            opts: self.opts,
+            status,
+            stderr,
+            text,
+            records,
+        }
+    }
+}
+
+/// Parses every line of a recording; panics on a partial or invalid line.
+pub fn parse_lines(text: &str) -> Vec<Record> {
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "recording ends in a partial line: {:?}",
+        &text[text.len().saturating_sub(200)..]
+    );
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str::<Record>(line)
+                .unwrap_or_else(|e| panic!("line {} is not a record ({e}): {line}", i + 1))
+        })
+        .collect()
+}
+
+impl Run {
+    pub fn header(&self) -> &Header {
+        match self.records.first() {
+            Some(Record::Header(h)) => h,
+            other => panic!("first line is not a header: {other:?}"),
+        }
+    }
+
+    pub fn trailer(&self) -> &Trailer {
+        match self.records.last() {
+            Some(Record::Trailer(t)) => t,
+            other => panic!("last line is not a trailer: {other:?}"),
+        }
+    }
+
+    /// The events between header and trailer.
+    pub fn events(&self) -> &[Record] {
+        &self.records[1..self.records.len() - 1]
+    }
+
+    pub fn root(&self) -> Pid {
+        self.header().root_pid
+    }
+
+    pub fn forks(&self) -> Vec<&Fork> {
+        self.events()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Fork(f) => Some(f),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn all_execs(&self) -> Vec<&Exec> {
+        self.events()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Exec(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn all_exits(&self) -> Vec<&Exit> {
+        self.events()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Exit(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The Execs of `pid`, in order.
+    pub fn execs(&self, pid: Pid) -> Vec<&Exec> {
+        self.all_execs()
+            .into_iter()
+            .filter(|e| e.pid == pid)
+            .collect()
+    }
+
+    /// The one Exit of `pid`.
+    pub fn exit(&self, pid: Pid) -> &Exit {
+        let exits: Vec<_> = self
+            .all_exits()
+            .into_iter()
+            .filter(|e| e.pid == pid)
+            .collect();
+        assert_eq!(exits.len(), 1, "exits of {pid}: {exits:?}\n{}", self.text);
+        exits[0]
+    }
+
+    /// Children `pid` forked, in order.
+    pub fn children(&self, pid: Pid) -> Vec<Pid> {
+        self.forks()
+            .iter()
+            .filter(|f| f.parent_pid == pid)
+            .map(|f| f.child_pid)
+            .collect()
+    }
+
+    /// Every process of the tree: the root and every forked child.
+    pub fn pids(&self) -> BTreeSet<Pid> {
+        let mut pids: BTreeSet<Pid> = self.forks().iter().map(|f| f.child_pid).collect();
+        pids.insert(self.root());
+        pids
+    }
+
+    /// The argv of each Exec of `pid`.
+    pub fn argvs(&self, pid: Pid) -> Vec<Vec<String>> {
+        self.execs(pid).iter().map(|e| e.argv.clone()).collect()
+    }
+
+    /// The exit status proctrace itself returned.
+    pub fn code(&self) -> i32 {
+        self.status
+            .code()
+            .unwrap_or_else(|| panic!("proctrace killed: {:?}", self.status))
+    }
+
+    /// The child of `parent` whose (last) exec had `argv`.
+    pub fn child_with_argv(&self, parent: Pid, argv: &[&str]) -> Pid {
+        let found: Vec<Pid> = self
+            .children(parent)
+            .into_iter()
+            .filter(|&c| self.argvs(c).iter().any(|a| a == argv))
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "children of {parent} that exec'd {argv:?}: {found:?}\n{}",
+            self.text
+        );
+        found[0]
+    }
+
+    /// The kind of each event of `pid` in file order (Fork counts for the
+    /// child), e.g. `["Fork", "Exec", "Exit"]`.
+    pub fn kinds(&self, pid: Pid) -> Vec<&'static str> {
+        self.events()
+            .iter()
+            .filter(|r| r.pid() == Some(pid))
+            .map(kind)
+            .collect()
+    }
+
+    /// The invariants every finished recording satisfies.
+    pub fn check(&self) {
+        let ctx = || format!("stderr:\n{}\nrecording:\n{}", self.stderr, self.text);
+        assert!(self.records.len() >= 2, "{}", ctx());
+        let header = self.header();
+        let trailer = self.trailer();
+        for (i, r) in self.records.iter().enumerate() {
+            let edge = i == 0 || i == self.records.len() - 1;
+            assert_eq!(
+                matches!(r, Record::Header(_) | Record::Trailer(_)),
+                edge,
+                "header/trailer out of place at line {}\n{}",
+                i + 1,
+                ctx()
+            );
+        }
+        assert_eq!(header.command, self.command, "{}", ctx());
+        assert_eq!(header.raw, self.opts.raw, "{}", ctx());
+        assert_eq!(header.buffer, self.opts.mode.buffer(), "{}", ctx());
+        assert_eq!(trailer.events, self.events().len() as u64, "{}", ctx());
+        assert_eq!(
+            (
+                trailer.lost,
+                trailer.lost_buffer_full,
+                trailer.lost_tracking_full
+            ),
+            (0, 0, 0),
+            "{}",
+            ctx()
+        );
+        // One gapless global order; timestamps never go back.
+        let mut last_ts = 0;
+        for (i, r) in self.events().iter().enumerate() {
+            assert_eq!(r.seq(), Some(i as u64), "seq gap\n{}", ctx());
+            let ts = r.timestamp().unwrap();
+            assert!(ts >= last_ts, "timestamp goes back at seq {i}\n{}", ctx());
+            last_ts = ts;
+        }
+        assert!(trailer.end_timestamp >= last_ts, "{}", ctx());
+        for e in self.all_execs() {
+            assert_eq!(e.cmdline, shell_join(&e.argv), "{}", ctx());
+        }
+        for e in self.all_exits() {
+            assert!(
+                e.exit_code.is_some() != e.signal.is_some(),
+                "exit needs exactly one of code/signal: {e:?}\n{}",
+                ctx()
+            );
+            assert!(!e.core_dumped || e.signal.is_some(), "{e:?}");
+        }
+        // Causal order per process: Fork, then Exec/SetSID/SetPGID, Exit last.
+        let mut seen: BTreeMap<Pid, Vec<&'static str>> = BTreeMap::new();
+        for r in self.events() {
+            let pid = r.pid().unwrap();
+            let history = seen.entry(pid).or_default();
+            let k = kind(r);
+            if !self.header().raw {
+                assert!(
+                    k != "Fork" || history.is_empty(),
+                    "second fork of pid {pid}\n{}",
+                    ctx()
+                );
+            }
+            assert!(
+                !history.contains(&"Exit") || (self.header().raw && k == "Fork"),
+                "{k} of {pid} after its exit\n{}",
+                ctx()
+            );
+            if self.header().raw && k == "Fork" {
+                history.clear();
+            }
+            history.push(k);
+        }
+        if self.header().raw {
+            return;
+        }
+        // The tree is closed: the root and children of known processes only.
+        let root = self.root();
+        assert!(
+            !self.kinds(root).contains(&"Fork"),
+            "root forked\n{}",
+            ctx()
+        );
+        assert_eq!(
+            self.events().first().map(kind),
+            Some("Exec"),
+            "the root's exec comes first\n{}",
+            ctx()
+        );
+        let first = self.execs(root);
+        assert!(!first.is_empty(), "{}", ctx());
+        let mut alive: BTreeSet<Pid> = [root].into();
+        let mut known: BTreeSet<Pid> = [root].into();
+        for r in self.events() {
+            match r {
+                Record::Fork(f) => {
+                    assert!(
+                        alive.contains(&f.parent_pid),
+                        "fork by {} which is not a live process of the tree\n{}",
+                        f.parent_pid,
+                        ctx()
+                    );
+                    assert!(known.insert(f.child_pid), "{}", ctx());
+                    alive.insert(f.child_pid);
+                }
+                Record::Exit(e) => {
+                    assert!(alive.remove(&e.pid), "exit of unknown {}\n{}", e.pid, ctx());
+                }
+                other => {
+                    let pid = other.pid().unwrap();
+                    assert!(
+                        alive.contains(&pid),
+                        "event of {pid} outside the tree\n{}",
+                        ctx()
+                    );
+                }
+            }
+        }
+        if !trailer.interrupted {
+            assert!(alive.is_empty(), "no exit for {alive:?}\n{}", ctx());
+            let root_exit = self.exit(root);
+            assert_eq!(trailer.root_exit_code, root_exit.exit_code, "{}", ctx());
+            assert_eq!(trailer.root_signal, root_exit.signal, "{}", ctx());
+            assert_eq!(
+                self.status.code(),
+                root_exit.shell_status(),
+                "proctrace's status is the command's\n{}",
+                ctx()
+            );
+        }
+    }
+}
+
+pub fn kind(r: &Record) -> &'static str {
+    match r {
+        Record::Header(_) => "Header",
+        Record::Fork(_) => "Fork",
+        Record::Exec(_) => "Exec",
+        Record::Exit(_) => "Exit",
+        Record::SetSid(_) => "SetSID",
+        Record::SetPgid(_) => "SetPGID",
+        Record::Lingering(_) => "Lingering",
+        Record::Trailer(_) => "Trailer",
+    }
+}
+
+/// argv as owned strings, for comparisons.
+pub fn strings(argv: &[&str]) -> Vec<String> {
+    argv.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every descendant of `pid` with its comm, from /proc.
+pub fn descendants(pid: Pid) -> Vec<(Pid, String)> {
+    let mut found = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children = fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                let comm = fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+                found.push((child, comm.trim().to_string()));
+                todo.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Kills a process of ours by pid (SIGKILL) if it still runs `comm`.
+pub fn kill_if(pid: Pid, comms: &[&str]) {
+    let Ok(comm) = fs::read_to_string(format!("/proc/{pid}/comm")) else {
+        return;
+    };
+    if comms.contains(&comm.trim()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// A background process group of ours, killed (by its pgid) on drop.
+pub struct Background(pub Child);
+
+impl Background {
+    /// Starts `sh -c script` in a process group of its own.
+    pub fn sh(script: &str) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        Background(child)
+    }
+
+    pub fn pid(&self) -> Pid {
+        self.0.id() as Pid
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.pid()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = self.0.wait();
+    }
 }

@@ -1,0 +1,154 @@
+//! proctrace's own failures and running under sudo.
+
+#[macro_use]
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+/// Runs proctrace with `args` (bounded), stdin closed, output captured.
+fn proctrace(prefix: &[&str], args: &[&str]) -> Output {
+    let (program, rest) = match prefix.split_first() {
+        Some((p, rest)) => (p.to_string(), rest),
+        None => (proctrace_bin().to_string(), &[][..]),
+    };
+    let mut command = Command::new(program);
+    command.args(rest);
+    if !prefix.is_empty() {
+        command.arg(proctrace_bin());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out).unwrap())
+        .stderr(fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let status = wait_bounded(&mut child, "proctrace");
+    Output {
+        status,
+        stdout: fs::read(out).unwrap(),
+        stderr: fs::read(err).unwrap(),
+    }
+}
+
+/// Exactly one line on stderr, `proctrace: ...`; returns it.
+fn one_line_message(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "not one line: {stderr:?}");
+    assert!(lines[0].starts_with("proctrace: "), "{stderr:?}");
+    lines[0].to_string()
+}
+
+#[test]
+fn missing_command_is_127() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.ndjson");
+    let output = proctrace(
+        &[],
+        &[
+            "record",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "no-such-command-xyz",
+            "arg",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(127));
+    let message = one_line_message(&output);
+    assert!(message.contains("no-such-command-xyz"), "{message}");
+    assert!(message.contains("command not found"), "{message}");
+    assert!(
+        !out.exists(),
+        "a recording was left for a run that never started"
+    );
+}
+
+#[test]
+fn unwritable_output_is_2() {
+    let output = proctrace(&[], &["record", "-o", "/nonexistent/dir/x", "--", "true"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = one_line_message(&output);
+    assert!(message.contains("/nonexistent/dir/x"), "{message}");
+}
+
+#[test]
+fn not_root_is_2_and_mentions_sudo() {
+    if !have_root() {
+        return;
+    }
+    // A dir nobody can write to; the binary is world-readable under /work.
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let out = dir.path().join("rec.ndjson");
+    let output = proctrace(
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ],
+        &["record", "-o", out.to_str().unwrap(), "--", "true"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let message = one_line_message(&output);
+    assert!(message.contains("sudo"), "{message}");
+    assert!(
+        !out.exists(),
+        "a recording was left for a run that never started"
+    );
+}
+
+/// Under (simulated) sudo, the command runs as the invoking user, unless
+/// --keep-root; the recording itself is complete either way.
+fn sudo(keep_root: bool) {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let ids = dir.path().join("ids");
+    let script = format!("echo $(id -u) $(id -g) > {}", ids.display());
+    let mut opts = Opts::new(Mode::Ring);
+    opts.keep_root = keep_root;
+    opts.env = [
+        ("SUDO_UID", "65534"),
+        ("SUDO_GID", "65534"),
+        ("SUDO_USER", "nobody"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .to_vec();
+    let run = record_in(dir, &opts, &["sh", "-c", &script]);
+    let expected = if keep_root { "0 0" } else { "65534 65534" };
+    assert_eq!(fs::read_to_string(&ids).unwrap().trim(), expected);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let root = run.root();
+    assert_eq!(run.argvs(root), [strings(&["sh", "-c", &script])]);
+    // Two command substitutions, each forking `id`.
+    let kids = run.children(root);
+    assert_eq!(kids.len(), 2, "{}", run.text);
+    assert_eq!(run.argvs(kids[0]), [strings(&["id", "-u"])]);
+    assert_eq!(run.argvs(kids[1]), [strings(&["id", "-g"])]);
+    // The recording belongs to the user who asked for it.
+    let owner = fs::metadata(run.dir.path().join("rec.ndjson"))
+        .unwrap()
+        .uid();
+    assert_eq!(owner, 65534);
+}
+
+#[test]
+fn sudo_runs_command_as_invoking_user() {
+    sudo(false);
+}
+
+#[test]
+fn sudo_keep_root_runs_command_as_root() {
+    sudo(true);
+}
