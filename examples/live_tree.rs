@@ -31,7 +31,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
             Record::SetSid(s) => format!("  {pid} leads session {}", s.sid),
             Record::SetPgid(g) => format!("  {pid} joins group {}", g.pgid),
-            Record::Header(_) | Record::Trailer(_) => continue,
+            Record::Lingering(l) => format!("  {pid} lingers, {} fds open", l.fds.len()),
+            // Header, trailer, and kinds of record newer than this example.
+            _ => continue,
         };
         let indent = "  ".repeat(depth.get(&pid).copied().unwrap_or(0));
         println!("{ms:>10.3} ms {indent}{line}");

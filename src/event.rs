@@ -17,8 +17,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Process id, as proctrace's PID namespace sees it.
 pub type Pid = i32;
 
-/// One line of a recording.
+/// One line of a recording. New kinds of record may be added: match with
+/// a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Record {
     /// First line: what was recorded, where and when.
     Header(Header),
@@ -315,12 +317,26 @@ pub struct Trailer {
     /// Signal that killed the root command, if one did.
     #[serde(default)]
     pub root_signal: Option<i32>,
-    /// Processes recorded as [`Lingering`].
-    #[serde(default)]
+    /// Processes recorded as [`Lingering`] (only with `record --linger`).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub lingering: u64,
 }
 
 impl Record {
+    /// The record's kind, as its line's key names it: `"Fork"`, `"SetSID"`...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::Header(_) => "Header",
+            Record::Fork(_) => "Fork",
+            Record::Exec(_) => "Exec",
+            Record::Exit(_) => "Exit",
+            Record::SetSid(_) => "SetSID",
+            Record::SetPgid(_) => "SetPGID",
+            Record::Lingering(_) => "Lingering",
+            Record::Trailer(_) => "Trailer",
+        }
+    }
+
     /// Position in the global order; `None` for header and trailer.
     pub fn seq(&self) -> Option<u64> {
         self.event_fields().map(|(seq, _, _)| seq)
@@ -398,6 +414,10 @@ fn shell_quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::Error> {

@@ -118,7 +118,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 }
 
 /// Writes header, events and trailer; returns how many events were written.
-fn write_recording(recording: Recording, mut writer: Writer<Box<dyn Write>>, aborted: &AtomicBool) -> Result<(u64, Totals)> {
+fn write_recording(
+    recording: Recording,
+    mut writer: Writer<Box<dyn Write>>,
+    aborted: &AtomicBool,
+) -> Result<(u64, Totals)> {
     writer.write(&Record::Header(recording.header().clone()))?;
     let mut forks = 0;
     let (events, notices) = (recording.events(), recording.notices());
@@ -164,8 +168,13 @@ fn write_recording(recording: Recording, mut writer: Writer<Box<dyn Write>>, abo
 fn tell(notice: &Notice) {
     match notice {
         Notice::RootExited(alive) => {
-            eprintln!("proctrace: the command exited; {} of its processes still run:", alive.len());
-            alive.iter().for_each(|who| eprintln!("proctrace:   {}", lineage(who)));
+            eprintln!(
+                "proctrace: the command exited; {} of its processes still run:",
+                alive.len()
+            );
+            alive
+                .iter()
+                .for_each(|who| eprintln!("proctrace:   {}", lineage(who)));
         }
         Notice::Lingering(who) => eprintln!("proctrace: lingering: {}", lineage(who)),
         Notice::Killed { pid, signal } => {

@@ -151,7 +151,11 @@ fn exec_fds(paths: &[u8], e: &exec_event) -> Option<Vec<Fd>> {
 /// One fd; `names` are its path's components from the leaf up, each
 /// NUL-terminated, as the kernel side walked them.
 fn fd(entry: &fd_entry, names: &[u8]) -> Fd {
-    let mut components: Vec<String> = names.split(|&b| b == 0).filter(|n| !n.is_empty()).map(lossy).collect();
+    let mut components: Vec<String> = names
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(lossy)
+        .collect();
     components.reverse();
     let cut = if entry.path_truncated != 0 { "..." } else { "" };
     let kind = FdKind::of(entry.mode, split_dev(entry.rdev).0);
@@ -162,7 +166,13 @@ fn fd(entry: &fd_entry, names: &[u8]) -> Fd {
         FdKind::Other => format!("anon_inode:{}", components.join("/")),
         _ => format!("{cut}/{}", components.join("/")),
     };
-    Fd { fd: entry.fd, kind, target, dev: user_dev(entry.dev), ino: entry.ino }
+    Fd {
+        fd: entry.fd,
+        kind,
+        target,
+        dev: user_dev(entry.dev),
+        ino: entry.ino,
+    }
 }
 
 /// The kernel's device numbers are major << 20 | minor.

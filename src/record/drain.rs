@@ -57,7 +57,14 @@ pub fn run(
             return Ok(Totals::default());
         }
     };
-    let drain = Drain { probe: &probe, perf_pages: config.perf_pages, policy, control, outputs, reorder: RefCell::default() };
+    let drain = Drain {
+        probe: &probe,
+        perf_pages: config.perf_pages,
+        policy,
+        control,
+        outputs,
+        reorder: RefCell::default(),
+    };
     drain.run(&target)
 }
 
@@ -144,7 +151,11 @@ impl Drain<'_, '_> {
                 return Ok(Totals::default());
             }
         };
-        let started = Started { root_pid: root, buffer: self.probe.buffer, warnings: self.probe.warnings.clone() };
+        let started = Started {
+            root_pid: root,
+            buffer: self.probe.buffer,
+            warnings: self.probe.warnings.clone(),
+        };
         let _ = self.outputs.ready.send(Ok(started));
         let mut progress = Progress {
             root,
@@ -177,7 +188,12 @@ impl Drain<'_, '_> {
     }
 
     /// One look at the kernel and the tree; `Some` once the recording ends.
-    fn step(&self, buffer: &Buffer<'_>, target: &Prepared, progress: &mut Progress) -> Result<Option<End>, RecordError> {
+    fn step(
+        &self,
+        buffer: &Buffer<'_>,
+        target: &Prepared,
+        progress: &mut Progress,
+    ) -> Result<Option<End>, RecordError> {
         let now = monotonic_ns();
         let elapsed = now.saturating_sub(progress.start_ns);
         buffer.poll(POLL_INTERVAL)?;
@@ -200,23 +216,35 @@ impl Drain<'_, '_> {
             progress.lingered_out_since.get_or_insert(now);
         }
         let waited = |since: Option<u64>, grace: u64| since.is_some_and(|t| now - t > grace);
-        Ok(if waited(progress.gone_since, REORDER_WINDOW_NS) || waited(progress.lingered_out_since, REORDER_WINDOW_NS) {
-            Some(End::Settled)
-        } else if waited(progress.stop_since, STOP_GRACE_NS) {
-            Some(End::Stopped)
-        } else {
-            None
-        })
+        Ok(
+            if waited(progress.gone_since, REORDER_WINDOW_NS)
+                || waited(progress.lingered_out_since, REORDER_WINDOW_NS)
+            {
+                Some(End::Settled)
+            } else if waited(progress.stop_since, STOP_GRACE_NS) {
+                Some(End::Stopped)
+            } else {
+                None
+            },
+        )
     }
 
     /// Reports processes that have lingered for the `--linger` time, and
     /// with `--kill-lingering` ends them: SIGTERM, then SIGKILL.
     fn watch_lingering(&self, elapsed: u64, progress: &mut Progress) {
-        let Some(linger) = self.policy.linger else { return };
-        for lingering in progress.lineage.newly_lingering(elapsed, linger.as_nanos() as u64) {
+        let Some(linger) = self.policy.linger else {
+            return;
+        };
+        for lingering in progress
+            .lineage
+            .newly_lingering(elapsed, linger.as_nanos() as u64)
+        {
             let pid = lingering.pid;
             progress.totals.lingering += 1;
-            let _ = self.outputs.notices.send(Notice::Lingering(progress.lineage.describe(pid)));
+            let _ = self
+                .outputs
+                .notices
+                .send(Notice::Lingering(progress.lineage.describe(pid)));
             self.reorder.borrow_mut().push(Record::Lingering(lingering));
             if self.policy.kill {
                 self.signal(pid, Signal::SIGTERM);
@@ -238,11 +266,17 @@ impl Drain<'_, '_> {
 
     fn signal(&self, pid: Pid, signal: Signal) {
         if kill(NixPid::from_raw(pid), signal).is_ok() {
-            let _ = self.outputs.notices.send(Notice::Killed { pid, signal: signal as i32 });
+            let _ = self.outputs.notices.send(Notice::Killed {
+                pid,
+                signal: signal as i32,
+            });
         }
     }
 
-    fn open_buffer<'cb>(&self, mut on_record: impl FnMut(&[u8]) + 'cb) -> Result<Buffer<'cb>, RecordError>
+    fn open_buffer<'cb>(
+        &self,
+        mut on_record: impl FnMut(&[u8]) + 'cb,
+    ) -> Result<Buffer<'cb>, RecordError>
     where
         Self: 'cb,
     {
@@ -290,7 +324,9 @@ impl Drain<'_, '_> {
         let any = if self.policy.subreaper { -1 } else { root };
         loop {
             match waitpid(NixPid::from_raw(any), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => totals.root_exit_code = Some(code),
+                Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => {
+                    totals.root_exit_code = Some(code)
+                }
                 Ok(WaitStatus::Signaled(pid, signal, _)) if pid.as_raw() == root => {
                     totals.root_signal = Some(signal as i32)
                 }
@@ -309,7 +345,10 @@ fn become_subreaper() -> Result<(), RecordError> {
     if result == 0 {
         Ok(())
     } else {
-        Err(RecordError::System { context: "becoming the subreaper of the tree".into(), source: std::io::Error::last_os_error() })
+        Err(RecordError::System {
+            context: "becoming the subreaper of the tree".into(),
+            source: std::io::Error::last_os_error(),
+        })
     }
 }
 

@@ -285,7 +285,12 @@ impl Probe<'_> {
     /// its parent can exit, so reading the exits before the forks can
     /// only overcount the living, never see none too early.
     pub fn tree_is_gone(&self) -> bool {
-        let bss = self.skel.maps.bss_data.as_deref().expect(".bss is memory-mapped by libbpf");
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_deref()
+            .expect(".bss is memory-mapped by libbpf");
         // SAFETY: aligned u64s in the mmapped .bss, written by the kernel
         // with atomic adds; volatile reads see them as they are.
         let exited = unsafe { std::ptr::read_volatile(&bss.exited) };

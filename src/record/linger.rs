@@ -101,11 +101,22 @@ impl Lineage {
     }
 
     fn fork(&mut self, parent: Pid, child: Pid) {
-        let command = self.nodes.get(&parent).map(|p| p.command.clone()).unwrap_or_default();
+        let command = self
+            .nodes
+            .get(&parent)
+            .map(|p| p.command.clone())
+            .unwrap_or_default();
         if let Some(p) = self.nodes.get_mut(&parent) {
             p.children.push(child);
         }
-        let node = Node { parent: Some(parent), command, exited: false, children: Vec::new(), outliving: None, reported: false };
+        let node = Node {
+            parent: Some(parent),
+            command,
+            exited: false,
+            children: Vec::new(),
+            outliving: None,
+            reported: false,
+        };
         self.nodes.insert(child, node);
     }
 
@@ -131,7 +142,8 @@ impl Lineage {
         for &pid in &alive {
             self.outlives(pid, self.root, at);
         }
-        (!alive.is_empty()).then(|| Notice::RootExited(alive.iter().map(|&pid| self.describe(pid)).collect()))
+        (!alive.is_empty())
+            .then(|| Notice::RootExited(alive.iter().map(|&pid| self.describe(pid)).collect()))
     }
 
     fn outlives(&mut self, pid: Pid, outlived: Pid, since: u64) {
@@ -165,7 +177,12 @@ impl Lineage {
     }
 
     fn alive(&self) -> Vec<Pid> {
-        let mut alive: Vec<Pid> = self.nodes.iter().filter(|(_, n)| !n.exited).map(|(&pid, _)| pid).collect();
+        let mut alive: Vec<Pid> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| !n.exited)
+            .map(|(&pid, _)| pid)
+            .collect();
         alive.sort_unstable();
         alive
     }
@@ -173,18 +190,32 @@ impl Lineage {
     /// Processes that have outlived their parent or the root for `linger`
     /// nanoseconds by `now`, each reported once.
     pub fn newly_lingering(&mut self, now: u64, linger: u64) -> Vec<Lingering> {
-        let due: Vec<(u64, Pid)> = self.outliving.iter().take_while(|(since, _)| since + linger <= now).copied().collect();
+        let due: Vec<(u64, Pid)> = self
+            .outliving
+            .iter()
+            .take_while(|(since, _)| since + linger <= now)
+            .copied()
+            .collect();
         let mut found = Vec::new();
         for (since, pid) in due {
             self.outliving.remove(&(since, pid));
-            let Some(node) = self.nodes.get_mut(&pid) else { continue };
+            let Some(node) = self.nodes.get_mut(&pid) else {
+                continue;
+            };
             if node.exited || node.reported {
                 continue;
             }
             node.reported = true;
             let outlived = node.outliving.map_or(self.root, |(p, _)| p);
             let fds = held_fds(pid, &self.root_fds);
-            found.push(Lingering { seq: 0, timestamp: now, pid, outlived, since, fds });
+            found.push(Lingering {
+                seq: 0,
+                timestamp: now,
+                pid,
+                outlived,
+                since,
+                fds,
+            });
         }
         found
     }
@@ -197,12 +228,21 @@ impl Lineage {
 
     /// The lingering processes reported so far that still run.
     pub fn lingerers(&self) -> Vec<Pid> {
-        self.nodes.iter().filter(|(_, n)| n.reported && !n.exited).map(|(&pid, _)| pid).collect()
+        self.nodes
+            .iter()
+            .filter(|(_, n)| n.reported && !n.exited)
+            .map(|(&pid, _)| pid)
+            .collect()
     }
 
     /// A process, with the commands of its ancestors.
     pub fn describe(&self, pid: Pid) -> Lingerer {
-        let command = |pid: Pid| self.nodes.get(&pid).map(|n| n.command.clone()).unwrap_or_default();
+        let command = |pid: Pid| {
+            self.nodes
+                .get(&pid)
+                .map(|n| n.command.clone())
+                .unwrap_or_default()
+        };
         let mut ancestry = Vec::new();
         let mut at = self.nodes.get(&pid).and_then(|n| n.parent);
         while let Some(ancestor) = at {
@@ -210,7 +250,11 @@ impl Lineage {
             at = self.nodes.get(&ancestor).and_then(|n| n.parent);
         }
         ancestry.reverse();
-        Lingerer { pid, command: command(pid), ancestry }
+        Lingerer {
+            pid,
+            command: command(pid),
+            ancestry,
+        }
     }
 }
 
@@ -224,11 +268,20 @@ fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let fd: i32 = entry.file_name().to_str()?.parse().ok()?;
-            let target = fs::read_link(entry.path()).ok()?.to_string_lossy().into_owned();
+            let target = fs::read_link(entry.path())
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
             // stat follows the link to the open file itself.
             let meta = fs::metadata(entry.path()).ok()?;
             let kind = FdKind::of(meta.mode(), libc::major(meta.rdev()));
-            let fd = Fd { fd, kind, target, dev: meta.dev(), ino: meta.ino() };
+            let fd = Fd {
+                fd,
+                kind,
+                target,
+                dev: meta.dev(),
+                ino: meta.ino(),
+            };
             let root_fd = root_fds.iter().find(|r| r.same_file(&fd)).map(|r| r.fd);
             Some(HeldFd { fd, root_fd })
         })
@@ -277,17 +330,31 @@ mod tests {
         }
         assert!(lineage.newly_lingering(1_500, 1_000).is_empty());
         let found = lineage.newly_lingering(2_000, 1_000);
-        assert_eq!(found.iter().map(|l| (l.pid, l.outlived, l.since)).collect::<Vec<_>>(), [(12, 11, 1_000)]);
-        assert!(lineage.newly_lingering(9_000, 1_000).is_empty(), "reported once");
+        assert_eq!(
+            found
+                .iter()
+                .map(|l| (l.pid, l.outlived, l.since))
+                .collect::<Vec<_>>(),
+            [(12, 11, 1_000)]
+        );
+        assert!(
+            lineage.newly_lingering(9_000, 1_000).is_empty(),
+            "reported once"
+        );
         let who = lineage.describe(12);
-        assert_eq!(who.ancestry.iter().map(|(pid, _)| *pid).collect::<Vec<_>>(), [10, 11]);
+        assert_eq!(
+            who.ancestry.iter().map(|(pid, _)| *pid).collect::<Vec<_>>(),
+            [10, 11]
+        );
     }
 
     #[test]
     fn the_root_exiting_early_is_a_notice_and_everything_left_outlives_it() {
         let mut lineage = Lineage::new(10);
         lineage.observe(&fork(10, 11));
-        let Some(Notice::RootExited(alive)) = lineage.observe(&exit(10, 500)) else { panic!("no notice") };
+        let Some(Notice::RootExited(alive)) = lineage.observe(&exit(10, 500)) else {
+            panic!("no notice")
+        };
         assert_eq!(alive.iter().map(|l| l.pid).collect::<Vec<_>>(), [11]);
         assert!(!lineage.only_lingerers_left());
         assert_eq!(lineage.newly_lingering(600, 100).len(), 1);

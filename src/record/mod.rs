@@ -175,7 +175,11 @@ impl Recorder {
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
         let (events_tx, events_rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
         let (notices_tx, notices_rx) = crossbeam_channel::unbounded();
-        let outputs = drain::Outputs { events: events_tx, notices: notices_tx, ready: ready_tx };
+        let outputs = drain::Outputs {
+            events: events_tx,
+            notices: notices_tx,
+            ready: ready_tx,
+        };
         let policy = self.policy.clone();
         let config = self.kernel.clone();
         let thread_control = Arc::clone(&control);

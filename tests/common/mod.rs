@@ -577,16 +577,7 @@ impl Run {
 }
 
 pub fn kind(r: &Record) -> &'static str {
-    match r {
-        Record::Header(_) => "Header",
-        Record::Fork(_) => "Fork",
-        Record::Exec(_) => "Exec",
-        Record::Exit(_) => "Exit",
-        Record::SetSid(_) => "SetSID",
-        Record::SetPgid(_) => "SetPGID",
-        Record::Lingering(_) => "Lingering",
-        Record::Trailer(_) => "Trailer",
-    }
+    r.kind()
 }
 
 /// argv as owned strings, for comparisons.
