@@ -7,7 +7,7 @@ use std::fmt;
 
 use nix::sys::signal::Signal;
 
-use crate::event::{shell_join, Exec, Exit, Fork, Pid, Record};
+use crate::event::{shell_join, Exec, Exit, Fd, Fork, Lingering, Pid, Record};
 use crate::recording::Recording;
 
 /// One process: everything between its fork and its exit.
@@ -26,6 +26,8 @@ pub struct Process<'a> {
     pub execs: Vec<&'a Exec>,
     /// Its exit; `None` while it was still running at the end.
     pub exit: Option<&'a Exit>,
+    /// Why `record --linger` reported it lingering, if it did.
+    pub lingering: Option<&'a Lingering>,
     /// All its events (its fork included), in order.
     pub events: Vec<&'a Record>,
     /// Indices of the processes it forked, in order.
@@ -93,6 +95,7 @@ impl<'a> Process<'a> {
             fork: None,
             execs: Vec::new(),
             exit: None,
+            lingering: None,
             events: Vec::new(),
             children: Vec::new(),
         }
@@ -111,6 +114,44 @@ impl<'a> Process<'a> {
     /// How long it ran (until `recording_end` if it never exited).
     pub fn duration(&self, recording_end: u64) -> u64 {
         self.end(recording_end).saturating_sub(self.start())
+    }
+
+    /// Whether it had started and not yet exited at time `at`.
+    pub fn running_at(&self, at: u64) -> bool {
+        self.start() <= at && self.exit.map_or(true, |e| e.timestamp > at)
+    }
+
+    /// A short name for what it runs, for lists that name many processes:
+    /// the program's file name, or the script's when the program is an
+    /// interpreter (`bash /usr/libexec/bats-core/bats-exec-test ...` is
+    /// `bats-exec-test`, which says more than `bash`).
+    pub fn program(&self) -> Option<&'a str> {
+        const INTERPRETERS: [&str; 10] = [
+            "sh", "bash", "dash", "zsh", "env", "python", "python3", "perl", "ruby", "node",
+        ];
+        let exec = self.execs.last()?;
+        let base = |word: &'a str| word.rsplit('/').next().unwrap_or(word);
+        let mut words = exec.argv.iter().map(|w| base(w));
+        let first = words.next().unwrap_or_else(|| base(&exec.filename));
+        match exec.argv.get(1) {
+            Some(script) if INTERPRETERS.contains(&first) && !script.starts_with('-') => {
+                Some(base(script))
+            }
+            _ => Some(first),
+        }
+    }
+
+    /// The descriptors under which it started a program with `file` open,
+    /// over all its execs, in order and each once.
+    pub fn fds_of(&self, file: &Fd) -> Vec<i32> {
+        let mut fds: Vec<i32> = Vec::new();
+        for fd in self.execs.iter().flat_map(|e| &e.fds) {
+            if fd.same_file(file) && !fds.contains(&fd.fd) {
+                fds.push(fd.fd);
+            }
+        }
+        fds.sort_unstable();
+        fds
     }
 
     /// How it ended.
@@ -224,6 +265,7 @@ impl<'a> Processes<'a> {
             Record::Fork(fork) => process.fork = Some(fork),
             Record::Exec(exec) => process.execs.push(exec),
             Record::Exit(exit) => process.exit = Some(exit),
+            Record::Lingering(lingering) => process.lingering = Some(lingering),
             _ => {}
         }
     }
@@ -269,6 +311,47 @@ impl<'a> Processes<'a> {
         (0..self.list.len()).filter(|&i| self.list[i].parent.is_none())
     }
 
+    /// The ancestors of the process at `index` that were recorded, the
+    /// topmost first, its parent last.
+    pub fn ancestors(&self, index: usize) -> Vec<usize> {
+        let mut chain = Vec::new();
+        let mut at = self.list[index].parent;
+        while let Some(parent) = at {
+            chain.push(parent);
+            at = self.list[parent].parent;
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The process under `pid` at time `at` (pids are reused).
+    pub fn find(&self, pid: Pid, at: u64) -> Option<usize> {
+        (0..self.list.len())
+            .rev()
+            .find(|&i| self.list[i].pid == pid && self.list[i].start() <= at)
+    }
+
+    /// The nearest ancestor of the process at `index` that ran a program
+    /// of its own: who started it, seen past the subshells (processes that
+    /// never exec'd) a shell forks for `( ... ) &` and pipelines.
+    pub fn starter(&self, index: usize) -> Option<usize> {
+        let ancestors = self.ancestors(index);
+        let with_exec = ancestors
+            .iter()
+            .rev()
+            .find(|&&a| !self.list[a].execs.is_empty());
+        with_exec.or(ancestors.last()).copied()
+    }
+
+    /// The processes reported lingering (`record --linger`), in the order
+    /// they were created.
+    pub fn lingering(&self) -> impl Iterator<Item = (usize, &'a Lingering)> + '_ {
+        self.list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.lingering.map(|l| (i, l)))
+    }
+
     /// Nanoseconds from the start to the end of the recording.
     pub fn end(&self) -> u64 {
         self.end
@@ -309,6 +392,18 @@ impl<'a> Processes<'a> {
                 Some(inherited) => format!("<fork> {inherited}"),
                 None => "<fork>".to_string(),
             },
+        }
+    }
+
+    /// [`command_at`](Self::command_at) for display: `<fork>` marks a
+    /// process that had not exec'd yet and ran its parent's program.
+    pub fn describe_at(&self, index: usize, at: u64) -> String {
+        let command = self.command_at(index, at).unwrap_or_default();
+        let process = &self.list[index];
+        if process.execs.iter().any(|e| e.timestamp <= at) {
+            command.into_owned()
+        } else {
+            format!("<fork> {command}").trim_end().to_string()
         }
     }
 

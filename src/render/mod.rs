@@ -2,6 +2,7 @@
 
 mod by_process;
 mod html;
+mod leaks;
 mod mermaid;
 mod perfetto;
 mod sequential;
@@ -35,6 +36,9 @@ pub enum Mode {
     Html,
     /// Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing.
     Perfetto,
+    /// The lingering processes (`record --linger`): who started them, how
+    /// they ended, and who else had the pipes they held open.
+    Leaks,
 }
 
 /// How the terminal renderers may present their output.
@@ -61,6 +65,7 @@ pub fn render(
         Mode::Summary => summary::render(recording, &Processes::new(recording), options, out),
         Mode::Html => html::render(recording, &Processes::new(recording), out),
         Mode::Perfetto => perfetto::render(recording, &Processes::new(recording), out),
+        Mode::Leaks => leaks::render(&Processes::new(recording), out),
     }
 }
 

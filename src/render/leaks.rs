@@ -1,0 +1,276 @@
+//! `leaks`: the processes `record --linger` found outliving the process
+//! that started them, and why anything would wait for them.
+//!
+//! A runner that waits for a pipe to close (bats waits for its fd 3) hangs
+//! as long as any process holds the pipe's write end. So for each lingering
+//! process this names who started it (the test), how long it lived and how
+//! it ended, and, for every pipe or socket it held, which other processes
+//! of the tree had the same one open: the other end is who waits.
+//!
+//! The descriptors of other processes are those they *started* with (the
+//! Exec records'): a process that opened the pipe after its exec, or never
+//! exec'd, is not known to hold it. The view says so rather than guess.
+
+use std::io::{self, Write};
+
+use super::seconds;
+use crate::event::{FdKind, HeldFd, Lingering};
+use crate::processes::Processes;
+
+/// Writes every lingering process, or that there were none.
+pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+    let lingering: Vec<_> = processes.lingering().collect();
+    if lingering.is_empty() {
+        return writeln!(out, "no lingering processes");
+    }
+    let plural = if lingering.len() == 1 { "" } else { "es" };
+    writeln!(out, "{} lingering process{plural}", lingering.len())?;
+    for (index, record) in lingering {
+        writeln!(out)?;
+        write_process(processes, index, record, out)?;
+    }
+    Ok(())
+}
+
+fn write_process(
+    processes: &Processes,
+    index: usize,
+    record: &Lingering,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let process = processes.get(index);
+    let end = processes.end();
+    let ancestors = processes.ancestors(index);
+    writeln!(out, "{} {}", process.pid, processes.describe(index))?;
+    if let Some(test) = ancestors
+        .iter()
+        .rev()
+        .find_map(|&a| test_name(processes, a))
+    {
+        writeln!(out, "  test:          {test}")?;
+    }
+    // Each ancestor with what it ran when it started the next one down:
+    // the chain of commands that led to the leak.
+    for (i, &ancestor) in ancestors.iter().enumerate() {
+        let next = ancestors.get(i + 1).copied().unwrap_or(index);
+        let label = if i == 0 { "started under:" } else { "" };
+        writeln!(
+            out,
+            "  {label:<14} {} {}",
+            processes.get(ancestor).pid,
+            processes.describe_at(ancestor, processes.get(next).start())
+        )?;
+    }
+    writeln!(
+        out,
+        "  lived:         {} (forked at +{})",
+        seconds(process.duration(end)),
+        seconds(process.start())
+    )?;
+    let outlived = processes.find(record.outlived, record.since);
+    let relation = if process.parent_pid == Some(record.outlived) {
+        " (its parent)"
+    } else if outlived.is_some_and(|o| processes.get(o).parent.is_none()) {
+        " (the root)"
+    } else {
+        ""
+    };
+    let outlived = match outlived {
+        Some(o) => name(processes, o),
+        None => record.outlived.to_string(),
+    };
+    writeln!(
+        out,
+        "  outlived:      {outlived}{relation} by {}",
+        seconds(process.end(end).saturating_sub(record.since))
+    )?;
+    let ended = match process.exit {
+        Some(exit) => format!("{} at +{}", process.outcome(), seconds(exit.timestamp)),
+        None => "still running at the end of the recording".to_string(),
+    };
+    writeln!(out, "  ended:         {ended}")?;
+    let mut unanswered = false;
+    for group in same_files(&record.fds) {
+        unanswered |= write_held(processes, index, record, &group, out)?;
+    }
+    if unanswered {
+        write_unrecorded(processes, index, record, out)?;
+    }
+    Ok(())
+}
+
+/// The held descriptors, those on one file together, in descriptor order.
+fn same_files(fds: &[HeldFd]) -> Vec<Vec<&HeldFd>> {
+    let mut groups: Vec<Vec<&HeldFd>> = Vec::new();
+    for held in fds {
+        match groups.iter_mut().find(|g| g[0].fd.same_file(&held.fd)) {
+            Some(group) => group.push(held),
+            None => groups.push(vec![held]),
+        }
+    }
+    groups
+}
+
+/// Writes one held file and who else had it; returns whether it is a pipe
+/// or socket that no running process is known to hold the other end of.
+fn write_held(
+    processes: &Processes,
+    index: usize,
+    record: &Lingering,
+    group: &[&HeldFd],
+    out: &mut dyn Write,
+) -> io::Result<bool> {
+    let file = &group[0].fd;
+    let numbers: Vec<i32> = group.iter().map(|h| h.fd.fd).collect();
+    let inherited = group
+        .iter()
+        .find_map(|h| h.root_fd)
+        .map(|fd| format!(", inherited from the root's fd {fd}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "  holds {} → {}{inherited}",
+        fd_list(&numbers),
+        file.target
+    )?;
+    // Everybody has /dev/null and the terminal: naming them explains nothing.
+    if matches!(file.kind, FdKind::Device | FdKind::Tty | FdKind::Dir) {
+        return Ok(false);
+    }
+    let ancestors = processes.ancestors(index);
+    let holders: Vec<(usize, Vec<i32>)> = (0..processes.all().len())
+        .filter(|&i| i != index)
+        .map(|i| (i, processes.get(i).fds_of(file)))
+        .filter(|(_, fds)| !fds.is_empty())
+        .collect();
+    let (theirs, ours): (Vec<_>, Vec<_>) = holders
+        .into_iter()
+        .partition(|(i, _)| !ancestors.contains(i));
+    // Only processes still running when the leak was found can be what
+    // waits for it; the ones that had exited (other tests, say) are not
+    // to blame.
+    let running: Vec<_> = theirs
+        .into_iter()
+        .filter(|(i, _)| processes.get(*i).running_at(record.timestamp))
+        .collect();
+    for (i, fds) in &running {
+        writeln!(
+            out,
+            "    also {} of {}, running when the leak was found",
+            fd_list(fds),
+            who(processes, *i)
+        )?;
+    }
+    if !running.is_empty() {
+        return Ok(false);
+    }
+    let waitable = matches!(file.kind, FdKind::Pipe | FdKind::Socket);
+    if ours.is_empty() {
+        if waitable {
+            writeln!(out, "    no other process is known to have it open")?;
+        }
+        return Ok(waitable);
+    }
+    // Nothing else running is known to hold it: where it came from is the
+    // next best clue (bats' fd 3 is the stdout of bats-exec-suite).
+    writeln!(
+        out,
+        "    no running process is known to have it open; its ancestors had it:"
+    )?;
+    for (i, fds) in &ours {
+        let state = match processes.get(*i).exit {
+            Some(exit) if exit.timestamp <= record.timestamp => {
+                format!("exited at +{}", seconds(exit.timestamp))
+            }
+            _ => "running when the leak was found".to_string(),
+        };
+        writeln!(
+            out,
+            "      {} of {} ({state})",
+            fd_list(fds),
+            name(processes, *i)
+        )?;
+    }
+    Ok(waitable)
+}
+
+/// Names the running processes whose descriptors nobody recorded, since one
+/// of them may hold the other end of a pipe that no known process holds.
+fn write_unrecorded(
+    processes: &Processes,
+    index: usize,
+    record: &Lingering,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let unknown: Vec<usize> = (0..processes.all().len())
+        .filter(|&i| i != index && !processes.ancestors(i).contains(&index))
+        .filter(|&i| {
+            let process = processes.get(i);
+            process.execs.is_empty() && process.running_at(record.timestamp)
+        })
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  may hold the other end (never exec'd, so what they had open is not recorded):"
+    )?;
+    for i in unknown {
+        writeln!(
+            out,
+            "    {}, running when the leak was found",
+            who(processes, i)
+        )?;
+    }
+    Ok(())
+}
+
+/// `fd 3` or `fds 1, 2, 4`.
+fn fd_list(fds: &[i32]) -> String {
+    let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();
+    let noun = if fds.len() == 1 { "fd" } else { "fds" };
+    format!("{noun} {}", numbers.join(", "))
+}
+
+/// A process in two words: `1834 cat`, or `1831 <fork>` for one that
+/// never exec'd and so ran its parent's program.
+fn name(processes: &Processes, index: usize) -> String {
+    let process = processes.get(index);
+    format!("{} {}", process.pid, process.program().unwrap_or("<fork>"))
+}
+
+/// A process and its parent: `1834 cat (started by 1832 bats-format-cat)`.
+fn who(processes: &Processes, index: usize) -> String {
+    match processes.get(index).parent {
+        Some(parent) => format!(
+            "{} (started by {})",
+            name(processes, index),
+            name(processes, parent)
+        ),
+        None => name(processes, index),
+    }
+}
+
+/// The test a bats test process runs: `bats-exec-test` takes the .bats
+/// file and then the test's function name (`test_leaks_a_sleeper`).
+fn test_name(processes: &Processes, index: usize) -> Option<String> {
+    let process = processes.get(index);
+    if process.program() != Some("bats-exec-test") {
+        return None;
+    }
+    let argv = &process.execs.last()?.argv;
+    let file = argv.iter().position(|a| a.ends_with(".bats"))?;
+    argv.get(file + 1).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_lists_read_as_english() {
+        assert_eq!(fd_list(&[3]), "fd 3");
+        assert_eq!(fd_list(&[1, 2, 4]), "fds 1, 2, 4");
+    }
+}
