@@ -118,7 +118,7 @@ impl<'a> Process<'a> {
 
     /// Whether it had started and not yet exited at time `at`.
     pub fn running_at(&self, at: u64) -> bool {
-        self.start() <= at && self.exit.map_or(true, |e| e.timestamp > at)
+        self.start() <= at && self.exit.is_none_or(|e| e.timestamp > at)
     }
 
     /// A short name for what it runs, for lists that name many processes:

@@ -40,6 +40,7 @@ fn every_mode_renders_as_expected() {
         ("demo", &MODES[..]),
         ("legacy", &MODES[..]),
         ("interrupted", &["tree", "summary"][..]),
+        ("leak", &["leaks", "summary"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
@@ -52,6 +53,15 @@ fn every_mode_renders_as_expected() {
             let expected = fs::read_to_string(data(&format!("expected/{fixture}.{mode}"))).unwrap();
             assert_eq!(stdout(&output), expected, "{fixture} rendered as {mode}");
         }
+    }
+}
+
+#[test]
+fn leaks_of_a_recording_without_lingering_processes_says_so() {
+    for fixture in ["demo", "legacy", "interrupted"] {
+        let output = render(&data(&format!("{fixture}.ndjson")), "leaks");
+        assert!(output.status.success(), "{fixture}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "no lingering processes\n", "{fixture}");
     }
 }
 

@@ -48,7 +48,37 @@ pub fn render(
         &running,
         options,
         out,
-    )
+    )?;
+    write_lingering(processes, options, out)
+}
+
+/// Writes the processes `record --linger` reported, each with who started
+/// it; nothing for recordings made without `--linger` or without leaks.
+fn write_lingering(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let lingering: Vec<usize> = processes.lingering().map(|(index, _)| index).collect();
+    if lingering.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nLingering ({}):", lingering.len())?;
+    for index in lingering {
+        let process = processes.get(index);
+        // Past subshells: `( cmd & )` should name the test, not a fork of it.
+        let starter = processes.starter(index).map(|s| {
+            format!(
+                "  ← started by {} {}",
+                processes.get(s).pid,
+                processes.describe_at(s, process.start())
+            )
+        });
+        let line = format!(
+            "  {:>7}  {}{}",
+            process.pid,
+            processes.describe(index),
+            starter.unwrap_or_default()
+        );
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    Ok(())
 }
 
 fn lost(recording: &Recording) -> String {
