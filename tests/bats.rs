@@ -1,0 +1,193 @@
+//! Issue #5, "why does my test suite hang?", end to end: real bats suites
+//! recorded with `record --linger 2s --kill-lingering` on the real kernel.
+//!
+//! One test of the leaking suite starts `sleep 1000 &`, which inherits bats'
+//! fd 3; bats waits for fd 3 to close, so without proctrace the suite would
+//! hang. proctrace must find that one sleep, end it so the suite finishes,
+//! and `render -d leaks` must blame that test and no other, not even the
+//! one that starts a background job of its own and waits for it.
+//!
+//! Needs root (see `common::have_root`) and Debian's bats, installed with
+//! apt-get if missing (a failure to install fails under CI, skips otherwise).
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{have_root, kill_if, parse_lines, proctrace_bin, wait_within};
+use proctrace::event::{Pid, Record};
+
+/// Only there so that a hang fails the test instead of blocking the suite;
+/// the leaking suite takes a few seconds. Never a timing assertion.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
+const LEAKING_SUITE: &str = r#"
+@test "first is fine" { true; }
+@test "leaks a sleeper" { sleep 1000 & }
+@test "waits for its job" { sleep 0.2 & wait $!; }
+@test "last is fine" { run echo hi; [ "$output" = hi ]; }
+"#;
+
+const CLEAN_SUITE: &str = r#"
+@test "first is fine" { true; }
+@test "waits for its job" { sleep 0.2 & wait $!; }
+"#;
+
+/// The names bats gives the tests of [`LEAKING_SUITE`] that do not leak.
+const INNOCENT: [&str; 3] = [
+    "test_first_is_fine",
+    "test_waits_for_its_job",
+    "test_last_is_fine",
+];
+
+/// Whether bats is there, installing Debian's package if it is not.
+fn have_bats() -> bool {
+    let present = || Path::new("/usr/bin/bats").exists();
+    if present() {
+        return true;
+    }
+    let installed = Command::new("apt-get")
+        .args(["install", "-y", "bats"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if installed && present() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but bats is missing and `apt-get install -y bats` failed"
+    );
+    eprintln!("skipped: bats is missing and `apt-get install -y bats` failed");
+    false
+}
+
+/// A recorded bats run: what bats printed, the records, `render -d leaks`.
+struct Suite {
+    tap: String,
+    records: Vec<Record>,
+    leaks: String,
+}
+
+/// Writes `suite` to a .bats file and records `bats --tap` on it.
+fn record_suite(dir: &Path, suite: &str) -> Suite {
+    let bats_file = dir.join("suite.bats");
+    fs::write(&bats_file, suite).unwrap();
+    let out = dir.join("suite.ndjson");
+    let tap = dir.join("tap.txt");
+    let mut child = Command::new(proctrace_bin())
+        .args(["record", "--linger", "2s", "--kill-lingering", "-o"])
+        .arg(&out)
+        .args(["--", "bats", "--tap"])
+        .arg(&bats_file)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&tap).unwrap())
+        .stderr(fs::File::create(dir.join("stderr.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, "proctrace record -- bats", HANG_GUARD);
+    let stderr = fs::read_to_string(dir.join("stderr.txt")).unwrap();
+    let records = parse_lines(&fs::read_to_string(&out).unwrap());
+    // Whatever else fails, no sleep of ours may outlive the test.
+    for pid in lingering_pids(&records) {
+        kill_if(pid, &["sleep"]);
+    }
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let leaks = Command::new(proctrace_bin())
+        .args(["render", "-d", "leaks", "-i"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(leaks.status.success());
+    Suite {
+        tap: fs::read_to_string(&tap).unwrap(),
+        records,
+        leaks: String::from_utf8(leaks.stdout).unwrap(),
+    }
+}
+
+fn lingering_pids(records: &[Record]) -> Vec<Pid> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Lingering(l) => Some(l.pid),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_test_that_leaks_a_sleeper_is_blamed_and_no_other() {
+    if !have_root() || !have_bats() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let suite = record_suite(dir.path(), LEAKING_SUITE);
+    assert_eq!(
+        suite.tap,
+        "1..4\nok 1 first is fine\nok 2 leaks a sleeper\nok 3 waits for its job\nok 4 last is fine\n"
+    );
+
+    let lingering = lingering_pids(&suite.records);
+    assert_eq!(lingering.len(), 1, "{}", suite.leaks);
+    let sleeper = lingering[0];
+    let argv: Vec<&Vec<String>> = suite
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Exec(e) if e.pid == sleeper => Some(&e.argv),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(argv, [&vec!["sleep".to_string(), "1000".to_string()]]);
+    let signal = suite.records.iter().find_map(|r| match r {
+        Record::Exit(e) if e.pid == sleeper => Some(e.signal),
+        _ => None,
+    });
+    assert!(
+        matches!(signal, Some(Some(15 | 9))),
+        "the sleep was not killed: {signal:?}"
+    );
+    let Some(Record::Trailer(trailer)) = suite.records.last() else {
+        panic!("no trailer")
+    };
+    assert_eq!(trailer.lingering, 1);
+
+    let leaks = &suite.leaks;
+    assert!(leaks.starts_with("1 lingering process\n\n"), "{leaks}");
+    assert!(
+        leaks.contains(&format!("\n{sleeper} sleep 1000\n")),
+        "{leaks}"
+    );
+    assert!(
+        leaks.contains("\n  test:          test_leaks_a_sleeper\n"),
+        "{leaks}"
+    );
+    assert!(leaks.contains("\n  holds fd 3 → pipe:["), "{leaks}");
+    assert!(
+        leaks.contains("\n  ended:         killed by SIG"),
+        "{leaks}"
+    );
+    for innocent in INNOCENT {
+        assert!(!leaks.contains(innocent), "{innocent} blamed:\n{leaks}");
+    }
+}
+
+#[test]
+fn a_suite_without_leaks_has_no_lingering_processes() {
+    if !have_root() || !have_bats() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let suite = record_suite(dir.path(), CLEAN_SUITE);
+    assert_eq!(
+        suite.tap,
+        "1..2\nok 1 first is fine\nok 2 waits for its job\n"
+    );
+    assert_eq!(lingering_pids(&suite.records), Vec::<Pid>::new());
+    assert_eq!(suite.leaks, "no lingering processes\n");
+}
