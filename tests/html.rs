@@ -269,8 +269,9 @@ fn reports_of_the_fixtures_open() {
     }
     let dir = tempfile::tempdir().unwrap();
     // demo: failures and a kill; legacy: no header, the original format;
-    // interrupted: no trailer, processes still running at the end.
-    for fixture in ["demo", "legacy", "interrupted"] {
+    // interrupted: no trailer, processes still running at the end;
+    // leak: two lingering processes, one killed, one still running.
+    for fixture in ["demo", "legacy", "interrupted", "leak"] {
         let input = common::repo().join(format!("tests/data/{fixture}.ndjson"));
         let page = dir.path().join(format!("{fixture}.html"));
         render(&input, "html", &page);
@@ -291,6 +292,12 @@ fn reports_of_the_fixtures_open() {
             common::failed_count(&input),
             "{fixture}"
         );
+        let status = load(&page, "#search=is:lingering");
+        let lingering = if fixture == "leak" { 2 } else { 0 };
+        assert_eq!(status.number("matches"), lingering, "{fixture}");
+        if lingering > 0 {
+            assert!(status.dom.contains("Lingering"), "no Lingering fact");
+        }
         screenshot(&page, &screenshot_path(&format!("{fixture}-report.png")));
     }
 }

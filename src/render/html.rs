@@ -13,6 +13,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::seconds;
 use crate::event::{shell_join, Pid};
 use crate::processes::{command_line, Outcome, Processes};
 use crate::recording::Recording;
@@ -59,6 +60,9 @@ struct Row<'a> {
     status: String,
     failed: bool,
     running: bool,
+    /// What `record --linger` said about it, for people: whose exit it
+    /// outlived and by how long; `None` when it did not linger.
+    lingering: Option<String>,
     label: String,
     execs: Vec<Segment<'a>>,
 }
@@ -155,6 +159,13 @@ fn row<'a>(
         status: outcome.to_string(),
         failed: outcome.failed(),
         running: outcome == Outcome::Running,
+        lingering: process.lingering.map(|l| {
+            format!(
+                "outlived {} by {}",
+                l.outlived,
+                seconds(process.end(end).saturating_sub(l.since))
+            )
+        }),
         label: processes.describe(index),
         execs,
     }

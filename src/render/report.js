@@ -23,6 +23,7 @@
   const MUTED = "#667085";
   const FAILED = "#d62728";
   const RUNNING = "#6a3d9a";
+  const LINGERING = "#d97706";
   // Mid-light colours that dark text reads well on; red is left out
   // because it means failure here.
   const PALETTE = ["#7aa6d6", "#f2a65a", "#7cc47f", "#b39ddb", "#e6c74c", "#6cc4c0",
@@ -177,6 +178,7 @@
         case "is":
           if (value === "failed") return p.failed;
           if (value === "running") return p.running;
+          if (value === "lingering") return p.lingering;
           break;
         case "pid": case "ppid": case "pgid": case "sid":
           if (/^\d+$/.test(value)) return String(p[key]) === value;
@@ -409,9 +411,10 @@
     ctx.fillText(pid, x, mid);
     x += ctx.measureText(pid).width + 6;
     ctx.font = FONT;
-    if (p.failed || p.running) {
-      ctx.fillStyle = p.failed ? FAILED : RUNNING;
-      const mark = p.failed ? "✗" : "●";
+    if (p.lingering || p.failed || p.running) {
+      // Lingering says more than how it ended: it is the leak.
+      ctx.fillStyle = p.lingering ? LINGERING : p.failed ? FAILED : RUNNING;
+      const mark = p.lingering ? "◆" : p.failed ? "✗" : "●";
       ctx.fillText(mark, x, mid);
       x += ctx.measureText(mark).width + 4;
     }
@@ -452,7 +455,13 @@
         ctx.fillText(fit(e.short, room), left, y + ROW_H / 2);
       }
     });
-    if (p.running) {
+    if (p.lingering) {
+      ctx.strokeStyle = LINGERING;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x0 + 1, top + 1, Math.max(x1 - x0 - 2, 1), h - 2);
+      ctx.lineWidth = 1;
+      outcomeText("◆ lingering, " + p.status, LINGERING, x1, y);
+    } else if (p.running) {
       ctx.strokeStyle = RUNNING;
       ctx.setLineDash([3, 2]);
       ctx.strokeRect(x0 + 0.5, top + 0.5, x1 - x0 - 1, h - 1);
@@ -518,12 +527,16 @@
     document.title = "proctrace: " + (command.length > 80 ? command.slice(0, 79) + "…" : command);
     const failed = procs.filter((p) => p.failed).length;
     const running = procs.filter((p) => p.running).length;
+    const lingering = procs.filter((p) => p.lingering).length;
     const execs = procs.reduce((n, p) => n + p.execs.length, 0);
     if (data.start_time) fact("Started", clock(0));
     fact("Wall time", duration(data.wall_time));
     fact("Processes", N + " (" + execs + " execs)");
     fact("Failed", String(failed), failed ? "bad" : "", failed ? "is:failed" : null);
-    fact("Still running at the end", String(running), running ? "lingering" : "", running ? "is:running" : null);
+    // With `record --linger` the leaks are known, killed or not; without,
+    // what still ran at the end is the best guess at them.
+    if (lingering) fact("Lingering", String(lingering), "lingering", "is:lingering");
+    else fact("Still running at the end", String(running), running ? "lingering" : "", running ? "is:running" : null);
     const root = procs.find((p) => p.pid === data.root_pid);
     if (root) fact("Command's status", root.status, root.failed ? "bad" : "");
     fact("Lost events", data.lost === null ? "unknown" : String(data.lost), data.lost ? "bad" : "");
@@ -554,6 +567,7 @@
     };
     marker("failed-swatch", "failed (non-zero exit or signal)");
     marker("running-swatch", "still running at the end");
+    if (procs.some((p) => p.lingering)) marker("lingering-swatch", "lingering (outlived its parent: a leak)");
     const light = el("span", undefined, "item note");
     const swatch = el("span", undefined, "swatch");
     swatch.style.background = PALETTE[0];
@@ -581,6 +595,7 @@
     row("start", "+" + duration(p.start) + (data.start_time ? "  (" + clock(p.start) + ")" : ""));
     row("duration", duration(p.end - p.start) + (p.running ? " so far" : ""));
     row("status", p.status, p.failed ? "failed" : p.running ? "running" : "");
+    if (p.lingering) row("lingering", p.lingering, "lingering");
     if (hasChildren(i)) row("children", procs.filter((q) => q.parent === i).length);
     box.append(dl);
     if (!p.execs.length) box.append(el("div", "Never exec'd: it ran its parent's program.", "hint"));
