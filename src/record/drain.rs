@@ -25,6 +25,10 @@ use crate::event::{BufferKind, Pid, Record};
 const REORDER_WINDOW_NS: u64 = 100_000_000;
 /// How long to wait for the kernel between two looks at the tree.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// How often to ask the kernel whether the tree is gone. Each look scans
+/// the tracking map's buckets from the first (65,536 by default), which
+/// costs more than the events of a wake-up: look at most this often.
+const GONE_CHECK_NS: u64 = 10_000_000;
 /// After a stop request, how long the tree's exits (from the same Ctrl-C)
 /// may still be recorded.
 const STOP_GRACE_NS: u64 = 300_000_000;
@@ -123,6 +127,7 @@ impl Drain<'_, '_> {
         }));
         let mut totals = Totals::default();
         let mut gone_since = None;
+        let mut gone_checked = 0;
         let mut stop_since = None;
         loop {
             let now = monotonic_ns();
@@ -142,8 +147,11 @@ impl Drain<'_, '_> {
             if self.control.stop.load(Ordering::Relaxed) {
                 stop_since.get_or_insert(now);
             }
-            if gone_since.is_none() && self.probe.tree_is_gone() {
-                gone_since = Some(now);
+            if gone_since.is_none() && now.saturating_sub(gone_checked) >= GONE_CHECK_NS {
+                gone_checked = now;
+                if self.probe.tree_is_gone() {
+                    gone_since = Some(now);
+                }
             }
             let settled = gone_since.is_some_and(|t| now - t > REORDER_WINDOW_NS);
             let stopped = stop_since.is_some_and(|t| now - t > STOP_GRACE_NS);
