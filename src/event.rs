@@ -231,13 +231,27 @@ impl Record {
 
     /// Sets the position in the global order of an event.
     pub fn set_seq(&mut self, value: u64) {
+        if let Some((seq, _)) = self.order_mut() {
+            *seq = value;
+        }
+    }
+
+    /// Sets the time of an event, in nanoseconds since the recording started.
+    pub fn set_timestamp(&mut self, value: u64) {
+        if let Some((_, timestamp)) = self.order_mut() {
+            *timestamp = value;
+        }
+    }
+
+    /// The `seq` and `timestamp` of an event, for renumbering or re-timing.
+    fn order_mut(&mut self) -> Option<(&mut u64, &mut u64)> {
         match self {
-            Record::Fork(e) => e.seq = value,
-            Record::Exec(e) => e.seq = value,
-            Record::Exit(e) => e.seq = value,
-            Record::SetSid(e) => e.seq = value,
-            Record::SetPgid(e) => e.seq = value,
-            Record::Header(_) | Record::Trailer(_) => {}
+            Record::Fork(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::Exec(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::Exit(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::SetSid(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::SetPgid(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::Header(_) | Record::Trailer(_) => None,
         }
     }
 

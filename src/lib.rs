@@ -37,14 +37,20 @@
 //! - [`event`]: the event model, one serde type per kind of line.
 //! - [`record`]: the recorder (kernel side, launch, drain).
 //! - [`recording`]: reading and writing recordings (newline-delimited JSON).
+//! - [`processes`]: the process table derived from a recording's events.
+//! - [`render`]: the views of a recording (`proctrace render`).
+//! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
 //! - [`bpf`]: the generated libbpf-rs skeleton, for embedders who want the
 //!   raw maps and programs.
 
 #![warn(missing_docs)]
 
 pub mod event;
+pub mod ingest;
+pub mod processes;
 pub mod record;
 pub mod recording;
+pub mod render;
 
 /// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`, with
 /// the record layouts of `src/bpf/proctrace.h` in [`bpf::types`].

@@ -183,8 +183,10 @@ mod tests {
     #[test]
     fn short_records_are_errors_not_panics() {
         assert!(decode(&[1, 0, 0], 0).is_err());
-        let mut header = event_header::default();
-        header.kind = event_kind::EVENT_FORK.0;
+        let header = event_header {
+            kind: event_kind::EVENT_FORK.0,
+            ..Default::default()
+        };
         assert!(decode(&bytes_of(&header), 0).is_err());
     }
 }

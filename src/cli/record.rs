@@ -1,4 +1,4 @@
-//! The command line: argument definitions and what each subcommand does.
+//! `proctrace record`: runs or attaches, writes the recording.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -7,29 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use proctrace::event::{Record, Trailer};
 use proctrace::record::{BufferChoice, HookChoice, Recorder, Recording, Totals};
 use proctrace::recording::Writer;
 
-/// Records and shows the process lifecycle of a command's whole process tree.
-#[derive(Debug, Parser)]
-#[command(name = "proctrace", version, about, max_term_width = 100)]
-pub struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run a command and record every fork, exec, exit, setsid and setpgid of its process tree.
-    Record(RecordArgs),
-}
-
 #[derive(Debug, Args)]
-struct RecordArgs {
+pub struct RecordArgs {
     /// Where the recording goes ('-' for stdout, which the command's own
     /// output would then share).
     #[arg(short, long, value_name = "FILE", default_value = "proctrace.ndjson")]
@@ -68,16 +54,8 @@ struct RecordArgs {
     command: Vec<std::ffi::OsString>,
 }
 
-impl Cli {
-    /// Runs the subcommand; returns the process exit status.
-    pub fn run(self) -> Result<i32> {
-        match self.command {
-            Command::Record(args) => record(args),
-        }
-    }
-}
-
-fn record(args: RecordArgs) -> Result<i32> {
+/// Runs `proctrace record`; returns the command's exit status.
+pub fn run(args: RecordArgs) -> Result<i32> {
     let output = open_output(&args.output)?;
     // libbpf narrates its work on stderr, which is the command's terminal
     // too; keep it for debugging only.

@@ -1,0 +1,36 @@
+//! The command line: one subcommand per file, this one dispatches.
+
+mod record;
+mod show;
+
+use clap::{Parser, Subcommand};
+
+/// Records and shows the process lifecycle of a command's whole process tree.
+#[derive(Debug, Parser)]
+#[command(name = "proctrace", version, about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a command (or attach to running processes) and record every fork, exec, exit,
+    /// setsid and setpgid of its process tree.
+    Record(record::RecordArgs),
+    /// Render a recording as events, a process tree, a summary or a Gantt chart.
+    Render(show::RenderArgs),
+    /// Extract one process tree from a raw (system-wide) recording.
+    Ingest(show::IngestArgs),
+}
+
+impl Cli {
+    /// Runs the subcommand; returns the process exit status.
+    pub fn run(self) -> anyhow::Result<i32> {
+        match self.command {
+            Command::Record(args) => record::run(args),
+            Command::Render(args) => show::render(args),
+            Command::Ingest(args) => show::ingest(args),
+        }
+    }
+}

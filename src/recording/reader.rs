@@ -1,0 +1,478 @@
+use std::fmt;
+use std::io::{self, BufRead};
+
+use serde::Deserialize;
+
+use crate::event::{shell_join, Exec, Header, Pid, Record, Trailer};
+
+/// Why a recording could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The input could not be read at all.
+    #[error("{name}: {source}")]
+    Io {
+        /// The input's display name.
+        name: String,
+        /// What went wrong.
+        source: io::Error,
+    },
+    /// A line is not a record.
+    #[error("{name}:{line}: invalid record: {source}")]
+    Invalid {
+        /// The input's display name.
+        name: String,
+        /// 1-based line number.
+        line: u64,
+        /// Why the line did not parse.
+        source: serde_json::Error,
+    },
+}
+
+/// Something odd about a recording that does not stop it from rendering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// The last line was cut off mid-way and was skipped.
+    CutOff {
+        /// The input's display name.
+        name: String,
+        /// 1-based line number of the cut-off line.
+        line: u64,
+    },
+    /// A recording with a header ended without a trailer.
+    NoTrailer {
+        /// The input's display name.
+        name: String,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::CutOff { name, line } => write!(
+                f,
+                "{name}:{line}: last line is cut off (interrupted recording?), skipped it"
+            ),
+            Warning::NoTrailer { name } => write!(
+                f,
+                "{name}: no trailer: the recording was interrupted, events may be missing"
+            ),
+        }
+    }
+}
+
+/// Reads a recording line by line, yielding [`Record`]s.
+///
+/// Lines written by the original bpftrace-based proctrace are mapped into
+/// the same model here, so nothing downstream knows about them: `ExecArgs`
+/// and `ExecFilename` lines are folded into the `Exec` they follow, and
+/// without a header the first event's time becomes time 0.
+pub struct Reader<R> {
+    input: R,
+    name: String,
+    line_no: u64,
+    line: String,
+    /// An exec waits here for the legacy lines that complete it.
+    pending: Option<Exec>,
+    /// Ready records, at most two (a flushed exec and the current line).
+    ready: Vec<Record>,
+    saw_header: bool,
+    saw_trailer: bool,
+    /// Subtracted from legacy timestamps; set by the first event.
+    time_base: Option<u64>,
+    warnings: Vec<Warning>,
+    done: bool,
+}
+
+impl<R> Reader<R> {
+    /// The input's display name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Warnings collected so far; complete once the reader is exhausted.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Reads from `input`; `name` names it in errors and warnings.
+    pub fn new(input: R, name: impl Into<String>) -> Self {
+        Reader {
+            input,
+            name: name.into(),
+            line_no: 0,
+            line: String::new(),
+            pending: None,
+            ready: Vec::with_capacity(2),
+            saw_header: false,
+            saw_trailer: false,
+            time_base: None,
+            warnings: Vec::new(),
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Reads the next line into `self.line`; `false` at the end.
+    fn next_line(&mut self) -> Result<bool, ReadError> {
+        self.line.clear();
+        let n = self
+            .input
+            .read_line(&mut self.line)
+            .map_err(|source| ReadError::Io {
+                name: self.name.clone(),
+                source,
+            })?;
+        self.line_no += 1;
+        Ok(n > 0)
+    }
+
+    /// Parses the current line and queues what it yields.
+    fn take_line(&mut self) -> Result<(), ReadError> {
+        let text = self.line.trim();
+        if text.is_empty() {
+            return Ok(());
+        }
+        let parsed = match serde_json::from_str::<Record>(text) {
+            Ok(record) => Line::Record(record),
+            Err(err) => match serde_json::from_str::<Legacy>(text) {
+                Ok(legacy) => Line::Legacy(legacy),
+                Err(_) if err.is_eof() && !self.line.ends_with('\n') => {
+                    // Only the very last line can lack its newline: the
+                    // recorder was stopped while writing it.
+                    self.warnings.push(Warning::CutOff {
+                        name: self.name.clone(),
+                        line: self.line_no,
+                    });
+                    return Ok(());
+                }
+                Err(_) => {
+                    return Err(ReadError::Invalid {
+                        name: self.name.clone(),
+                        line: self.line_no,
+                        source: err,
+                    })
+                }
+            },
+        };
+        self.accept(parsed);
+        Ok(())
+    }
+
+    fn accept(&mut self, line: Line) {
+        match line {
+            Line::Record(Record::Exec(exec)) => self.hold(exec),
+            Line::Record(record) => {
+                self.flush();
+                self.saw_header |= matches!(record, Record::Header(_));
+                self.saw_trailer |= matches!(record, Record::Trailer(_));
+                self.ready.push(record);
+            }
+            Line::Legacy(Legacy::Exec(old)) => self.hold(old.into_exec()),
+            Line::Legacy(Legacy::ExecFull(full)) => self.hold(full.into_exec()),
+            Line::Legacy(Legacy::ExecArgs(args)) => self.complete(args.pid, args.timestamp, |e| {
+                if args.args.cmdline().len() > e.cmdline.len() {
+                    args.args.apply(e);
+                }
+            }),
+            Line::Legacy(Legacy::ExecFilename(file)) => {
+                self.complete(file.pid, file.timestamp, |e| e.filename = file.filename)
+            }
+            // A failed exec attempt: not an event in this model.
+            Line::Legacy(Legacy::BadExec(_)) => {}
+        }
+    }
+
+    fn hold(&mut self, exec: Exec) {
+        self.flush();
+        self.pending = Some(exec);
+    }
+
+    /// Applies a legacy exec detail line to the exec it belongs to; one
+    /// that follows no matching exec has nothing to complete and is dropped.
+    fn complete(&mut self, pid: Pid, timestamp: u64, update: impl FnOnce(&mut Exec)) {
+        if let Some(exec) = self.pending.as_mut() {
+            if exec.pid == pid && exec.timestamp == timestamp {
+                update(exec);
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(exec) = self.pending.take() {
+            self.ready.push(Record::Exec(exec));
+        }
+    }
+
+    /// Makes legacy timestamps relative to the first event.
+    fn rebase(&mut self, mut record: Record) -> Record {
+        if self.saw_header {
+            return record;
+        }
+        if let Some(ts) = record.timestamp() {
+            let base = *self.time_base.get_or_insert(ts);
+            record.set_timestamp(ts.saturating_sub(base));
+        }
+        record
+    }
+
+    fn finish(&mut self) {
+        self.flush();
+        self.done = true;
+        if self.saw_header && !self.saw_trailer {
+            self.warnings.push(Warning::NoTrailer {
+                name: self.name.clone(),
+            });
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Record, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if !self.ready.is_empty() {
+                let record = self.ready.remove(0);
+                return Some(Ok(self.rebase(record)));
+            }
+            if self.done {
+                return None;
+            }
+            let step = match self.next_line() {
+                Ok(true) => self.take_line(),
+                Ok(false) => {
+                    self.finish();
+                    Ok(())
+                }
+                Err(err) => Err(err),
+            };
+            if let Err(err) = step {
+                self.done = true;
+                return Some(Err(err));
+            }
+        }
+    }
+}
+
+/// A whole recording in memory, events in causal order.
+#[derive(Debug, Clone, Default)]
+pub struct Recording {
+    /// The header; `None` for recordings of the original proctrace.
+    pub header: Option<Header>,
+    /// Every event, ordered by `seq`.
+    pub events: Vec<Record>,
+    /// The trailer; `None` for interrupted or original-proctrace recordings.
+    pub trailer: Option<Trailer>,
+}
+
+impl Recording {
+    /// Reads everything `reader` yields.
+    pub fn read<R: BufRead>(reader: &mut Reader<R>) -> Result<Self, ReadError> {
+        let mut recording = Recording::default();
+        for record in reader {
+            match record? {
+                Record::Header(h) => recording.header = Some(h),
+                Record::Trailer(t) => recording.trailer = Some(t),
+                event => recording.events.push(event),
+            }
+        }
+        recording.order();
+        Ok(recording)
+    }
+
+    /// Sorts the events into causal order: by `seq`, which is exactly that.
+    ///
+    /// Recordings of the original proctrace (no header) may lack `seq` and
+    /// write a fork after its child's first events, but its fork timestamps
+    /// are taken early for exactly that reason: they are sorted by time
+    /// and numbered in that order.
+    fn order(&mut self) {
+        if self.header.is_some() {
+            self.events.sort_by_key(Record::seq);
+            return;
+        }
+        self.events.sort_by_key(Record::timestamp);
+        for (seq, event) in (0..).zip(self.events.iter_mut()) {
+            event.set_seq(seq);
+        }
+    }
+
+    /// Nanoseconds from the start to the end of the recording.
+    pub fn end_timestamp(&self) -> u64 {
+        let last = self.events.iter().filter_map(Record::timestamp).max();
+        let end = self.trailer.as_ref().map(|t| t.end_timestamp);
+        end.max(last).unwrap_or(0)
+    }
+}
+
+enum Line {
+    Record(Record),
+    Legacy(Legacy),
+}
+
+/// Lines only the original bpftrace-based proctrace wrote.
+#[derive(Deserialize)]
+enum Legacy {
+    /// An exec whose `cmdline` is a list of words.
+    Exec(LegacyExec),
+    ExecArgs(LegacyArgs),
+    ExecFilename(LegacyFilename),
+    ExecFull(LegacyExecFull),
+    BadExec(serde::de::IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct LegacyExec {
+    #[serde(default)]
+    seq: u64,
+    timestamp: u64,
+    pid: Pid,
+    ppid: Pid,
+    pgid: Pid,
+    cmdline: Option<LegacyCommand>,
+}
+
+#[derive(Deserialize)]
+struct LegacyExecFull {
+    #[serde(default)]
+    seq: u64,
+    timestamp: u64,
+    pid: Pid,
+    ppid: Pid,
+    pgid: Pid,
+    filename: String,
+    args: LegacyCommand,
+}
+
+#[derive(Deserialize)]
+struct LegacyArgs {
+    timestamp: u64,
+    pid: Pid,
+    args: LegacyCommand,
+}
+
+#[derive(Deserialize)]
+struct LegacyFilename {
+    timestamp: u64,
+    pid: Pid,
+    filename: String,
+}
+
+/// The original printed arguments either joined (from bpftrace) or as a
+/// list (from /proc). A joined line is kept as the display line only:
+/// splitting it at spaces would invent an argv.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LegacyCommand {
+    Joined(String),
+    Words(Vec<String>),
+}
+
+impl LegacyCommand {
+    fn cmdline(&self) -> String {
+        match self {
+            LegacyCommand::Joined(line) => line.clone(),
+            LegacyCommand::Words(words) => shell_join(words),
+        }
+    }
+
+    fn apply(self, exec: &mut Exec) {
+        exec.cmdline = self.cmdline();
+        if let LegacyCommand::Words(words) = self {
+            exec.argv = words;
+        }
+    }
+}
+
+fn legacy_exec(seq: u64, timestamp: u64, pid: Pid, ppid: Pid, pgid: Pid) -> Exec {
+    Exec {
+        seq,
+        timestamp,
+        pid,
+        ppid,
+        pgid,
+        sid: None,
+        filename: String::new(),
+        argv: Vec::new(),
+        cmdline: String::new(),
+        argv_truncated: false,
+    }
+}
+
+impl LegacyExec {
+    fn into_exec(self) -> Exec {
+        let mut exec = legacy_exec(self.seq, self.timestamp, self.pid, self.ppid, self.pgid);
+        if let Some(command) = self.cmdline {
+            command.apply(&mut exec);
+        }
+        exec
+    }
+}
+
+impl LegacyExecFull {
+    fn into_exec(self) -> Exec {
+        let mut exec = legacy_exec(self.seq, self.timestamp, self.pid, self.ppid, self.pgid);
+        exec.filename = self.filename;
+        self.args.apply(&mut exec);
+        exec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (Result<Recording, ReadError>, Vec<Warning>) {
+        let mut reader = Reader::new(text.as_bytes(), "rec");
+        let recording = Recording::read(&mut reader);
+        (recording, reader.warnings().to_vec())
+    }
+
+    #[test]
+    fn legacy_exec_args_fold_into_the_exec_keeping_the_longest() {
+        let text = r#"{"Exec":{"timestamp":100,"pid":5,"ppid":1,"pgid":5,"cmdline":null}}
+{"ExecArgs":{"timestamp":100,"pid":5,"args":"/usr/bin/env bash ./x.sh"}}
+{"ExecArgs":{"timestamp":100,"pid":5,"args":"./x.sh"}}
+{"ExecFilename":{"timestamp":100,"pid":5,"filename":"/usr/bin/env"}}
+{"Exec":{"timestamp":150,"pid":5,"ppid":1,"pgid":5,"cmdline":["bash","./x.sh"]}}
+{"BadExec":{"timestamp":160,"pid":5}}
+"#;
+        let (recording, warnings) = read(text);
+        let events = recording.unwrap().events;
+        assert!(warnings.is_empty());
+        let Record::Exec(first) = &events[0] else {
+            panic!()
+        };
+        assert_eq!((first.timestamp, first.seq), (0, 0));
+        assert_eq!(first.cmdline, "/usr/bin/env bash ./x.sh");
+        assert_eq!(first.filename, "/usr/bin/env");
+        assert!(
+            first.argv.is_empty(),
+            "a joined line is not split into words"
+        );
+        let Record::Exec(second) = &events[1] else {
+            panic!()
+        };
+        assert_eq!((second.timestamp, second.seq), (50, 1));
+        assert_eq!(second.argv, ["bash", "./x.sh"]);
+        assert_eq!(events.len(), 2);
+    }
+
+    #[test]
+    fn only_an_unterminated_unfinished_last_line_is_a_cut() {
+        let exec = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5}}"#;
+        let (recording, warnings) = read(&format!("{exec}\n{{\"Exit\":{{\"seq\":1,\"ti"));
+        assert_eq!(recording.unwrap().events.len(), 1);
+        assert_eq!(
+            warnings,
+            [Warning::CutOff {
+                name: "rec".into(),
+                line: 2
+            }]
+        );
+
+        let (recording, _) = read(&format!("{{\"Exit\":{{\"seq\":1,\"ti\n{exec}\n"));
+        assert!(matches!(recording, Err(ReadError::Invalid { line: 1, .. })));
+    }
+}

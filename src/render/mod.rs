@@ -1,0 +1,122 @@
+//! Renderers: each turns a [`Recording`] into one kind of output.
+
+mod by_process;
+mod mermaid;
+mod sequential;
+mod summary;
+mod tree;
+
+use std::io::{self, Write};
+
+use anstyle::Style;
+
+use crate::event::Record;
+use crate::processes::Processes;
+use crate::recording::Recording;
+
+/// What `proctrace render` produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Mode {
+    /// The events in causal order, one JSON object per line.
+    #[default]
+    Sequential,
+    /// The events grouped by process, processes in the order they were created.
+    ByProcess,
+    /// A Mermaid Gantt chart: one task per exec.
+    Mermaid,
+    /// The process tree with timings and how each process ended.
+    Tree,
+    /// Wall time, slowest and failed processes, lost events.
+    Summary,
+}
+
+/// How the terminal renderers may present their output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Use ANSI colours.
+    pub color: bool,
+    /// Shorten lines to this many columns.
+    pub width: Option<usize>,
+}
+
+/// Writes `recording` to `out` as `mode` says.
+pub fn render(
+    mode: Mode,
+    recording: &Recording,
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match mode {
+        Mode::Sequential => sequential::render(recording, out),
+        Mode::ByProcess => by_process::render(&Processes::new(recording), out),
+        Mode::Mermaid => mermaid::render(recording, &Processes::new(recording), out),
+        Mode::Tree => tree::render(&Processes::new(recording), options, out),
+        Mode::Summary => summary::render(recording, &Processes::new(recording), options, out),
+    }
+}
+
+/// Writes one record as one JSON line, as a recording holds it.
+fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, record)?;
+    out.write_all(b"\n")
+}
+
+/// Nanoseconds as seconds with millisecond precision: `1.234s`.
+fn seconds(ns: u64) -> String {
+    format!(
+        "{}.{:03}s",
+        ns / 1_000_000_000,
+        ns % 1_000_000_000 / 1_000_000
+    )
+}
+
+/// Narrowest a shortened line gets, however little room is left.
+const MIN_WIDTH: usize = 12;
+
+fn paint(options: Options, style: Style, text: &str) -> String {
+    if options.color {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_string()
+    }
+}
+
+/// Cuts `text` to `width` characters, marking the cut with '…'.
+fn shorten(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width.map(|w| w.max(MIN_WIDTH)) else {
+        return text.to_string();
+    };
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortens_to_width_but_not_below_the_minimum() {
+        assert_eq!(shorten("sleep 0.2", Some(20)), "sleep 0.2");
+        assert_eq!(
+            shorten("abcdefghijklmnopqrstuvwxyz", Some(15)),
+            "abcdefghijklmn…"
+        );
+        assert_eq!(
+            shorten("abcdefghijklmnopqrstuvwxyz", Some(1))
+                .chars()
+                .count(),
+            12
+        );
+        assert_eq!(shorten("abcdefghijklmnopqrstuvwxyz", None).len(), 26);
+    }
+
+    #[test]
+    fn seconds_have_millisecond_precision() {
+        assert_eq!(seconds(1_234_567_890), "1.234s");
+        assert_eq!(seconds(51_000), "0.000s");
+    }
+}

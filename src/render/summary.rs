@@ -1,0 +1,86 @@
+//! `summary`: the few numbers to look at first.
+
+use std::io::{self, Write};
+
+use super::{seconds, shorten, Options};
+use crate::event::shell_join;
+use crate::processes::{Outcome, Process, Processes};
+use crate::recording::Recording;
+
+/// How many of the slowest processes are listed.
+const SLOWEST: usize = 5;
+
+/// Writes the summary.
+pub fn render(
+    recording: &Recording,
+    processes: &Processes,
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let all = processes.all();
+    let end = processes.end();
+    if let Some(header) = &recording.header {
+        writeln!(
+            out,
+            "Command:    {} (PID {})",
+            shell_join(&header.command),
+            header.root_pid
+        )?;
+    }
+    let first = all.iter().map(Process::start).min().unwrap_or(0);
+    writeln!(out, "Wall time:  {}", seconds(end.saturating_sub(first)))?;
+    let execs: usize = all.iter().map(|p| p.execs.len()).sum();
+    writeln!(out, "Processes:  {} ({execs} execs)", all.len())?;
+    writeln!(out, "Lost:       {}", lost(recording))?;
+
+    let listed = |keep: fn(&Process) -> bool| -> Vec<(usize, &Process)> {
+        all.iter().enumerate().filter(|(_, p)| keep(p)).collect()
+    };
+    let mut slowest = listed(|_| true);
+    slowest.sort_by_key(|(_, p)| std::cmp::Reverse(p.duration(end)));
+    slowest.truncate(SLOWEST);
+    let failed = listed(|p| p.outcome().failed());
+    let running = listed(|p| p.outcome() == Outcome::Running);
+    write_list(processes, "Slowest", &slowest, options, out)?;
+    write_list(processes, "Failed", &failed, options, out)?;
+    write_list(
+        processes,
+        "Still running at the end",
+        &running,
+        options,
+        out,
+    )
+}
+
+fn lost(recording: &Recording) -> String {
+    match &recording.trailer {
+        None => "unknown (no trailer)".to_string(),
+        Some(t) if t.lost == 0 => "no events lost".to_string(),
+        Some(t) => format!(
+            "{} events ({} buffer full, {} untracked processes)",
+            t.lost, t.lost_buffer_full, t.lost_tracking_full
+        ),
+    }
+}
+
+/// Writes a titled list of processes: duration, pid, outcome, command.
+fn write_list(
+    processes: &Processes,
+    title: &str,
+    list: &[(usize, &Process)],
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(out, "\n{title} ({}):", list.len())?;
+    for &(index, process) in list {
+        let line = format!(
+            "  {:>9}  {:>7}  {:<17}  {}",
+            seconds(process.duration(processes.end())),
+            process.pid,
+            process.outcome().to_string(),
+            processes.describe(index)
+        );
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! `proctrace render` and `proctrace ingest` as a user runs them: the
+//! built binary on hand-made recordings in tests/data.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MODES: [&str; 5] = ["sequential", "by-process", "mermaid", "tree", "summary"];
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn proctrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_proctrace"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("running proctrace")
+}
+
+fn render(input: &Path, mode: &str) -> Output {
+    proctrace(&["render", "-i", input.to_str().unwrap(), "-d", mode])
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// Each mode of each fixture against its expected output in tests/data/expected.
+#[test]
+fn every_mode_renders_as_expected() {
+    let cases = [
+        ("demo", &MODES[..]),
+        ("legacy", &MODES[..]),
+        ("interrupted", &["tree", "summary"][..]),
+    ];
+    for (fixture, modes) in cases {
+        for mode in modes {
+            let output = render(&data(&format!("{fixture}.ndjson")), mode);
+            assert!(
+                output.status.success(),
+                "{fixture} {mode}: {}",
+                stderr(&output)
+            );
+            let expected = fs::read_to_string(data(&format!("expected/{fixture}.{mode}"))).unwrap();
+            assert_eq!(stdout(&output), expected, "{fixture} rendered as {mode}");
+        }
+    }
+}
+
+#[test]
+fn sequential_is_the_default_and_reads_stdin() {
+    let input = fs::read(data("demo.ndjson")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_proctrace"))
+        .args(["render", "-i", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &input).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(stdout(&output), String::from_utf8(input).unwrap());
+}
+
+#[test]
+fn output_goes_to_the_file_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tree.txt");
+    let output = proctrace(&[
+        "render",
+        "-i",
+        data("demo.ndjson").to_str().unwrap(),
+        "-d",
+        "tree",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty());
+    let expected = fs::read_to_string(data("expected/demo.tree")).unwrap();
+    assert_eq!(fs::read_to_string(out).unwrap(), expected);
+}
+
+#[test]
+fn a_cut_off_last_line_and_missing_trailer_are_warnings() {
+    let output = render(&data("interrupted.ndjson"), "sequential");
+    assert!(output.status.success());
+    let err = stderr(&output);
+    assert!(
+        err.contains("interrupted.ndjson:7: last line is cut off"),
+        "{err}"
+    );
+    assert!(err.contains("no trailer"), "{err}");
+    // The unknown header field and the blank line did not stop it.
+    assert_eq!(stdout(&output).lines().count(), 5);
+}
+
+/// Writes `lines` to a file named rec.ndjson and renders it from its directory.
+fn render_lines(lines: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("rec.ndjson"), lines.join("\n") + "\n").unwrap();
+    Command::new(env!("CARGO_BIN_EXE_proctrace"))
+        .current_dir(dir.path())
+        .args(["render", "-i", "rec.ndjson", "-d", "tree"])
+        .output()
+        .unwrap()
+}
+
+const EXEC: &str = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"argv":["true"],"cmdline":"true"}}"#;
+
+/// Asserts a one-line error naming rec.ndjson:`line` with `reason`, exit code 2.
+fn assert_invalid(lines: &[&str], line: usize, reason: &str) {
+    let output = render_lines(lines);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("proctrace: rec.ndjson:{line}: invalid record: ")),
+        "{err}"
+    );
+    assert!(err.contains(reason), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn garbage_in_the_middle_is_an_error_with_file_and_line() {
+    assert_invalid(&[EXEC, "not json at all", EXEC], 2, "expected");
+}
+
+#[test]
+fn an_unknown_variant_is_an_error() {
+    let frok = r#"{"Frok":{"seq":1,"timestamp":2,"parent_pid":5,"child_pid":6,"parent_pgid":5}}"#;
+    assert_invalid(&[EXEC, frok], 2, "unknown variant `Frok`");
+}
+
+#[test]
+fn wrong_types_are_an_error() {
+    let exit = r#"{"Exit":{"seq":1,"timestamp":"soon","pid":5,"ppid":1,"pgid":5}}"#;
+    assert_invalid(&[EXEC, exit, EXEC], 2, "invalid type");
+}
+
+#[test]
+fn a_complete_but_invalid_last_line_is_an_error_not_a_cut() {
+    assert_invalid(&[EXEC, r#"{"Exit":{"pid":5}}"#], 2, "missing field");
+}
+
+#[test]
+fn unknown_fields_are_ignored() {
+    let exec =
+        r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"cmdline":"true","new":[1]}}"#;
+    let output = render_lines(&[exec]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).starts_with("5 true"));
+}
+
+#[test]
+fn a_missing_input_file_is_an_error() {
+    let output = proctrace(&["render", "-i", "/nonexistent/rec.ndjson"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).starts_with("proctrace: opening /nonexistent/rec.ndjson: "));
+}
+
+#[test]
+fn ingest_extracts_the_tree_from_a_raw_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tree.ndjson");
+    let output = proctrace(&[
+        "ingest",
+        "-i",
+        data("raw.ndjson").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--root-pid",
+        "1000",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let expected = fs::read_to_string(data("expected/raw.ingested")).unwrap();
+    assert_eq!(fs::read_to_string(out).unwrap(), expected);
+}
