@@ -147,8 +147,11 @@ impl Drain<'_, '_> {
             if self.control.stop.load(Ordering::Relaxed) {
                 stop_since.get_or_insert(now);
             }
-            if gone_since.is_none() && now.saturating_sub(gone_checked) >= GONE_CHECK_NS {
-                gone_checked = now;
+            // Timed after the poll: a poll that waited for nothing always
+            // looks, so the end is noticed as soon as before.
+            let polled = monotonic_ns();
+            if gone_since.is_none() && polled.saturating_sub(gone_checked) >= GONE_CHECK_NS {
+                gone_checked = polled;
                 if self.probe.tree_is_gone() {
                     gone_since = Some(now);
                 }
