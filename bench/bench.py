@@ -53,16 +53,16 @@ def loadavg():
         return float(f.read().split()[0])
 
 
-def wait_for_quiet(limit, max_minutes):
-    """Polls the 1-minute load average every 30 s until it is below `limit`."""
+def wait_for_quiet(limit, deadline):
+    """Polls the 1-minute load average every 30 s until it is below `limit`
+    or the deadline (one budget for the whole run) has passed."""
     if limit <= 0:
         return loadavg()
-    deadline = time.time() + max_minutes * 60
     while True:
         load = loadavg()
         if load < limit or time.time() >= deadline:
             if load >= limit:
-                log(f"load {load:.2f} still >= {limit} after {max_minutes} min; running anyway")
+                log(f"load {load:.2f} still >= {limit} at the wait deadline; running anyway")
             return load
         log(f"load {load:.2f} >= {limit}; waiting 30 s")
         time.sleep(30)
@@ -448,7 +448,8 @@ def main():
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
     ap.add_argument("--max-load", type=float, default=0.8,
                     help="wait until the 1-minute load average is below this (0: don't wait)")
-    ap.add_argument("--max-wait-min", type=float, default=25)
+    ap.add_argument("--max-wait-min", type=float, default=25,
+                    help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
     if os.geteuid() != 0 and set(args.only.split(",")) & {"W1", "W2", "W3"}:
@@ -457,9 +458,10 @@ def main():
         sys.exit("strace is missing (apt-get install strace)")
     b = Bench(args)
     loads = {}
+    deadline = time.time() + args.max_wait_min * 60
     try:
         for w in args.only.split(","):
-            loads[w] = wait_for_quiet(args.max_load, args.max_wait_min)
+            loads[w] = wait_for_quiet(args.max_load, deadline)
             log(f"{w}: 1-minute load average {loads[w]:.2f}")
             getattr(b, w.lower())()
     finally:
