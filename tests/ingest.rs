@@ -73,7 +73,30 @@ fn ingesting_a_raw_recording_reproduces_the_ordinary_one() {
         "{}",
         String::from_utf8_lossy(&ingest.stderr)
     );
+    let raw_trailer = parse_lines(&fs::read_to_string(&raw).unwrap())
+        .into_iter()
+        .find_map(|r| {
+            if let Record::Trailer(t) = r {
+                Some(t)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        raw_trailer.lost, 0,
+        "the raw recording lost events: {raw_trailer:?}"
+    );
     let expected = events(&inner);
+    let got = events(&ingested);
     assert!(expected.len() > 20, "the demo has a tree: {expected:?}");
-    assert_eq!(events(&ingested), expected);
+    let first_difference = expected.iter().zip(&got).position(|(e, g)| e != g);
+    assert!(
+        first_difference.is_none() && got.len() == expected.len(),
+        "ingested {} events, the ordinary recording has {}; first difference at {first_difference:?}: {:?} vs {:?}",
+        got.len(),
+        expected.len(),
+        first_difference.map(|i| &got[i]),
+        first_difference.map(|i| &expected[i]),
+    );
 }
