@@ -1,6 +1,6 @@
 //! `proctrace record`: runs or attaches, writes the recording.
 
-use std::fs::File;
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +64,7 @@ pub struct RecordArgs {
 
 /// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
-    let output = open_output(&args.output)?;
+    let (output, created) = open_output(&args.output)?;
     // libbpf narrates its work on stderr, which is the command's terminal
     // too; keep it for debugging only.
     if std::env::var_os("PROCTRACE_DEBUG").is_none() {
@@ -100,7 +100,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Ok(recording) => recording,
         Err(err) => {
             // Leave no empty recording behind for a run that never started.
-            if args.output.as_os_str() != "-" {
+            if created {
                 let _ = std::fs::remove_file(&args.output);
             }
             return Err(err.into());
@@ -225,16 +225,32 @@ fn exit_status(totals: &Totals, attached: bool) -> i32 {
         .unwrap_or(128 + SIGINT)
 }
 
-fn open_output(path: &PathBuf) -> Result<Box<dyn Write>> {
+/// Opens the recording's destination; says whether proctrace created it,
+/// since only a file it created is its to chown or to remove: `-o
+/// /dev/null` or an existing file keep their owner and their existence.
+fn open_output(path: &PathBuf) -> Result<(Box<dyn Write>, bool)> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(io::stdout()));
+        return Ok((Box::new(io::stdout()), false));
     }
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    // Under sudo the recording belongs to the user who asked for it.
-    if let Some((uid, gid)) = proctrace::record::sudo_owner() {
-        let _ = nix::unistd::fchown(&file, Some(uid), Some(gid));
+    let context = || format!("cannot create {}", path.display());
+    match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(file) => {
+            // Under sudo the recording belongs to the user who asked for it.
+            if let Some((uid, gid)) = proctrace::record::sudo_owner() {
+                let _ = nix::unistd::fchown(&file, Some(uid), Some(gid));
+            }
+            Ok((Box::new(file), true))
+        }
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            let file = OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(path)
+                .with_context(context)?;
+            Ok((Box::new(file), false))
+        }
+        Err(err) => Err(err).with_context(context),
     }
-    Ok(Box::new(file))
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP: the first ends the recording gracefully, a

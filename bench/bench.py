@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""proctrace benchmarks W1-W4 (issue #7). Run through bench/run.sh.
+
+Every timing is a ratio against a baseline run side by side (baseline,
+traced, baseline, traced, ...), and the median of the rounds is reported.
+Recording needs root. Python 3 standard library only.
+
+W1 spawn   bash loop of 2000 /bin/true: wall time traced / untraced, for
+           proctrace and strace; proctrace's own CPU per event, peak RSS.
+W2 filter  W1 traced while an untraced loop outside the tree spawns as fast
+           as it can: proctrace's CPU with noise / without; no noise event
+           may reach the recording.
+W3 burst   8 parallel spawners, 20,000 processes: 0 lost, exact counts, for
+           the ring buffer and the perf buffer.
+W4 offline render by-process/tree/html and ingest of 1,000,000 events:
+           wall time and peak RSS.
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+W1_LOOP = "for ((i = 0; i < 2000; i++)); do /bin/true; done"
+W3_SPAWNERS, W3_PER_SPAWNER = 8, 2500
+NOISE = "while :; do /bin/true; done"
+
+TARGETS = {
+    "w1_wall_ratio": 1.03,
+    "w2_cpu_ratio": 1.10,
+    "w4_seconds": 2.0,
+    "w4_rss_mb": 100.0,
+}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def wait_for_quiet(limit, deadline):
+    """Polls the 1-minute load average every 30 s until it is below `limit`
+    or the deadline (one budget for the whole run) has passed."""
+    if limit <= 0:
+        return loadavg()
+    while True:
+        load = loadavg()
+        if load < limit or time.time() >= deadline:
+            if load >= limit:
+                log(f"load {load:.2f} still >= {limit} at the wait deadline; running anyway")
+            return load
+        log(f"load {load:.2f} >= {limit}; waiting 30 s")
+        time.sleep(30)
+
+
+def timed(cmd, **kw):
+    """Runs cmd; returns (seconds, rusage of it and its descendants, status)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, **kw)
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return dt, ru, p.returncode
+
+
+def cpu(ru):
+    return ru.ru_utime + ru.ru_stime
+
+
+def parse_times(path):
+    """bash's `times`: shell user/sys, then its children's user/sys."""
+    def sec(s):
+        m, rest = s.split("m")
+        return int(m) * 60 + float(rest.rstrip("s"))
+    with open(path) as f:
+        vals = [sec(w) for w in f.read().split()]
+    return sum(vals)
+
+
+def read_recording(path):
+    counts, trailer, header, events = {}, None, None, []
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            (kind, body), = rec.items()
+            if kind == "Header":
+                header = body
+            elif kind == "Trailer":
+                trailer = body
+            else:
+                counts[kind] = counts.get(kind, 0) + 1
+                events.append((kind, body))
+    return header, events, counts, trailer
+
+
+def foreign_events(header, events):
+    """Events whose process is not the root or one of its descendants."""
+    tree, foreign = {header["root_pid"]}, 0
+    for kind, body in events:
+        if kind == "Fork":
+            if body["parent_pid"] in tree:
+                tree.add(body["child_pid"])
+            else:
+                foreign += 1
+        elif body["pid"] not in tree:
+            foreign += 1
+    return foreign
+
+
+def pid_max():
+    with open("/proc/sys/kernel/pid_max") as f:
+        return int(f.read())
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.pt = args.proctrace
+        self.tmp = tempfile.mkdtemp(prefix="proctrace-bench-")
+        self.results = {}
+
+    def w1_script(self, tag):
+        """The W1 loop, timing itself (bash builtins only: no extra process)."""
+        t = os.path.join(self.tmp, f"{tag}.times")
+        e = os.path.join(self.tmp, f"{tag}.elapsed")
+        return (["bash", "-c", f"s=$EPOCHREALTIME; {W1_LOOP}; e=$EPOCHREALTIME; "
+                 f"echo $s $e > {e}; times > {t}"], t, e)
+
+    def inner(self, e):
+        with open(e) as f:
+            s, t = f.read().split()
+        return float(t) - float(s)
+
+    def record_w1(self, tag, extra=()):
+        """One proctrace recording of W1. proctrace's own CPU is its rusage
+        (which includes the reaped workload) minus what the workload's shell
+        reports for itself and its children with `times`."""
+        cmd, t, e = self.w1_script(tag)
+        out = os.path.join(self.tmp, f"{tag}.ndjson")
+        dt, ru, rc = timed([self.pt, "record", *extra, "-o", out, "--", *cmd],
+                           stderr=subprocess.DEVNULL)
+        assert rc == 0, f"proctrace exited {rc}"
+        own = cpu(ru) - parse_times(t)
+        return {"wall": dt, "inner": self.inner(e), "own_cpu": own,
+                "maxrss_kb": ru.ru_maxrss, "out": out}
+
+    def w1(self):
+        n = self.args.rounds
+        log(f"W1 spawn: {n} rounds of baseline/proctrace/baseline/strace")
+        rows = []
+        for i in range(n):
+            cmd, _, e = self.w1_script("base")
+            b1, _, _ = timed(cmd)
+            b1i = self.inner(e)
+            r = self.record_w1("w1")
+            _, _, _, trailer = read_recording(r["out"])
+            cmd, _, e = self.w1_script("base")
+            b2, _, _ = timed(cmd)
+            b2i = self.inner(e)
+            cmd, _, e = self.w1_script("strace")
+            st, _, rc = timed(["strace", "-f", "-e", "trace=process", "-o", "/dev/null", *cmd])
+            assert rc == 0
+            sti = self.inner(e)
+            rows.append({"base1": b1, "proctrace": r["wall"], "base2": b2, "strace": st,
+                         "base1_inner": b1i, "proctrace_inner": r["inner"],
+                         "base2_inner": b2i, "strace_inner": sti,
+                         "own_cpu": r["own_cpu"], "events": trailer["events"],
+                         "lost": trailer["lost"], "maxrss_kb": r["maxrss_kb"]})
+            log(f"  round {i}: base {b1:.3f}s proctrace {r['wall']:.3f}s base {b2:.3f}s "
+                f"strace {st:.3f}s; proctrace cpu {r['own_cpu'] * 1000:.0f} ms "
+                f"for {trailer['events']} events")
+        hwm = self.peak_rss_w1()
+        fixed = median([self.record_empty() for _ in range(3)])
+        res = {
+            "rounds": rows,
+            "proctrace_ratio": median([r["proctrace"] / r["base1"] for r in rows]),
+            "strace_ratio": median([r["strace"] / r["base2"] for r in rows]),
+            "proctrace_inner_ratio": median([r["proctrace_inner"] / r["base1_inner"] for r in rows]),
+            "strace_inner_ratio": median([r["strace_inner"] / r["base2_inner"] for r in rows]),
+            "proctrace_fixed_s": median([(r["proctrace"] - r["proctrace_inner"])
+                                         - (r["base1"] - r["base1_inner"]) for r in rows]),
+            "baseline_s": median([r["base1"] for r in rows]),
+            "events": median([r["events"] for r in rows]),
+            "lost": max(r["lost"] for r in rows),
+            "own_cpu_s": median([r["own_cpu"] for r in rows]),
+            "cpu_per_event_us": median([r["own_cpu"] / r["events"] * 1e6 for r in rows]),
+            "fixed_cpu_s": fixed,
+            "marginal_cpu_per_event_us": median([(r["own_cpu"] - fixed) / r["events"] * 1e6
+                                                 for r in rows]),
+            "peak_rss_mb": hwm / 1024,
+            "maxrss_tree_mb": max(r["maxrss_kb"] for r in rows) / 1024,
+        }
+        self.results["W1"] = res
+
+    def record_empty(self):
+        """proctrace's own CPU for a recording of a shell that runs nothing:
+        the fixed part (start, BPF load and attach, teardown)."""
+        t = os.path.join(self.tmp, "empty.times")
+        out = os.path.join(self.tmp, "empty.ndjson")
+        _, ru, rc = timed([self.pt, "record", "-o", out, "--", "bash", "-c", f"times > {t}"],
+                          stderr=subprocess.DEVNULL)
+        assert rc == 0
+        return cpu(ru) - parse_times(t)
+
+    def peak_rss_w1(self):
+        """VmHWM of the proctrace process itself, sampled every 20 ms during
+        one extra W1 recording (it only grows, so the last sample is the peak
+        up to the last 20 ms)."""
+        cmd, _, _ = self.w1_script("rss")
+        out = os.path.join(self.tmp, "rss.ndjson")
+        p = subprocess.Popen([self.pt, "record", "-o", out, "--", *cmd], stderr=subprocess.DEVNULL)
+        hwm = 0
+        while p.poll() is None:
+            try:
+                with open(f"/proc/{p.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            hwm = max(hwm, int(line.split()[1]))
+            except OSError:
+                pass
+            time.sleep(0.02)
+        return hwm
+
+    def w2(self):
+        n = self.args.rounds
+        log(f"W2 filter: {n} rounds of quiet/noisy recordings")
+        rows = []
+        for i in range(n):
+            quiet = self.record_w1("w2q")
+            with open("/proc/sys/kernel/ns_last_pid") as f:
+                pid0 = int(f.read())
+            noise = subprocess.Popen(["bash", "-c", NOISE], start_new_session=True)
+            time.sleep(0.2)
+            noisy = self.record_w1("w2n")
+            os.killpg(noise.pid, 9)
+            noise.wait()
+            with open("/proc/sys/kernel/ns_last_pid") as f:
+                pids = (int(f.read()) - pid0) % pid_max()  # the counter wraps
+            header, events, counts, trailer = read_recording(noisy["out"])
+            foreign = foreign_events(header, events)
+            rows.append({"quiet_cpu": quiet["own_cpu"], "noisy_cpu": noisy["own_cpu"],
+                         "noisy_wall": noisy["wall"], "noisy_events": len(events),
+                         "foreign_events": foreign, "pids_created": pids,
+                         "lost": trailer["lost"]})
+            log(f"  round {i}: cpu quiet {quiet['own_cpu'] * 1000:.0f} ms, noisy "
+                f"{noisy['own_cpu'] * 1000:.0f} ms; {pids} pids created on the machine, "
+                f"{len(events)} events recorded, {foreign} outside the tree")
+        self.results["W2"] = {
+            "rounds": rows,
+            "cpu_ratio": median([r["noisy_cpu"] / r["quiet_cpu"] for r in rows]),
+            "foreign_events": sum(r["foreign_events"] for r in rows),
+            "noise_pids_per_s": median([(r["pids_created"] - r["noisy_events"] / 3)
+                                        / r["noisy_wall"] for r in rows]),
+            "events_per_round": median([r["noisy_events"] for r in rows]),
+        }
+
+    def w3(self):
+        n = max(3, self.args.rounds // 2)
+        log(f"W3 burst: {n} rounds per buffer")
+        spawner = f"for ((i = 0; i < {W3_PER_SPAWNER}; i++)); do /bin/true; done"
+        script = (f"for ((j = 0; j < {W3_SPAWNERS}; j++)); do ( {spawner} ) & done; wait")
+        res = {}
+        for buf, extra in (("ring", ()), ("perf", ("--perf-buffer",))):
+            rows = []
+            for i in range(n):
+                base, _, _ = timed(["bash", "-c", script])
+                out = os.path.join(self.tmp, f"w3-{buf}.ndjson")
+                dt, _, rc = timed([self.pt, "record", *extra, "-o", out, "--",
+                                   "bash", "-c", script], stderr=subprocess.DEVNULL)
+                assert rc == 0
+                header, events, counts, trailer = read_recording(out)
+                procs = W3_SPAWNERS * W3_PER_SPAWNER
+                # The 8 spawner subshells fork and exit too; the root's
+                # exec and exit are recorded.
+                expect = {"Fork": procs + W3_SPAWNERS,
+                          "Exec": procs + 1,
+                          "Exit": procs + W3_SPAWNERS + 1}
+                ok = all(counts.get(k) == v for k, v in expect.items())
+                rows.append({"wall": dt, "base": base, "events": trailer["events"],
+                             "lost": trailer["lost"], "lost_buffer_full": trailer["lost_buffer_full"],
+                             "lost_tracking_full": trailer["lost_tracking_full"],
+                             "counts": counts, "counts_ok": ok, "buffer": header["buffer"],
+                             "events_per_s": len(events) / (trailer["end_timestamp"] / 1e9)})
+                log(f"  {buf} round {i}: {len(events)} events in {dt:.2f}s (untraced {base:.2f}s), "
+                    f"lost {trailer['lost']}, counts {counts} {'ok' if ok else 'WRONG'}")
+            res[buf] = {"rounds": rows,
+                        "lost": sum(r["lost"] for r in rows),
+                        "counts_ok": all(r["counts_ok"] for r in rows),
+                        "buffer_in_header": sorted({r["buffer"] for r in rows}),
+                        "events_per_s": median([r["events_per_s"] for r in rows]),
+                        "wall_ratio": median([r["wall"] / r["base"] for r in rows])}
+        self.results["W3"] = res
+
+    def data(self, name, raw):
+        path = os.path.join(self.args.data_dir, name)
+        if not os.path.exists(path):
+            log(f"generating {path}")
+            os.makedirs(self.args.data_dir, exist_ok=True)
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_recording.py"),
+                            "--events", str(self.args.w4_events), *(["--raw"] if raw else []),
+                            "-o", path + ".part"], check=True)
+            os.rename(path + ".part", path)
+        return path
+
+    def modes(self):
+        help_text = subprocess.run([self.pt, "render", "--help"], capture_output=True,
+                                   text=True).stdout
+        return help_text
+
+    def w4(self):
+        n = self.args.rounds
+        ev = self.args.w4_events
+        rec = self.data(f"recording-{ev}.ndjson", raw=False)
+        raw = self.data(f"raw-{ev}.ndjson", raw=True)
+        help_text = self.modes()
+        jobs = []
+        for mode in ("by-process", "tree", "html"):
+            if f"- {mode}:" in help_text:
+                jobs.append((f"render -d {mode}", [self.pt, "render", "-i", rec, "-d", mode,
+                                                   "-o", "/dev/null"]))
+            else:
+                jobs.append((f"render -d {mode}", None))
+        jobs.append(("ingest", [self.pt, "ingest", "-i", raw, "--root-pid", "1000",
+                                "-o", "/dev/null"]))
+        log(f"W4 offline: {n} runs each on {ev}-event recordings")
+        res = {"events": ev, "recording_mb": os.path.getsize(rec) / 2**20,
+               "raw_mb": os.path.getsize(raw) / 2**20}
+        # Warm the page cache once, so that every run reads from memory.
+        for path in (rec, raw):
+            with open(path, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+        for name, cmd in jobs:
+            if cmd is None:
+                res[name] = {"pending": True}
+                log(f"  {name}: not available in this build (pending)")
+                continue
+            rows = []
+            for _ in range(n):
+                dt, ru, rc = timed(cmd, stdout=subprocess.DEVNULL)
+                assert rc == 0, f"{cmd} exited {rc}"
+                rows.append({"wall": dt, "cpu": cpu(ru), "maxrss_mb": ru.ru_maxrss / 1024})
+            res[name] = {"rounds": rows, "wall_s": median([r["wall"] for r in rows]),
+                         "cpu_s": median([r["cpu"] for r in rows]),
+                         "peak_rss_mb": max(r["maxrss_mb"] for r in rows),
+                         "cmd": " ".join(cmd)}
+            log(f"  {name}: median {res[name]['wall_s']:.2f}s (cpu {res[name]['cpu_s']:.2f}s), peak RSS "
+                f"{res[name]['peak_rss_mb']:.0f} MB")
+        self.results["W4"] = res
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "memory_gb": round(mem_kb / 2**20, 1), "os": platform.freedesktop_os_release().get(
+                "PRETTY_NAME", "?") if hasattr(platform, "freedesktop_os_release") else "?"}
+
+
+def verdict(ok):
+    return "met" if ok else "MISSED"
+
+
+def table(r):
+    lines = ["| Workload | Metric | Result | Target | |", "|---|---|---|---|---|"]
+
+    def row(w, m, v, t, ok=None):
+        lines.append(f"| {w} | {m} | {v} | {t} | {'' if ok is None else verdict(ok)} |")
+    if "W1" in r:
+        w = r["W1"]
+        row("W1 spawn", "wall, proctrace record / untraced", f"{w['proctrace_ratio']:.3f}x",
+            "<= 1.03x", w["proctrace_ratio"] <= TARGETS["w1_wall_ratio"])
+        row("W1 spawn", "wall, strace -f / untraced", f"{w['strace_ratio']:.2f}x", "~2-3x (reference)")
+        row("W1 spawn", "loop only (inside the tree), proctrace / strace",
+            f"{w['proctrace_inner_ratio']:.3f}x / {w['strace_inner_ratio']:.2f}x", "")
+        row("W1 spawn", "proctrace fixed cost per recording", f"{w['proctrace_fixed_s'] * 1000:.0f} ms",
+            "")
+        row("W1 spawn", "untraced baseline", f"{w['baseline_s']:.2f} s", "")
+        row("W1 spawn", "events recorded / lost", f"{w['events']:.0f} / {w['lost']}", "")
+        row("W1 spawn", "proctrace CPU (user+sys)", f"{w['own_cpu_s'] * 1000:.0f} ms", "")
+        row("W1 spawn", "proctrace CPU per event (all / beyond the fixed part)",
+            f"{w['cpu_per_event_us']:.1f} us / {w['marginal_cpu_per_event_us']:.1f} us", "")
+        row("W1 spawn", "proctrace fixed CPU (recording of an empty shell)",
+            f"{w['fixed_cpu_s'] * 1000:.0f} ms", "")
+        row("W1 spawn", "proctrace peak RSS (VmHWM)", f"{w['peak_rss_mb']:.1f} MB", "")
+    if "W2" in r:
+        w = r["W2"]
+        row("W2 filter", "proctrace CPU, noise / no noise", f"{w['cpu_ratio']:.3f}x", "<= 1.1x",
+            w["cpu_ratio"] <= TARGETS["w2_cpu_ratio"])
+        row("W2 filter", "noise events in the recordings", f"{w['foreign_events']}", "0",
+            w["foreign_events"] == 0)
+        row("W2 filter", "noise processes/s outside the tree (approx.)", f"{w['noise_pids_per_s']:.0f}", "")
+    if "W3" in r:
+        for buf, w in r["W3"].items():
+            row(f"W3 burst ({buf})", "events lost", f"{w['lost']}", "0", w["lost"] == 0)
+            row(f"W3 burst ({buf})", "Fork/Exec/Exit counts exact", "yes" if w["counts_ok"] else "NO",
+                "yes", w["counts_ok"])
+            row(f"W3 burst ({buf})", "events/s recorded", f"{w['events_per_s']:.0f}", "")
+            row(f"W3 burst ({buf})", "wall, traced / untraced", f"{w['wall_ratio']:.3f}x", "")
+    if "W4" in r:
+        w = r["W4"]
+        for name in ("render -d by-process", "render -d tree", "render -d html", "ingest"):
+            j = w.get(name)
+            if j is None:
+                continue
+            if j.get("pending"):
+                row("W4 offline", f"{name}", "pending (not in this build)", "<= 2 s, <= 100 MB")
+                continue
+            row("W4 offline", f"{name}: wall (CPU)", f"{j['wall_s']:.2f} s ({j['cpu_s']:.2f} s)", "<= 2 s",
+                j["wall_s"] <= TARGETS["w4_seconds"])
+            row("W4 offline", f"{name}: peak RSS", f"{j['peak_rss_mb']:.0f} MB", "<= 100 MB",
+                j["peak_rss_mb"] <= TARGETS["w4_rss_mb"])
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W1-W4")
+    ap.add_argument("--proctrace", default=os.path.join(
+        os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
+    ap.add_argument("--only", default="W1,W2,W3,W4")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
+    ap.add_argument("--w4-events", type=int, default=1_000_000)
+    ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
+    ap.add_argument("--max-load", type=float, default=0.8,
+                    help="wait until the 1-minute load average is below this (0: don't wait)")
+    ap.add_argument("--max-wait-min", type=float, default=25,
+                    help="longest wait for a quiet machine, over the whole run")
+    ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
+    args = ap.parse_args()
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W1", "W2", "W3"}:
+        sys.exit("recording needs root: run as root or through sudo")
+    if not shutil.which("strace") and "W1" in args.only:
+        sys.exit("strace is missing (apt-get install strace)")
+    b = Bench(args)
+    loads = {}
+    deadline = time.time() + args.max_wait_min * 60
+    try:
+        for w in args.only.split(","):
+            loads[w] = wait_for_quiet(args.max_load, deadline)
+            log(f"{w}: 1-minute load average {loads[w]:.2f}")
+            getattr(b, w.lower())()
+    finally:
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    out = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
+           "machine": machine(), "load_before": loads, "rounds": args.rounds,
+           "results": b.results}
+    with open(args.output, "w") as f:
+        json.dump(out, f, indent=1)
+    print(table(b.results))
+    print(f"\nload average before each workload: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in loads.items()))
+    print(f"results: {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+//! `proctrace record --pid`: attaching to a tree that is already running
+//! and keeps forking while proctrace seeds it.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use proctrace::event::{Pid, Record};
+
+/// Starts a tree whose root forks workers without pause, each worker
+/// forking a child of its own, until `stop` exists.
+fn busy_tree(stop: &std::path::Path) -> Background {
+    Background::sh(&format!(
+        "while [ ! -e {stop} ]; do sh -c 'sleep 0.02 & wait' & sleep 0.01; done; wait",
+        stop = stop.display()
+    ))
+}
+
+#[test]
+fn attaching_follows_a_busy_tree_to_its_end() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop");
+    let tree = busy_tree(&stop);
+    // Outside the tree: its processes must never show up.
+    let outside = Background::sh("while :; do /bin/true; done");
+    let root = tree.pid();
+    // Attach only once the tree is busy, so that seeding races its forks.
+    while descendants(root).len() < 3 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = dir.path().join("rec.ndjson");
+    let mut proctrace = Command::new(proctrace_bin())
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--pid")
+        .arg(root.to_string())
+        .spawn()
+        .unwrap();
+    // Let proctrace see the tree fork for a while, then let the tree end.
+    std::thread::sleep(Duration::from_millis(500));
+    fs::write(&stop, "").unwrap();
+    let status = wait_bounded(&mut proctrace, "proctrace record --pid");
+    drop(outside);
+
+    let records = parse_lines(&fs::read_to_string(&out).unwrap());
+    let Some(Record::Header(header)) = records.first() else {
+        panic!("no header")
+    };
+    let Some(Record::Trailer(trailer)) = records.last() else {
+        panic!("no trailer: {records:?}")
+    };
+    assert_eq!(header.root_pid, root);
+    assert_eq!(
+        (trailer.lost, trailer.interrupted),
+        (0, false),
+        "{trailer:?}"
+    );
+    assert_eq!(status.code(), Some(0));
+
+    // Processes forked after the attach carry a Fork; the rest were seeded.
+    let forked: BTreeSet<Pid> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Fork(f) = r {
+                Some(f.child_pid)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let exited: Vec<Pid> = records
+        .iter()
+        .filter_map(|r| {
+            if let Record::Exit(e) = r {
+                Some(e.pid)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let exited_set: BTreeSet<Pid> = exited.iter().copied().collect();
+    assert_eq!(exited.len(), exited_set.len(), "a process exited twice");
+    assert!(
+        forked.len() >= 10,
+        "the tree kept forking while recorded, saw {} forks",
+        forked.len()
+    );
+    assert!(
+        forked.is_subset(&exited_set),
+        "every process forked while recorded is recorded to its exit"
+    );
+    assert!(exited_set.contains(&root), "the root's exit is recorded");
+    // Seeded processes (alive at attach) are the root and its descendants
+    // of that moment: few, and every one of them exits in the recording.
+    let seeded: BTreeSet<Pid> = exited_set.difference(&forked).copied().collect();
+    assert!(seeded.len() < forked.len(), "seeded {seeded:?}");
+    for record in &records {
+        if let Record::Fork(fork) = record {
+            assert!(
+                fork.parent_pid == root
+                    || forked.contains(&fork.parent_pid)
+                    || seeded.contains(&fork.parent_pid),
+                "fork from outside the tree: {fork:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn attaching_to_a_missing_pid_is_a_clear_error() {
+    if !have_root() {
+        return;
+    }
+    let output = Command::new(proctrace_bin())
+        .args(["record", "-o", "/dev/null", "--pid", "999999999"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr.trim(), "proctrace: no process with pid 999999999");
+    // A run that never started removes only an output it created itself.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device(),
+        "/dev/null must survive"
+    );
+}
