@@ -50,14 +50,9 @@ fn attaching_follows_a_busy_tree_to_its_end() {
     let status = wait_bounded(&mut proctrace, "proctrace record --pid");
     drop(outside);
 
-    let records = parse_lines(&fs::read_to_string(&out).unwrap());
-    let Some(Record::Header(header)) = records.first() else {
-        panic!("no header")
-    };
-    let Some(Record::Trailer(trailer)) = records.last() else {
-        panic!("no trailer: {records:?}")
-    };
-    assert_eq!(header.root_pid, root);
+    let records = read_records(&out);
+    let trailer = trailer_in(&records);
+    assert_eq!(header_in(&records).root_pid, root);
     assert_eq!(
         (trailer.lost, trailer.interrupted),
         (0, false),
@@ -66,26 +61,15 @@ fn attaching_follows_a_busy_tree_to_its_end() {
     assert_eq!(status.code(), Some(0));
 
     // Processes forked after the attach carry a Fork; the rest were seeded.
-    let forked: BTreeSet<Pid> = records
-        .iter()
-        .filter_map(|r| {
-            if let Record::Fork(f) = r {
-                Some(f.child_pid)
-            } else {
-                None
-            }
-        })
-        .collect();
-    let exited: Vec<Pid> = records
-        .iter()
-        .filter_map(|r| {
-            if let Record::Exit(e) = r {
-                Some(e.pid)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let pids_of = |kind: &str| -> Vec<Pid> {
+        records
+            .iter()
+            .filter(|r| r.kind() == kind)
+            .filter_map(Record::pid)
+            .collect()
+    };
+    let forked: BTreeSet<Pid> = pids_of("Fork").into_iter().collect();
+    let exited = pids_of("Exit");
     let exited_set: BTreeSet<Pid> = exited.iter().copied().collect();
     assert_eq!(exited.len(), exited_set.len(), "a process exited twice");
     assert!(

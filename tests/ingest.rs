@@ -3,16 +3,13 @@
 
 mod common;
 
-use std::fs;
-use std::process::Command;
-
 use common::*;
 use proctrace::event::Record;
 
 /// The events of a recording without their numbering and timing, which
 /// differ between two recordings of one run.
 fn events(path: &std::path::Path) -> Vec<serde_json::Value> {
-    parse_lines(&fs::read_to_string(path).unwrap())
+    read_records(path)
         .into_iter()
         .filter(|r| !matches!(r, Record::Header(_) | Record::Trailer(_)))
         .map(|mut r| {
@@ -37,52 +34,33 @@ fn ingesting_a_raw_recording_reproduces_the_ordinary_one() {
     let demo = repo().join("demo/demo.sh");
     // An ordinary recording of the demo, made inside a raw recording of
     // the whole machine: both see the very same processes.
-    let status = Command::new(proctrace_bin())
-        .args(["record", "--raw", "-o"])
-        .arg(&raw)
-        .args(["--", proctrace_bin(), "record", "-o"])
-        .arg(&inner)
-        .arg("--")
-        .arg(&demo)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let root = parse_lines(&fs::read_to_string(&inner).unwrap())
-        .iter()
-        .find_map(|r| {
-            if let Record::Header(h) = r {
-                Some(h.root_pid)
-            } else {
-                None
-            }
-        })
-        .unwrap();
-    let ingest = Command::new(proctrace_bin())
-        .args(["ingest", "-i"])
-        .arg(&raw)
-        .args(["--root-pid", &root.to_string(), "-o"])
-        .arg(&ingested)
-        .output()
-        .unwrap();
-    assert!(
-        ingest.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ingest.stderr)
-    );
-    let raw_trailer = parse_lines(&fs::read_to_string(&raw).unwrap())
-        .into_iter()
-        .find_map(|r| {
-            if let Record::Trailer(t) = r {
-                Some(t)
-            } else {
-                None
-            }
-        })
-        .unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let (raw_s, inner_s, ingested_s) = (path(&raw), path(&inner), path(&ingested));
+    let demo = path(&demo);
+    proctrace_ok(&[
+        "record",
+        "--raw",
+        "-o",
+        &raw_s,
+        "--",
+        proctrace_bin(),
+        "record",
+        "-o",
+        &inner_s,
+        "--",
+        &demo,
+    ]);
+    let root = header_in(&read_records(&inner)).root_pid.to_string();
+    proctrace_ok(&[
+        "ingest",
+        "-i",
+        &raw_s,
+        "--root-pid",
+        &root,
+        "-o",
+        &ingested_s,
+    ]);
+    let raw_trailer = trailer_in(&read_records(&raw)).clone();
     assert_eq!(
         raw_trailer.lost, 0,
         "the raw recording lost events: {raw_trailer:?}"

@@ -580,6 +580,39 @@ pub fn kind(r: &Record) -> &'static str {
     r.kind()
 }
 
+/// The recording at `path`, parsed line by line.
+pub fn read_records(path: &Path) -> Vec<Record> {
+    parse_lines(&fs::read_to_string(path).unwrap())
+}
+
+/// The header of parsed records.
+pub fn header_in(records: &[Record]) -> &Header {
+    records
+        .iter()
+        .find_map(|r| {
+            if let Record::Header(h) = r {
+                Some(h)
+            } else {
+                None
+            }
+        })
+        .expect("a header")
+}
+
+/// The trailer of parsed records.
+pub fn trailer_in(records: &[Record]) -> &Trailer {
+    records
+        .iter()
+        .find_map(|r| {
+            if let Record::Trailer(t) = r {
+                Some(t)
+            } else {
+                None
+            }
+        })
+        .expect("a trailer")
+}
+
 /// argv as owned strings, for comparisons.
 pub fn strings(argv: &[&str]) -> Vec<String> {
     argv.iter().map(|s| s.to_string()).collect()

@@ -20,9 +20,20 @@ pub fn proctrace(args: &[&str]) -> Output {
         .expect("running proctrace")
 }
 
+/// Runs proctrace and requires it to succeed.
+pub fn proctrace_ok(args: &[&str]) -> Output {
+    let run = proctrace(args);
+    assert!(
+        run.status.success(),
+        "proctrace {args:?} failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    run
+}
+
 /// Renders `input` as `mode` into `output`.
 pub fn render(input: &Path, mode: &str, output: &Path) {
-    let run = proctrace(&[
+    proctrace_ok(&[
         "render",
         "-i",
         input.to_str().unwrap(),
@@ -31,11 +42,6 @@ pub fn render(input: &Path, mode: &str, output: &Path) {
         "-o",
         output.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "render -d {mode} failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
 }
 
 /// Records demo/demo.sh into `dir`; `None` (skipped) if not root.
@@ -45,18 +51,13 @@ pub fn record_demo(dir: &Path) -> Option<PathBuf> {
     }
     let path = dir.join("demo.ndjson");
     let demo = repo().join("demo/demo.sh");
-    let run = proctrace(&[
+    proctrace_ok(&[
         "record",
         "-o",
         path.to_str().unwrap(),
         "--",
         demo.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "recording the demo failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
     Some(path)
 }
 
