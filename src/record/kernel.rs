@@ -60,22 +60,10 @@ pub struct Probe<'obj> {
     pub buffer: BufferKind,
     /// Events that cannot be recorded on this kernel, said once at start.
     pub warnings: Vec<String>,
+    /// Detached one by one when dropped: detaching tracepoints from several
+    /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
+    /// kernel matrix), though it would share the RCU waits.
     _links: Vec<Link>,
-}
-
-impl Drop for Probe<'_> {
-    /// Detaches every program at once: detaching a syscall tracepoint waits
-    /// for RCU grace periods in the kernel (about 90 ms each on Linux 6.18),
-    /// and concurrent detaches share them instead of waiting in turn.
-    fn drop(&mut self) {
-        std::thread::scope(|scope| {
-            for link in self._links.drain(..) {
-                let detach = std::thread::Builder::new().name("proctrace-detach".into());
-                // Without a thread, the link is dropped (detached) here.
-                let _ = detach.spawn_scoped(scope, move || drop(link));
-            }
-        });
-    }
 }
 
 /// Checks privileges and BTF, then opens, configures, loads and attaches.
