@@ -43,6 +43,9 @@ pub struct RecordArgs {
     /// the command has exited and only lingering processes are left, the recording ends.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     linger: Option<std::time::Duration>,
+    /// Do not record the file descriptors each program starts with.
+    #[arg(long)]
+    no_fds: bool,
     /// End lingering processes (SIGTERM, then SIGKILL after 2 s) and record their exits.
     #[arg(long, requires = "linger")]
     kill_lingering: bool,
@@ -95,6 +98,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .linger(args.linger)
         .kill_lingering(args.kill_lingering)
         .subreaper(true)
+        .capture_fds(!args.no_fds)
         .start();
     let recording = match recording {
         Ok(recording) => recording,

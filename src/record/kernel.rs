@@ -50,6 +50,7 @@ pub struct KernelConfig {
     pub ring_bytes: u32,
     pub perf_pages: usize,
     pub btf: Option<PathBuf>,
+    pub capture_fds: bool,
 }
 
 /// The loaded and attached program.
@@ -134,6 +135,7 @@ fn configure(
     rodata.raw_mode = config.raw;
     rodata.pidns_level = level;
     rodata.pidns_inum = inum;
+    rodata.capture_fds = config.capture_fds;
 
     let map_error = RecordError::bpf("sizing the BPF maps");
     open.maps

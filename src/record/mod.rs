@@ -76,6 +76,7 @@ impl Recorder {
                 // 1 MiB per CPU: bursts of thousands of processes between polls.
                 perf_pages: 256,
                 btf: None,
+                capture_fds: true,
             },
         }
     }
@@ -140,6 +141,12 @@ impl Recorder {
     /// Size of the ring buffer in bytes (a power of two, at least 4 KiB).
     pub fn ring_bytes(mut self, bytes: u32) -> Self {
         self.kernel.ring_bytes = bytes;
+        self
+    }
+
+    /// Records the file descriptors each program starts with (the default).
+    pub fn capture_fds(mut self, capture: bool) -> Self {
+        self.kernel.capture_fds = capture;
         self
     }
 

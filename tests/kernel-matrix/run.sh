@@ -48,7 +48,7 @@ for s in "${series[@]}"; do
     log=$out/$s.log
     echo "run.sh: booting $s ($kernel)" >&2
     start=$(date +%s)
-    timeout "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1G \
+    timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2 -m 1G \
         -nographic -no-reboot -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
         -append 'console=ttyS0 panic=-1 quiet loglevel=1' </dev/null >"$log" 2>&1 || {
         rc=$?

@@ -1,0 +1,83 @@
+//! The descriptors each program starts with, read in the kernel at exec.
+
+mod common;
+
+use common::*;
+use proctrace::event::{Exec, FdKind};
+
+fn exec_of<'a>(execs: &[&'a Exec], program: &str) -> &'a Exec {
+    execs
+        .iter()
+        .find(|e| e.argv[0] == program)
+        .unwrap_or_else(|| panic!("no exec of {program}"))
+}
+
+#[test]
+fn each_program_records_what_it_inherits() {
+    if !have_root() {
+        return;
+    }
+    // fd 3 survives exec, fd 4 is close-on-exec; two cats share a pipe.
+    let run = record(
+        Mode::Ring,
+        &[
+            "sh",
+            "-c",
+            "exec 3</etc/hostname; exec 4</etc/hostname; cat /etc/hostname 4<&- | wc -c >/dev/null",
+        ],
+    );
+    let execs = run.all_execs();
+    let cat = exec_of(&execs, "cat");
+    let wc = exec_of(&execs, "wc");
+    let fd = |exec: &Exec, n: i32| exec.fds.iter().find(|f| f.fd == n).cloned();
+    let hostname = fd(cat, 3).expect("cat inherits fd 3");
+    assert_eq!(
+        (hostname.kind, hostname.target.as_str()),
+        (FdKind::File, "/etc/hostname")
+    );
+    assert_eq!(fd(cat, 4), None, "fd 4 was closed for cat");
+    let (out, inp) = (fd(cat, 1).unwrap(), fd(wc, 0).unwrap());
+    assert_eq!(out.kind, FdKind::Pipe);
+    assert!(
+        out.same_file(&inp),
+        "cat's stdout is wc's stdin: {out:?} {inp:?}"
+    );
+    assert_eq!(out.target, format!("pipe:[{}]", out.ino));
+    let null = fd(wc, 1).unwrap();
+    assert_eq!(
+        (null.kind, null.target.as_str()),
+        (FdKind::Device, "/dev/null")
+    );
+}
+
+#[test]
+fn no_fds_turns_it_off() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.ndjson");
+    proctrace_ok(&[
+        "record",
+        "--no-fds",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "true",
+    ]);
+    let records = read_records(&out);
+    let execs: Vec<_> = records
+        .iter()
+        .filter_map(|r| {
+            if let proctrace::event::Record::Exec(e) = r {
+                Some(e)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(!execs.is_empty());
+    assert!(execs.iter().all(|e| e.fds.is_empty()), "{execs:?}");
+}
