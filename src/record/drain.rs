@@ -212,7 +212,12 @@ impl Drain<'_, '_> {
         if progress.gone_since.is_none() && self.probe.tree_is_gone() {
             progress.gone_since = Some(now);
         }
-        if !self.policy.kill && progress.lineage.only_lingerers_left() {
+        // Without --linger nothing is reported lingering, and the counters
+        // alone say when the tree is gone.
+        if self.policy.linger.is_some()
+            && !self.policy.kill
+            && progress.lineage.only_lingerers_left()
+        {
             progress.lingered_out_since.get_or_insert(now);
         }
         let waited = |since: Option<u64>, grace: u64| since.is_some_and(|t| now - t > grace);

@@ -72,7 +72,10 @@ pub fn load<'obj>(
     config: &KernelConfig,
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<Probe<'obj>, RecordError> {
-    check_privileges()?;
+    let status = fs::read_to_string("/proc/self/status")
+        .map_err(RecordError::system("reading /proc/self/status"))?;
+    check_privileges(&status)?;
+    let pidns = pid_namespace(&status)?;
     let kernel_btf = Path::new(KERNEL_BTF).exists();
     if let Some(path) = &config.btf {
         fs::metadata(path).map_err(|source| RecordError::BtfFile {
@@ -96,7 +99,7 @@ pub fn load<'obj>(
         .map_err(RecordError::bpf("opening the BPF object"))?;
     let buffer = choose_buffer(config.buffer);
     let btf_hooks = config.hooks == HookChoice::Auto && kernel_btf;
-    configure(&mut open, config, buffer, btf_hooks)?;
+    configure(&mut open, config, pidns, buffer, btf_hooks)?;
     let skel = open
         .load()
         .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
@@ -122,10 +125,10 @@ fn choose_buffer(choice: BufferChoice) -> BufferKind {
 fn configure(
     open: &mut OpenProctraceSkel<'_>,
     config: &KernelConfig,
+    (level, inum): (u32, u32),
     buffer: BufferKind,
     btf_hooks: bool,
 ) -> Result<(), RecordError> {
-    let (level, inum) = pid_namespace()?;
     let rodata = open
         .maps
         .rodata_data
@@ -236,9 +239,8 @@ fn raise_memlock_limit() {
     );
 }
 
-fn check_privileges() -> Result<(), RecordError> {
-    let status = fs::read_to_string("/proc/self/status")
-        .map_err(RecordError::system("reading /proc/self/status"))?;
+/// Checks the effective capabilities in `status` (/proc/self/status).
+fn check_privileges(status: &str) -> Result<(), RecordError> {
     let effective = status
         .lines()
         .find_map(|line| line.strip_prefix("CapEff:"))
@@ -254,9 +256,7 @@ fn check_privileges() -> Result<(), RecordError> {
 
 /// proctrace's PID namespace: its nesting level and inode number, so the
 /// kernel side can report pids as proctrace sees them.
-fn pid_namespace() -> Result<(u32, u32), RecordError> {
-    let status = fs::read_to_string("/proc/self/status")
-        .map_err(RecordError::system("reading /proc/self/status"))?;
+fn pid_namespace(status: &str) -> Result<(u32, u32), RecordError> {
     let level = status
         .lines()
         .find_map(|line| line.strip_prefix("NSpid:"))

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use crate::event::{shell_join, Fd, FdKind, HeldFd, Lingering, Pid, Record};
+use crate::event::{Fd, FdKind, HeldFd, Lingering, Pid, Record};
 
 /// A lingering process, for people: its command and the chain of commands
 /// that started it, from the root down.
@@ -91,7 +91,7 @@ impl Lineage {
                     self.root_fds = exec.fds.clone();
                 }
                 if let Some(node) = self.nodes.get_mut(&exec.pid) {
-                    node.command = shell_join(&exec.argv);
+                    node.command = exec.cmdline.clone();
                 }
             }
             Record::Exit(exit) => return self.exit(exit.pid, exit.timestamp),

@@ -439,7 +439,7 @@ impl Run {
         self.events()
             .iter()
             .filter(|r| r.pid() == Some(pid))
-            .map(kind)
+            .map(Record::kind)
             .collect()
     }
 
@@ -498,7 +498,7 @@ impl Run {
         for r in self.events() {
             let pid = r.pid().unwrap();
             let history = seen.entry(pid).or_default();
-            let k = kind(r);
+            let k = r.kind();
             if !self.header().raw {
                 assert!(
                     k != "Fork" || history.is_empty(),
@@ -527,7 +527,7 @@ impl Run {
             ctx()
         );
         assert_eq!(
-            self.events().first().map(kind),
+            self.events().first().map(Record::kind),
             Some("Exec"),
             "the root's exec comes first\n{}",
             ctx()
@@ -574,10 +574,6 @@ impl Run {
             );
         }
     }
-}
-
-pub fn kind(r: &Record) -> &'static str {
-    r.kind()
 }
 
 /// The recording at `path`, parsed line by line.
