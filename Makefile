@@ -30,7 +30,7 @@ demo: build
 # The whole test suite. Test binaries run through sudo when you are not
 # root: they load eBPF programs against the real kernel.
 test: test-deps
-	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked
+	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked --no-fail-fast
 
 # Benchmarks W1-W4 (release build; recording through sudo): prints a table
 # and writes bench/results.json. See BENCHMARKS.md. Not part of `make test`.
