@@ -39,6 +39,10 @@ const volatile bool capture_fds = true;
  * map cannot, since a scan of it races with the adds and deletes. */
 __u64 forked = 0;
 __u64 exited = 0;
+/* Processes userspace put into `tracked` itself (written by userspace). */
+__u64 seeded = 0;
+/* Buffered bytes past which userspace is woken at once (half the ring). */
+const volatile __u64 wakeup_bytes = 0;
 
 /* Make the skeleton generate Rust types for every record layout. */
 struct fork_event _fork_event = {};
@@ -81,19 +85,6 @@ struct {
 	__type(value, __u64);
 } losses SEC(".maps");
 
-/* setpgid's arguments, from syscall entry to exit, by thread id. */
-struct setpgid_call {
-	__s32 pid;
-	__s32 pgid;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct setpgid_call);
-} setpgid_calls SEC(".maps");
-
 static __always_inline void count_loss(__u32 kind)
 {
 	__u64 *count = bpf_map_lookup_elem(&losses, &kind);
@@ -102,14 +93,22 @@ static __always_inline void count_loss(__u32 kind)
 		(*count)++;
 }
 
-static __always_inline void emit(void *ctx, void *data, __u64 size)
+/* Waking userspace for every event costs a context switch per event, which
+ * on a busy tree is most of proctrace's cost; it looks at the ring every
+ * 50 ms anyway. Wake it early only when it must act: the ring is half
+ * full, or the tree may just have ended. The perf buffer wakes per event. */
+static __always_inline void emit(void *ctx, void *data, __u64 size, bool urgent)
 {
+	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	long err;
 
-	if (use_ringbuf)
-		err = bpf_ringbuf_output(&events, data, size, 0);
-	else
+	if (use_ringbuf) {
+		if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+			wakeup = BPF_RB_FORCE_WAKEUP;
+		err = bpf_ringbuf_output(&events, data, size, wakeup);
+	} else {
 		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
+	}
 	if (err)
 		count_loss(LOSS_OUTPUT);
 }
@@ -198,7 +197,7 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 	event.child_pgid = pgid_of(child);
 	event.child_sid = sid_of(child);
 	event.child_ppid = tgid_of(BPF_CORE_READ(child, real_parent));
-	emit(ctx, &event, sizeof(event));
+	emit(ctx, &event, sizeof(event), false);
 	return 0;
 }
 
@@ -371,7 +370,7 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	barrier_var(size);
 	if (size > sizeof(*record))
 		size = sizeof(*record);
-	emit(ctx, record, size);
+	emit(ctx, record, size, false);
 	return 0;
 }
 
@@ -389,6 +388,7 @@ static __always_inline __s32 group_status(struct task_struct *task)
 static __always_inline int on_exit(void *ctx, struct task_struct *task)
 {
 	struct exit_event event = {};
+	bool tracked_exit;
 	__s32 pid;
 
 	/* do_exit() has already counted this thread out of signal->live: a
@@ -399,9 +399,8 @@ static __always_inline int on_exit(void *ctx, struct task_struct *task)
 	pid = tgid_of(task);
 	/* Threads that die together may each see zero; only the one whose
 	 * delete succeeds reports, so the exit is reported exactly once. */
-	if (bpf_map_delete_elem(&tracked, &pid) == 0)
-		__sync_fetch_and_add(&exited, 1);
-	else if (!raw_mode)
+	tracked_exit = bpf_map_delete_elem(&tracked, &pid) == 0;
+	if (!tracked_exit && !raw_mode)
 		return 0;
 
 	fill_header(&event.header, EVENT_EXIT, pid);
@@ -409,7 +408,12 @@ static __always_inline int on_exit(void *ctx, struct task_struct *task)
 	event.pgid = pgid_of(task);
 	event.sid = sid_of(task);
 	event.status = group_status(task);
-	emit(ctx, &event, sizeof(event));
+	/* The last process of the tree going: wake userspace to finish. */
+	emit(ctx, &event, sizeof(event), tracked_exit && exited + 1 >= forked + seeded);
+	/* Counted only once the event is in the buffer: when userspace sees
+	 * the tree gone, one more read of the buffer has every event. */
+	if (tracked_exit)
+		__sync_fetch_and_add(&exited, 1);
 	return 0;
 }
 
@@ -455,36 +459,7 @@ static __always_inline void emit_id(void *ctx, __u32 kind, __s32 pid, __s32 id)
 
 	fill_header(&event.header, kind, pid);
 	event.id = id;
-	emit(ctx, &event, sizeof(event));
-}
-
-SEC("tracepoint/syscalls/sys_exit_setsid")
-int setsid_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	struct task_struct *task = (void *)bpf_get_current_task();
-	__s32 pid;
-
-	if (ctx->ret < 0)
-		return 0;
-	pid = tgid_of(task);
-	if (raw_mode || is_tracked(pid))
-		emit_id(ctx, EVENT_SETSID, pid, sid_of(task));
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_setpgid")
-int setpgid_enter(struct trace_event_raw_sys_enter *ctx)
-{
-	struct task_struct *task = (void *)bpf_get_current_task();
-	struct setpgid_call call = {};
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-	if (!raw_mode && !is_tracked(tgid_of(task)))
-		return 0;
-	call.pid = (__s32)ctx->args[0];
-	call.pgid = (__s32)ctx->args[1];
-	bpf_map_update_elem(&setpgid_calls, &tid, &call, BPF_ANY);
-	return 0;
+	emit(ctx, &event, sizeof(event), false);
 }
 
 /* setpgid(pid, ...) names the caller or one of its children by the number
@@ -509,24 +484,62 @@ static __always_inline struct task_struct *setpgid_target(struct task_struct *ta
 	return NULL;
 }
 
-SEC("tracepoint/syscalls/sys_exit_setpgid")
-int setpgid_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	struct task_struct *task = (void *)bpf_get_current_task();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct setpgid_call *call;
-	struct task_struct *target;
-	__s32 vpid;
+/* Syscall numbers (arch/x86/entry/syscalls): native x86-64 and 32-bit
+ * compat, which a 64-bit kernel runs with TS_COMPAT set in thread_info. */
+#define NR_SETPGID 109
+#define NR_SETSID 112
+#define NR32_SETPGID 57
+#define NR32_SETSID 66
+#define TS_COMPAT 0x0002
 
-	call = bpf_map_lookup_elem(&setpgid_calls, &tid);
-	if (!call)
+/* One hook at syscall exit serves setsid and setpgid. The syscall-specific
+ * tracepoints would need tracefs, run at entry too, and cost a full RCU
+ * grace period each to detach (perf_trace_event_unreg); a raw tracepoint
+ * detaches at once. The arguments are still in the saved user registers at
+ * exit, and the result is known. */
+static __always_inline bool is_id_syscall(long nr, bool compat)
+{
+	return nr == (compat ? NR32_SETSID : NR_SETSID) || nr == (compat ? NR32_SETPGID : NR_SETPGID);
+}
+
+/* Runs for every syscall on the machine: the number is checked first, so
+ * the rest costs nothing for the others. */
+static __always_inline int on_syscall_exit(void *ctx, struct pt_regs *regs, long nr, long ret)
+{
+	struct task_struct *task;
+	struct task_struct *target;
+	bool compat;
+	__s32 pid;
+
+	if (!is_id_syscall(nr, false) && !is_id_syscall(nr, true))
 		return 0;
-	vpid = call->pid;
-	bpf_map_delete_elem(&setpgid_calls, &tid);
-	if (ctx->ret != 0)
+	task = (void *)bpf_get_current_task();
+	compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+	if (!is_id_syscall(nr, compat) || ret < 0)
 		return 0;
-	target = setpgid_target(task, vpid);
+	pid = tgid_of(task);
+	if (!raw_mode && !is_tracked(pid))
+		return 0;
+	if (nr == (compat ? NR32_SETSID : NR_SETSID)) {
+		emit_id(ctx, EVENT_SETSID, pid, sid_of(task));
+		return 0;
+	}
+	target = setpgid_target(task, compat ? (__s32)BPF_CORE_READ(regs, bx)
+					     : (__s32)BPF_CORE_READ(regs, di));
 	if (target)
 		emit_id(ctx, EVENT_SETPGID, tgid_of(target), pgid_of(target));
 	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
+{
+	/* A BTF-typed pointer: read directly, no helper call per syscall. */
+	return on_syscall_exit(ctx, regs, regs->orig_ax, ret);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
+{
+	return on_syscall_exit(ctx, regs, BPF_CORE_READ(regs, orig_ax), ret);
 }

@@ -113,7 +113,6 @@ struct Progress {
     lineage: Lineage,
     /// Lingering processes sent SIGTERM, and when SIGKILL is due.
     terminating: Vec<(Pid, u64)>,
-    gone_since: Option<u64>,
     stop_since: Option<u64>,
     lingered_out_since: Option<u64>,
 }
@@ -163,7 +162,6 @@ impl Drain<'_, '_> {
             totals: Totals::default(),
             lineage: Lineage::new(root),
             terminating: Vec::new(),
-            gone_since: None,
             stop_since: None,
             lingered_out_since: None,
         };
@@ -179,7 +177,10 @@ impl Drain<'_, '_> {
         let mut totals = progress.totals;
         totals.interrupted = !matches!(end, End::Settled);
         if target.is_child() {
-            self.reap(root, &mut totals);
+            // A settled tree's root has exited in the kernel, and becomes a
+            // zombie a moment later: wait for that moment.
+            let root_exited = matches!(end, End::Settled);
+            self.reap(root, root_exited, &mut totals);
         }
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
         totals.malformed = *malformed.borrow();
@@ -197,20 +198,20 @@ impl Drain<'_, '_> {
         let now = monotonic_ns();
         let elapsed = now.saturating_sub(progress.start_ns);
         buffer.poll(POLL_INTERVAL)?;
+        // The kernel wakes this thread only when it must (see emit() in the
+        // BPF program); what came in quietly is read now.
+        buffer.consume()?;
         if !self.release(Some(elapsed.saturating_sub(REORDER_WINDOW_NS)), progress)
             || self.control.abort.load(Ordering::Relaxed)
         {
             return Ok(Some(End::Aborted));
         }
         if target.is_child() {
-            self.reap(progress.root, &mut progress.totals);
+            self.reap(progress.root, false, &mut progress.totals);
         }
         self.watch_lingering(elapsed, progress);
         if self.control.stop.load(Ordering::Relaxed) {
             progress.stop_since.get_or_insert(now);
-        }
-        if progress.gone_since.is_none() && self.probe.tree_is_gone() {
-            progress.gone_since = Some(now);
         }
         // Without --linger nothing is reported lingering, and the counters
         // alone say when the tree is gone.
@@ -221,10 +222,10 @@ impl Drain<'_, '_> {
             progress.lingered_out_since.get_or_insert(now);
         }
         let waited = |since: Option<u64>, grace: u64| since.is_some_and(|t| now - t > grace);
+        // The last exit is counted after its event is in the buffer, so once
+        // the tree is gone one more read of the buffer has everything.
         Ok(
-            if waited(progress.gone_since, REORDER_WINDOW_NS)
-                || waited(progress.lingered_out_since, REORDER_WINDOW_NS)
-            {
+            if self.probe.tree_is_gone() || waited(progress.lingered_out_since, REORDER_WINDOW_NS) {
                 Some(End::Settled)
             } else if waited(progress.stop_since, STOP_GRACE_NS) {
                 Some(End::Stopped)
@@ -324,22 +325,34 @@ impl Drain<'_, '_> {
     }
 
     /// Collects exited children: the root's status, and as the subreaper
-    /// the orphans of the tree, which would otherwise stay zombies.
-    fn reap(&self, root: Pid, totals: &mut Totals) {
-        let any = if self.policy.subreaper { -1 } else { root };
-        loop {
-            match waitpid(NixPid::from_raw(any), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => {
-                    totals.root_exit_code = Some(code)
-                }
-                Ok(WaitStatus::Signaled(pid, signal, _)) if pid.as_raw() == root => {
-                    totals.root_signal = Some(signal as i32)
-                }
-                Ok(WaitStatus::StillAlive) | Err(_) => return,
-                Ok(_) => {}
-            }
+    /// the orphans of the tree, which would otherwise stay zombies. With
+    /// `root_exited`, waits for the root's status first.
+    fn reap(&self, root: Pid, root_exited: bool, totals: &mut Totals) {
+        if root_exited {
+            collect(waitpid(NixPid::from_raw(root), None), root, totals);
         }
+        let any = if self.policy.subreaper { -1 } else { root };
+        while collect(
+            waitpid(NixPid::from_raw(any), Some(WaitPidFlag::WNOHANG)),
+            root,
+            totals,
+        ) {}
     }
+}
+
+/// Takes in one wait result; false when there is nothing more to wait for.
+fn collect(waited: nix::Result<WaitStatus>, root: Pid, totals: &mut Totals) -> bool {
+    match waited {
+        Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => {
+            totals.root_exit_code = Some(code)
+        }
+        Ok(WaitStatus::Signaled(pid, signal, _)) if pid.as_raw() == root => {
+            totals.root_signal = Some(signal as i32)
+        }
+        Ok(WaitStatus::StillAlive) | Err(_) => return false,
+        Ok(_) => {}
+    }
+    true
 }
 
 /// Orphans of the tree become proctrace's children instead of init's, so

@@ -4,6 +4,7 @@ use std::fs;
 use std::mem::MaybeUninit;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapType, OpenObject};
@@ -14,8 +15,6 @@ use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, Pid};
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
-const TRACEFS: &str = "/sys/kernel/tracing";
-const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
@@ -56,8 +55,9 @@ pub struct KernelConfig {
 /// The loaded and attached program.
 pub struct Probe<'obj> {
     pub skel: ProctraceSkel<'obj>,
-    /// Processes userspace put into the map, less those it took out.
-    seeds: std::cell::Cell<u64>,
+    /// The `.bss` counters the kernel side keeps (`forked`, `exited`) and
+    /// the one userspace keeps for it (`seeded`), in their shared mapping.
+    counters: Counters<'obj>,
     pub buffer: BufferKind,
     /// Events that cannot be recorded on this kernel, said once at start.
     pub warnings: Vec<String>,
@@ -100,13 +100,14 @@ pub fn load<'obj>(
     let buffer = choose_buffer(config.buffer);
     let btf_hooks = config.hooks == HookChoice::Auto && kernel_btf;
     configure(&mut open, config, pidns, buffer, btf_hooks)?;
-    let skel = open
+    let mut skel = open
         .load()
         .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
+    let counters = Counters::take(&mut skel);
     let (links, warnings) = attach(&skel, btf_hooks)?;
     Ok(Probe {
         skel,
-        seeds: Default::default(),
+        counters,
         buffer,
         warnings,
         _links: links,
@@ -139,6 +140,7 @@ fn configure(
     rodata.pidns_level = level;
     rodata.pidns_inum = inum;
     rodata.capture_fds = config.capture_fds;
+    rodata.wakeup_bytes = u64::from(config.ring_bytes / 2);
 
     let map_error = RecordError::bpf("sizing the BPF maps");
     open.maps
@@ -165,6 +167,7 @@ fn configure(
         (&mut progs.fork_btf, &mut progs.fork_raw),
         (&mut progs.exec_btf, &mut progs.exec_raw),
         (&mut progs.exit_btf, &mut progs.exit_raw),
+        (&mut progs.sys_exit_btf, &mut progs.sys_exit_raw),
     ] {
         btf.set_autoload(btf_hooks);
         raw.set_autoload(!btf_hooks);
@@ -190,41 +193,19 @@ fn attach(
                 .map_err(RecordError::bpf(format!("attaching {name}")))?,
         );
     }
-    // The syscall tracepoints resolve through tracefs; without them the
-    // tree is still followed, so their absence is a warning, not an error.
+    // Without the syscall hook the tree is still followed, so its absence
+    // is a warning, not an error.
     let mut warnings = Vec::new();
-    let syscalls = ensure_tracefs().and_then(|()| {
-        [
-            &progs.setsid_exit,
-            &progs.setpgid_enter,
-            &progs.setpgid_exit,
-        ]
-        .into_iter()
-        .map(|prog| prog.attach().map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, _>>()
-    });
-    match syscalls {
-        Ok(mut syscall_links) => links.append(&mut syscall_links),
+    let syscalls = if btf_hooks {
+        &progs.sys_exit_btf
+    } else {
+        &progs.sys_exit_raw
+    };
+    match syscalls.attach() {
+        Ok(link) => links.push(link),
         Err(why) => warnings.push(format!("SetSID and SetPGID events are not recorded: {why}")),
     }
     Ok((links, warnings))
-}
-
-/// Syscall tracepoints are found through tracefs, which not every system
-/// mounts at boot; mount it at its standard place when it is missing.
-fn ensure_tracefs() -> Result<(), String> {
-    let mounted = |dir: &str| Path::new(dir).join("events").is_dir();
-    if mounted(TRACEFS) || mounted(DEBUGFS_TRACING) {
-        return Ok(());
-    }
-    nix::mount::mount(
-        Some("tracefs"),
-        TRACEFS,
-        Some("tracefs"),
-        nix::mount::MsFlags::empty(),
-        None::<&str>,
-    )
-    .map_err(|e| format!("tracefs is not mounted and mounting it at {TRACEFS} failed: {e}"))
 }
 
 /// Before Linux 5.11, BPF memory counts against RLIMIT_MEMLOCK. Raising it
@@ -267,6 +248,32 @@ fn pid_namespace(status: &str) -> Result<(u32, u32), RecordError> {
     Ok((level as u32, inum as u32))
 }
 
+/// The `.bss` counters, in the mapping the kernel updates too: taken out
+/// of the skeleton so that every access to them is atomic.
+struct Counters<'obj> {
+    forked: &'obj AtomicU64,
+    exited: &'obj AtomicU64,
+    seeded: &'obj AtomicU64,
+}
+
+impl<'obj> Counters<'obj> {
+    fn take(skel: &mut ProctraceSkel<'obj>) -> Self {
+        let bss = skel
+            .maps
+            .bss_data
+            .take()
+            .expect(".bss is memory-mapped by libbpf");
+        // SAFETY: aligned u64s that nothing else in this process refers to
+        // any more; the BPF side uses atomic adds and plain loads on them.
+        let atomic = |field: &'obj mut u64| unsafe { AtomicU64::from_ptr(field) };
+        Counters {
+            forked: atomic(&mut bss.forked),
+            exited: atomic(&mut bss.exited),
+            seeded: atomic(&mut bss.seeded),
+        }
+    }
+}
+
 impl Probe<'_> {
     /// Starts following `pid` and everything it creates from now on.
     pub fn track(&self, pid: Pid) -> Result<(), RecordError> {
@@ -275,14 +282,14 @@ impl Probe<'_> {
             .tracked
             .update(&pid.to_ne_bytes(), &[1], MapFlags::ANY)
             .map_err(RecordError::bpf(format!("tracking pid {pid}")))?;
-        self.seeds.set(self.seeds.get() + 1);
+        self.counters.seeded.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
     /// Stops following `pid` (a seed that turned out to be gone already).
     pub fn untrack(&self, pid: Pid) {
         if self.skel.maps.tracked.delete(&pid.to_ne_bytes()).is_ok() {
-            self.seeds.set(self.seeds.get() - 1);
+            self.counters.seeded.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -290,18 +297,10 @@ impl Probe<'_> {
     /// its parent can exit, so reading the exits before the forks can
     /// only overcount the living, never see none too early.
     pub fn tree_is_gone(&self) -> bool {
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref()
-            .expect(".bss is memory-mapped by libbpf");
-        // SAFETY: aligned u64s in the mmapped .bss, written by the kernel
-        // with atomic adds; volatile reads see them as they are.
-        let exited = unsafe { std::ptr::read_volatile(&bss.exited) };
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let forked = unsafe { std::ptr::read_volatile(&bss.forked) };
-        self.seeds.get() + forked <= exited
+        let exited = self.counters.exited.load(Ordering::SeqCst);
+        let forked = self.counters.forked.load(Ordering::SeqCst);
+        let seeded = self.counters.seeded.load(Ordering::SeqCst);
+        seeded + forked <= exited
     }
 
     /// Events lost in the kernel so far: (buffer full, tracking map full).
