@@ -8,6 +8,9 @@
 //! view escapes the same characters the same way.
 
 use std::borrow::Cow;
+use std::io;
+
+use serde::Serialize;
 
 /// Joins argv into one line that a shell would split back into the same
 /// words, byte for byte, quoting only where needed.
@@ -77,6 +80,39 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
+/// Writes `value` as compact JSON that is also safe to show on a terminal
+/// (`cat` a recording, `render` to stdout): the characters [`visible`]
+/// escapes are written `\uXXXX`, besides those JSON itself escapes. Any
+/// JSON reader reads the same value.
+pub fn write_json<W: io::Write, T: Serialize + ?Sized>(
+    out: W,
+    value: &T,
+) -> serde_json::Result<()> {
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        out,
+        TerminalSafe,
+    ))
+}
+
+struct TerminalSafe;
+
+impl serde_json::ser::Formatter for TerminalSafe {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        out: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((at, c)) = rest.char_indices().find(|&(_, c)| hidden(c)) {
+            out.write_all(&rest.as_bytes()[..at])?;
+            // Every hidden character is in the Basic Multilingual Plane.
+            write!(out, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        out.write_all(rest.as_bytes())
+    }
+}
+
 fn escape(c: char, out: &mut String) {
     match c {
         '\n' => out.push_str(r"\n"),
@@ -131,6 +167,16 @@ mod tests {
             shell_join(&argv),
             r"$'a\tb\nc' $'\033[31mred\'s\\' $'\377\376ok' $'\342\200\256x'"
         );
+    }
+
+    #[test]
+    fn json_hides_nothing_from_a_terminal() {
+        let text = "a\u{1b}[2J\u{7f}\u{9b}\u{202e}é\n";
+        let mut json = Vec::new();
+        write_json(&mut json, &[text]).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        assert_eq!(json, r#"["a\u001b[2J\u007f\u009b\u202eé\n"]"#);
+        assert_eq!(serde_json::from_str::<[String; 1]>(&json).unwrap(), [text]);
     }
 
     #[test]

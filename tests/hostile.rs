@@ -173,6 +173,7 @@ fn cmdline_read_by_bash_is_argv_exactly() {
 /// is whole and safe; returns the outputs by mode.
 fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, String> {
     let input = run.dir.path().join("rec.ndjson");
+    assert_terminal_safe("the recording", &run.text);
     let mut outputs = std::collections::HashMap::new();
     for mode in MODES {
         let out = run.dir.path().join(format!("out.{mode}"));
@@ -180,7 +181,10 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
         let bytes = std::fs::read(&out).unwrap();
         let text = String::from_utf8(bytes).unwrap_or_else(|e| panic!("{mode}: not UTF-8: {e}"));
         match mode {
-            "sequential" => assert_eq!(parse_lines(&text), run.records),
+            "sequential" => {
+                assert_eq!(parse_lines(&text), run.records);
+                assert_terminal_safe(mode, &text);
+            }
             "by-process" => assert_by_process(&text),
             "mermaid" => assert_mermaid(&text, &out),
             "html" => assert_html(&text),
@@ -194,27 +198,23 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
     outputs
 }
 
-/// Text for a terminal holds no character a terminal would act on, but
-/// the newlines that end its lines.
+/// Text for a terminal (JSON lines too: they are printed to one) holds no
+/// character a terminal would act on, but the newlines that end lines.
 fn assert_terminal_safe(what: &str, text: &str) {
-    let bad = |c: char| {
-        (c.is_control() && c != '\n')
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
-    if let Some((n, line)) = text.lines().enumerate().find(|(_, l)| l.contains(bad)) {
+    if let Some((n, line)) = (text.lines().enumerate()).find(|(_, l)| l.contains(terminal_unsafe)) {
         panic!("{what}: line {} holds a control character: {line:?}", n + 1);
     }
 }
 
-/// Headings are safe one-liners, every other line a record.
+/// Headings are one-liners, every other line a record.
 fn assert_by_process(text: &str) {
+    assert_terminal_safe("by-process", text);
     for line in text.lines().filter(|l| !l.is_empty()) {
         if line.starts_with('{') {
             serde_json::from_str::<Record>(line)
                 .unwrap_or_else(|e| panic!("by-process: not a record ({e}): {line}"));
         } else {
             assert!(line.starts_with("PID "), "by-process: stray line {line:?}");
-            assert_terminal_safe("by-process", line);
         }
     }
 }

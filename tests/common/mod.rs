@@ -612,6 +612,12 @@ pub fn trailer_in(records: &[Record]) -> &Trailer {
         .expect("a trailer")
 }
 
+/// Whether a terminal would act on `c` rather than show it, in text meant
+/// for one, where only the newlines that end lines may be controls.
+pub fn terminal_unsafe(c: char) -> bool {
+    (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// The most argv bytes (NULs included) a recording keeps.
 pub const ARGV_LIMIT: usize = 32 * 1024;
 
