@@ -93,7 +93,7 @@ fn write_task(
     end: u64,
 ) -> io::Result<()> {
     let start_ms = start / NS_PER_MS;
-    let length_ms = (end.saturating_sub(start) + NS_PER_MS / 2) / NS_PER_MS;
+    let length_ms = end.saturating_sub(start).saturating_add(NS_PER_MS / 2) / NS_PER_MS;
     writeln!(
         out,
         "    {} :{status}, {start_ms}, {}ms",
