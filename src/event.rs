@@ -9,7 +9,12 @@
 //! defaulted, so those recordings still parse; unknown fields are ignored so
 //! that older readers accept newer recordings.
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use crate::text::shell_join;
 
 /// Version of the recording format written in [`Header::format_version`].
 pub const FORMAT_VERSION: u32 = 1;
@@ -120,13 +125,23 @@ pub struct Exec {
     /// Its session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sid: Option<Pid>,
-    /// The path that was executed, as passed to execve.
+    /// The path that was executed, as passed to execve; bytes that are
+    /// not UTF-8 read U+FFFD here and are kept in `filename_raw`.
     #[serde(default)]
     pub filename: String,
-    /// The new program's arguments, read from its memory in the kernel.
+    /// The exact bytes of `filename`, present only when they are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename_raw: Option<RawBytes>,
+    /// The new program's arguments, read from its memory in the kernel;
+    /// bytes that are not UTF-8 read U+FFFD here and are kept in `argv_raw`.
     #[serde(default)]
     pub argv: Vec<String>,
-    /// `argv` as one shell-quoted line, for display.
+    /// The exact bytes of each argument that is not UTF-8, by its index in
+    /// `argv`; empty (and not written) when all are. See [`Exec::argv_bytes`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub argv_raw: BTreeMap<usize, RawBytes>,
+    /// The exact argv as one line for a shell (see [`shell_join`]), for
+    /// display: one line of visible text, whatever the arguments hold.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub cmdline: String,
     /// argv was longer than proctrace copies, so the last entries are cut.
@@ -139,6 +154,94 @@ pub struct Exec {
     /// More descriptors were open than proctrace records (16 of the first 64).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fds_truncated: bool,
+}
+
+impl Exec {
+    /// The arguments exactly as the program received them (as far as
+    /// `argv_truncated` allows): `argv`, with the bytes of `argv_raw` for
+    /// the arguments that are not UTF-8.
+    pub fn argv_bytes(&self) -> Vec<&[u8]> {
+        (0..)
+            .zip(&self.argv)
+            .map(|(i, arg)| self.argv_raw.get(&i).map_or(arg.as_bytes(), |raw| &raw.0))
+            .collect()
+    }
+
+    /// The executed path exactly as passed to execve.
+    pub fn filename_bytes(&self) -> &[u8] {
+        self.filename_raw
+            .as_ref()
+            .map_or(self.filename.as_bytes(), |raw| &raw.0)
+    }
+}
+
+/// Bytes that should be text but are not UTF-8, kept exactly beside their
+/// lossy text; written as a string of lowercase hex digits, two per byte.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RawBytes(pub Vec<u8>);
+
+impl RawBytes {
+    /// `bytes` as text, and the bytes themselves when the text cannot hold
+    /// them (U+FFFD stands in for what is not UTF-8).
+    pub fn text(bytes: &[u8]) -> (String, Option<RawBytes>) {
+        match String::from_utf8_lossy(bytes) {
+            std::borrow::Cow::Borrowed(text) => (text.to_string(), None),
+            std::borrow::Cow::Owned(text) => (text, Some(RawBytes(bytes.to_vec()))),
+        }
+    }
+
+    /// Each of `words` as text, and the exact bytes of those that are not
+    /// UTF-8 by their index: the `argv` and `argv_raw` of an [`Exec`].
+    pub fn words<'a>(
+        words: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<String>, BTreeMap<usize, RawBytes>) {
+        let mut raw = BTreeMap::new();
+        let text = (0..)
+            .zip(words)
+            .map(|(i, word)| {
+                let (text, bytes) = RawBytes::text(word);
+                raw.extend(bytes.map(|b| (i, b)));
+                text
+            })
+            .collect();
+        (text, raw)
+    }
+}
+
+impl Serialize for RawBytes {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut hex = String::with_capacity(self.0.len() * 2);
+        for byte in &self.0 {
+            hex.push_str(&format!("{byte:02x}"));
+        }
+        ser.serialize_str(&hex)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawBytes {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Hex;
+        impl serde::de::Visitor<'_> for Hex {
+            type Value = RawBytes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string of hex digit pairs")
+            }
+            fn visit_str<E: serde::de::Error>(self, hex: &str) -> Result<RawBytes, E> {
+                let digit = |d: u8| char::from(d).to_digit(16);
+                let pair = |p: &[u8]| match *p {
+                    [high, low] => Some((digit(high)? << 4) | digit(low)?),
+                    _ => None,
+                };
+                hex.as_bytes()
+                    .chunks(2)
+                    .map(|p| pair(p).map(|b| b as u8))
+                    .collect::<Option<Vec<u8>>>()
+                    .map(RawBytes)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(hex), &self))
+            }
+        }
+        de.deserialize_str(Hex)
+    }
 }
 
 /// A file descriptor, and what it refers to.
@@ -400,22 +503,6 @@ impl Exit {
     }
 }
 
-/// Joins argv into one line that a POSIX shell would split back into the
-/// same words, quoting only where needed.
-pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
-    let words: Vec<String> = argv.iter().map(|a| shell_quote(a.as_ref())).collect();
-    words.join(" ")
-}
-
-fn shell_quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -427,12 +514,6 @@ fn null_as_empty<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::E
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shell_join_quotes_only_what_needs_it() {
-        let argv = ["sh", "-c", "echo 'hi' there", "", "a:b"];
-        assert_eq!(shell_join(&argv), r#"sh -c 'echo '\''hi'\'' there' '' a:b"#);
-    }
 
     #[test]
     fn records_are_single_key_objects() {

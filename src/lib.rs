@@ -40,6 +40,7 @@
 //! - [`processes`]: the process table derived from a recording's events.
 //! - [`render`]: the views of a recording (`proctrace render`).
 //! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
+//! - [`text`]: making command lines and other traced text safe to show.
 //! - [`bpf`]: the generated libbpf-rs skeleton, for embedders who want the
 //!   raw maps and programs.
 
@@ -51,6 +52,7 @@ pub mod processes;
 pub mod record;
 pub mod recording;
 pub mod render;
+pub mod text;
 
 /// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`, with
 /// the record layouts of `src/bpf/proctrace.h` in [`bpf::types`].

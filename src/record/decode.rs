@@ -7,7 +7,7 @@ use plain::Plain;
 use crate::bpf::types::{
     event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event,
 };
-use crate::event::{shell_join, Exec, Exit, Fd, FdKind, Fork, Record, SetPgid, SetSid};
+use crate::event::{shell_join, Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, SetPgid, SetSid};
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl Plain for event_header {}
@@ -55,7 +55,9 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
         event_kind::EVENT_EXEC => {
             let e: exec_event = copy(data).ok_or_else(malformed)?;
             let tail = &data[size_of::<exec_event>()..];
-            let (filename, argv) = exec_strings(tail, &e).ok_or_else(malformed)?;
+            let (filename, args) = exec_strings(tail, &e).ok_or_else(malformed)?;
+            let (filename, filename_raw) = RawBytes::text(filename);
+            let (argv, argv_raw) = RawBytes::words(args.iter().copied());
             let paths_at = (e.filename_len + e.args_len) as usize;
             let fds =
                 exec_fds(tail.get(paths_at..).ok_or_else(malformed)?, &e).ok_or_else(malformed)?;
@@ -67,8 +69,10 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
                 pgid: e.pgid,
                 sid: Some(e.sid),
                 filename,
-                cmdline: shell_join(&argv),
+                filename_raw,
+                cmdline: shell_join(&args),
                 argv,
+                argv_raw,
                 argv_truncated: e.args_truncated != 0,
                 fds,
                 fds_truncated: e.fds_truncated != 0,
@@ -120,7 +124,8 @@ fn copy<T: Plain + Default>(data: &[u8]) -> Option<T> {
     Some(value)
 }
 
-fn exec_strings(tail: &[u8], e: &exec_event) -> Option<(String, Vec<String>)> {
+/// The filename and the arguments of an exec, as the bytes they are.
+fn exec_strings<'a>(tail: &'a [u8], e: &exec_event) -> Option<(&'a [u8], Vec<&'a [u8]>)> {
     let name_len = e.filename_len as usize;
     let name = tail.get(..name_len)?;
     let args = tail.get(name_len..name_len + e.args_len as usize)?;
@@ -129,9 +134,9 @@ fn exec_strings(tail: &[u8], e: &exec_event) -> Option<(String, Vec<String>)> {
     let argv = if args.is_empty() {
         Vec::new()
     } else {
-        args.split(|&b| b == 0).map(lossy).collect()
+        args.split(|&b| b == 0).collect()
     };
-    Some((lossy(name), argv))
+    Some((name, argv))
 }
 
 /// The fd entries of an exec, each with its path from the path area.
@@ -237,6 +242,44 @@ mod tests {
         assert_eq!(exec.filename, "/bin/echo");
         assert_eq!(exec.argv, ["echo", "", "two words"]);
         assert_eq!(exec.cmdline, "echo '' 'two words'");
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_kept_exactly() {
+        let mut fixed = exec_event::default();
+        fixed.header.kind = event_kind::EVENT_EXEC.0;
+        let name = b"/tmp/\xff\n\0";
+        let args = b"ok\0\xc3(\x1b\0\xe6\x97\0";
+        fixed.filename_len = name.len() as u32;
+        fixed.args_len = args.len() as u32;
+        let mut data = bytes_of(&fixed);
+        data.extend_from_slice(name);
+        data.extend_from_slice(args);
+
+        let Record::Exec(exec) = decode(&data, 0).unwrap() else {
+            panic!("not an exec")
+        };
+        assert_eq!(exec.filename, "/tmp/\u{fffd}\n");
+        assert_eq!(exec.filename_bytes(), b"/tmp/\xff\n");
+        assert_eq!(exec.argv, ["ok", "\u{fffd}(\x1b", "\u{fffd}"]);
+        let exact: [&[u8]; 3] = [b"ok", b"\xc3(\x1b", b"\xe6\x97"];
+        assert_eq!(exec.argv_bytes(), exact);
+        assert_eq!(exec.cmdline, r"ok $'\303(\033' $'\346\227'");
+
+        // Written and read back, the recording still holds every byte.
+        let line = serde_json::to_string(&Record::Exec(exec.clone())).unwrap();
+        assert!(
+            line.contains(r#""argv_raw":{"1":"c3281b","2":"e697"}"#),
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""filename_raw":"2f746d702fff0a""#),
+            "{line}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Record>(&line).unwrap(),
+            Record::Exec(exec)
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ impl<W: Write> Writer<W> {
     /// Appends one record as one line.
     pub fn write(&mut self, record: &Record) -> io::Result<()> {
         self.line.clear();
-        serde_json::to_writer(&mut self.line, record)?;
+        crate::text::write_json(&mut self.line, record)?;
         self.line.push(b'\n');
         self.out.write_all(&self.line)?;
         self.written += 1;

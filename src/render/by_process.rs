@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use super::write_json;
 use crate::processes::{Process, Processes};
+use crate::text::visible;
 
 /// Writes one block per process, in the order they were created.
 pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
@@ -11,7 +12,7 @@ pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
         if i > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{}", heading(process))?;
+        writeln!(out, "{}", visible(&heading(process)))?;
         for event in &process.events {
             write_json(out, event)?;
         }

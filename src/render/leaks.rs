@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use super::seconds;
 use crate::event::{FdKind, HeldFd, Lingering};
 use crate::processes::Processes;
+use crate::text::visible;
 
 /// Writes every lingering process, or that there were none.
 pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
@@ -41,13 +42,18 @@ fn write_process(
     let process = processes.get(index);
     let end = processes.end();
     let ancestors = processes.ancestors(index);
-    writeln!(out, "{} {}", process.pid, processes.describe(index))?;
+    writeln!(
+        out,
+        "{} {}",
+        process.pid,
+        visible(&processes.describe(index))
+    )?;
     if let Some(test) = ancestors
         .iter()
         .rev()
         .find_map(|&a| test_name(processes, a))
     {
-        writeln!(out, "  test:          {test}")?;
+        writeln!(out, "  test:          {}", visible(&test))?;
     }
     // Each ancestor with what it ran when it started the next one down:
     // the chain of commands that led to the leak.
@@ -58,7 +64,7 @@ fn write_process(
             out,
             "  {label:<14} {} {}",
             processes.get(ancestor).pid,
-            processes.describe_at(ancestor, processes.get(next).start())
+            visible(&processes.describe_at(ancestor, processes.get(next).start()))
         )?;
     }
     writeln!(
@@ -131,7 +137,7 @@ fn write_held(
         out,
         "  holds {} → {}{inherited}",
         fd_list(&numbers),
-        file.target
+        visible(&file.target)
     )?;
     // Everybody has /dev/null and the terminal: naming them explains nothing.
     if matches!(file.kind, FdKind::Device | FdKind::Tty | FdKind::Dir) {
@@ -237,7 +243,8 @@ fn fd_list(fds: &[i32]) -> String {
 /// never exec'd and so ran its parent's program.
 fn name(processes: &Processes, index: usize) -> String {
     let process = processes.get(index);
-    format!("{} {}", process.pid, process.program().unwrap_or("<fork>"))
+    let program = process.program().unwrap_or("<fork>");
+    format!("{} {}", process.pid, visible(program))
 }
 
 /// A process and its parent: `1834 cat (started by 1832 bats-format-cat)`.

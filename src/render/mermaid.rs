@@ -7,11 +7,16 @@
 
 use std::io::{self, Write};
 
+use super::shorten;
 use crate::event::shell_join;
 use crate::processes::{command_line, Processes};
 use crate::recording::Recording;
 
 const NS_PER_MS: u64 = 1_000_000;
+
+/// Labels are cut to this many characters: a chart is for reading, and
+/// Mermaid refuses a chart of more than 50,000 characters in all.
+const LABEL_WIDTH: usize = 200;
 
 /// Writes the chart.
 pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
@@ -88,7 +93,7 @@ fn write_task(
     end: u64,
 ) -> io::Result<()> {
     let start_ms = start / NS_PER_MS;
-    let length_ms = (end.saturating_sub(start) + NS_PER_MS / 2) / NS_PER_MS;
+    let length_ms = end.saturating_sub(start).saturating_add(NS_PER_MS / 2) / NS_PER_MS;
     writeln!(
         out,
         "    {} :{status}, {start_ms}, {}ms",
@@ -116,16 +121,18 @@ fn axis_format(end: u64) -> &'static str {
     }
 }
 
-/// Makes any text safe in a task name or heading.
+/// Makes any text safe in a task name or heading, and short enough.
 ///
 /// Mermaid's Gantt grammar ends a task name at ':' and treats '#', ';'
 /// and '%' specially, and a line break ends the statement. Mermaid turns
 /// `#<decimal>;` into the character with that code, so everything but
 /// plainly harmless characters is written that way, and the chart shows
 /// the original text. '<' and '>' stay: task names are set as SVG text,
-/// never parsed as markup, and `<fork>` should read as such.
+/// never parsed as markup, and `<fork>` should read as such. '`' goes, so
+/// that no line can close the Markdown fence a chart is often pasted in.
 fn escape(text: &str) -> String {
-    let harmless = |c: char| c.is_alphanumeric() || " ./_-=+,@[](){}<>~^!?$*'\"|\\`".contains(c);
+    let harmless = |c: char| c.is_alphanumeric() || " ./_-=+,@[](){}<>~^!?$*'\"|\\…".contains(c);
+    let text = shorten(text, Some(LABEL_WIDTH));
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         if harmless(c) {
@@ -180,6 +187,8 @@ mod tests {
         assert_eq!(escape("a:b #c; 50%"), "a#58;b #35;c#59; 50#37;");
         assert_eq!(escape("<fork> a&b"), "<fork> a#38;b");
         assert_eq!(escape("x\ny"), "x#10;y");
+        assert_eq!(escape("```\u{1b}"), "#96;#96;#96;#27;");
+        assert_eq!(escape(&"x".repeat(1000)).chars().count(), LABEL_WIDTH);
     }
 
     #[test]

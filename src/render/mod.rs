@@ -71,7 +71,7 @@ pub fn render(
 
 /// Writes one record as one JSON line, as a recording holds it.
 fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, record)?;
+    crate::text::write_json(&mut *out, record)?;
     out.write_all(b"\n")
 }
 

@@ -75,7 +75,7 @@ fn track_ids(processes: &Processes) -> Vec<i64> {
 /// floating point, and an exec's end could then land a hair after the next
 /// exec's start: misnested slices. Whole microseconds add up exactly.
 fn micros(ns: u64) -> u64 {
-    (ns + 500) / 1000
+    ns / 1000 + u64::from(ns % 1000 >= 500)
 }
 
 fn metadata(

@@ -6,6 +6,7 @@ use super::{seconds, shorten, Options};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Process, Processes};
 use crate::recording::Recording;
+use crate::text::visible;
 
 /// How many of the slowest processes are listed.
 const SLOWEST: usize = 5;
@@ -76,7 +77,7 @@ fn write_lingering(processes: &Processes, options: Options, out: &mut dyn Write)
             processes.describe(index),
             starter.unwrap_or_default()
         );
-        writeln!(out, "{}", shorten(&line, options.width))?;
+        writeln!(out, "{}", shorten(&visible(&line), options.width))?;
     }
     Ok(())
 }
@@ -109,7 +110,7 @@ fn write_list(
             process.outcome().to_string(),
             processes.describe(index)
         );
-        writeln!(out, "{}", shorten(&line, options.width))?;
+        writeln!(out, "{}", shorten(&visible(&line), options.width))?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use anstyle::{AnsiColor, Style};
 
 use super::{paint, seconds, shorten, Options};
 use crate::processes::{Outcome, Processes};
+use crate::text::visible;
 
 /// Writes the tree, every top-level process with its descendants.
 pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -86,7 +87,10 @@ fn write_line(
     );
     let pid = process.pid.to_string();
     let fixed = prefix.chars().count() + pid.len() + times.len() + outcome.to_string().len() + 4;
-    let command = shorten(&command, options.width.map(|w| w.saturating_sub(fixed)));
+    let command = shorten(
+        &visible(&command),
+        options.width.map(|w| w.saturating_sub(fixed)),
+    );
 
     let paint = |style: Style, text: &str| paint(options, style, text);
     let command_style = if forked {

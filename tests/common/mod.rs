@@ -4,7 +4,10 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
+mod mermaid;
 mod render;
+#[allow(unused_imports)]
+pub use mermaid::*;
 #[allow(unused_imports)]
 pub use render::*;
 
@@ -483,7 +486,7 @@ impl Run {
         }
         assert!(trailer.end_timestamp >= last_ts, "{}", ctx());
         for e in self.all_execs() {
-            assert_eq!(e.cmdline, shell_join(&e.argv), "{}", ctx());
+            assert_eq!(e.cmdline, shell_join(&e.argv_bytes()), "{}", ctx());
         }
         for e in self.all_exits() {
             assert!(
@@ -607,6 +610,36 @@ pub fn trailer_in(records: &[Record]) -> &Trailer {
             }
         })
         .expect("a trailer")
+}
+
+/// Whether a terminal would act on `c` rather than show it, in text meant
+/// for one, where only the newlines that end lines may be controls.
+pub fn terminal_unsafe(c: char) -> bool {
+    (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// The most argv bytes (NULs included) a recording keeps.
+pub const ARGV_LIMIT: usize = 32 * 1024;
+
+/// Checks a truncated argv: a prefix of `full`, byte for byte, whole
+/// entries but maybe the last, within the limit and not much shorter.
+pub fn assert_kept_prefix<K: AsRef<[u8]>, F: AsRef<[u8]>>(kept: &[K], full: &[F]) {
+    let kept: Vec<&[u8]> = kept.iter().map(AsRef::as_ref).collect();
+    let full: Vec<&[u8]> = full.iter().map(AsRef::as_ref).collect();
+    assert!(!kept.is_empty() && kept.len() <= full.len());
+    let last = kept.len() - 1;
+    assert!(kept[..last] == full[..last], "whole entries changed");
+    assert!(
+        full[last].starts_with(kept[last]),
+        "the last kept entry is not a prefix of the original"
+    );
+    // Each entry and its NUL; a cut last entry may have lost its NUL.
+    let mut bytes: usize = kept.iter().map(|a| a.len() + 1).sum();
+    if kept[last] != full[last] {
+        bytes -= 1;
+    }
+    assert!(bytes <= ARGV_LIMIT, "kept {bytes} bytes of argv");
+    assert!(bytes >= 24 * 1024, "kept only {bytes} bytes of argv");
 }
 
 /// argv as owned strings, for comparisons.

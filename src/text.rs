@@ -1,0 +1,191 @@
+//! Text the traced programs chose, made safe to show: command lines quoted
+//! for a shell, and any other text escaped for a terminal.
+//!
+//! An argument may hold any byte but NUL: invalid UTF-8, escape sequences
+//! that recolour or rewrite a terminal, newlines that forge lines of
+//! output, bidirectional overrides that make text read other than it is.
+//! Everything proctrace shows of such text goes through here, so every
+//! view escapes the same characters the same way.
+
+use std::borrow::Cow;
+use std::io;
+
+use serde::Serialize;
+
+/// Joins argv into one line that a shell would split back into the same
+/// words, byte for byte, quoting only where needed.
+///
+/// A word holding bytes a terminal would act on rather than show
+/// (control characters, invisible format characters) or bytes that are
+/// not UTF-8 is written `$'...'`, with those bytes as `\n`, `\t`, `\r` or
+/// three-digit octal (`\033`), the way bash's `printf %q` writes them and
+/// POSIX.1-2024 shells read them. The line is always one line of visible
+/// text.
+pub fn shell_join<S: AsRef<[u8]>>(argv: &[S]) -> String {
+    let mut line = String::new();
+    for (i, word) in argv.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        shell_quote(word.as_ref(), &mut line);
+    }
+    line
+}
+
+fn shell_quote(word: &[u8], out: &mut String) {
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(b);
+    match std::str::from_utf8(word) {
+        Ok(text) if !text.is_empty() && word.iter().all(plain) => out.push_str(text),
+        Ok(text) if !text.chars().any(hidden) => {
+            out.push('\'');
+            out.push_str(&text.replace('\'', r"'\''"));
+            out.push('\'');
+        }
+        _ => dollar_quote(word, out),
+    }
+}
+
+/// `$'...'`: the one quoting that can spell every byte.
+fn dollar_quote(word: &[u8], out: &mut String) {
+    out.push_str("$'");
+    for chunk in word.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str(r"\\"),
+                '\'' => out.push_str(r"\'"),
+                c if hidden(c) => escape(c, out),
+                c => out.push(c),
+            }
+        }
+        chunk.invalid().iter().for_each(|&b| octal(b, out));
+    }
+    out.push('\'');
+}
+
+/// `text` with every character a terminal would act on rather than show
+/// written as the escape [`shell_join`] uses for it (`\033`, `\n`...), so
+/// that a line of output stays one line and shows what is there.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            escape(c, &mut shown);
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// Writes `value` as compact JSON that is also safe to show on a terminal
+/// (`cat` a recording, `render` to stdout): the characters [`visible`]
+/// escapes are written `\uXXXX`, besides those JSON itself escapes. Any
+/// JSON reader reads the same value.
+pub fn write_json<W: io::Write, T: Serialize + ?Sized>(
+    out: W,
+    value: &T,
+) -> serde_json::Result<()> {
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        out,
+        TerminalSafe,
+    ))
+}
+
+struct TerminalSafe;
+
+impl serde_json::ser::Formatter for TerminalSafe {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        out: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((at, c)) = rest.char_indices().find(|&(_, c)| hidden(c)) {
+            out.write_all(&rest.as_bytes()[..at])?;
+            // Every hidden character is in the Basic Multilingual Plane.
+            write!(out, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        out.write_all(rest.as_bytes())
+    }
+}
+
+fn escape(c: char, out: &mut String) {
+    match c {
+        '\n' => out.push_str(r"\n"),
+        '\t' => out.push_str(r"\t"),
+        '\r' => out.push_str(r"\r"),
+        c => c
+            .encode_utf8(&mut [0; 4])
+            .bytes()
+            .for_each(|b| octal(b, out)),
+    }
+}
+
+/// Always three digits: a digit that follows cannot extend the escape.
+fn octal(byte: u8, out: &mut String) {
+    out.push_str(&format!("\\{byte:03o}"));
+}
+
+/// Whether a terminal would act on `c` rather than show it: the control
+/// characters (C0, DEL, C1) and the invisible format characters that hide,
+/// reorder or break text (zero-width spaces, bidirectional marks and
+/// overrides, line and paragraph separators, the byte-order mark).
+fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{061C}' | '\u{180E}' | '\u{200B}' | '\u{200E}' | '\u{200F}'
+            | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_join_quotes_only_what_needs_it() {
+        let argv = ["sh", "-c", "echo 'hi' there", "", "a:b", "日本"];
+        assert_eq!(
+            shell_join(&argv),
+            r#"sh -c 'echo '\''hi'\'' there' '' a:b '日本'"#
+        );
+    }
+
+    #[test]
+    fn words_a_terminal_would_act_on_are_spelled_out() {
+        let argv: [&[u8]; 4] = [
+            b"a\tb\nc",
+            b"\x1b[31mred's\\",
+            b"\xff\xfeok",
+            "\u{202e}x".as_bytes(),
+        ];
+        assert_eq!(
+            shell_join(&argv),
+            r"$'a\tb\nc' $'\033[31mred\'s\\' $'\377\376ok' $'\342\200\256x'"
+        );
+    }
+
+    #[test]
+    fn json_hides_nothing_from_a_terminal() {
+        let text = "a\u{1b}[2J\u{7f}\u{9b}\u{202e}é\n";
+        let mut json = Vec::new();
+        write_json(&mut json, &[text]).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        assert_eq!(json, r#"["a\u001b[2J\u007f\u009b\u202eé\n"]"#);
+        assert_eq!(serde_json::from_str::<[String; 1]>(&json).unwrap(), [text]);
+    }
+
+    #[test]
+    fn visible_text_is_one_line_of_what_is_there() {
+        assert_eq!(visible("plain 'text' \\ 日本"), "plain 'text' \\ 日本");
+        assert!(matches!(visible("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            visible("a\nb\x1b[2J\r\u{85}\u{2066}"),
+            r"a\nb\033[2J\r\302\205\342\201\246"
+        );
+    }
+}
