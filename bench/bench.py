@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""proctrace benchmarks W1-W4 (issue #7). Run through bench/run.sh.
+"""proctrace benchmarks W1-W5 (issue #7). Run through bench/run.sh.
 
 Every timing is a ratio against a baseline run side by side (baseline,
 traced, baseline, traced, ...), and the median of the rounds is reported.
@@ -35,6 +35,8 @@ REPO = os.path.dirname(HERE)
 W1_LOOP = "for ((i = 0; i < 2000; i++)); do /bin/true; done"
 W3_SPAWNERS, W3_PER_SPAWNER = 8, 2500
 NOISE = "while :; do /bin/true; done"
+# W5: 2 syscalls per byte, nothing else.
+W5_CMD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1000000", "status=none"]
 
 TARGETS = {
     "w1_wall_ratio": 1.03,
@@ -273,6 +275,29 @@ class Bench:
             "events_per_round": median([r["noisy_events"] for r in rows]),
         }
 
+    def w5(self):
+        """The one hook that runs outside the tree: sys_exit, for every
+        syscall on the machine. A syscall-bound process outside the tree,
+        with and without a recording running."""
+        n = self.args.rounds
+        log(f"W5 syscalls: {n} rounds of dd bs=1 without/with a recording running")
+        rows = []
+        for i in range(n):
+            base, _, rc = timed(W5_CMD)
+            assert rc == 0
+            rec = w5_recording(self.pt, os.path.join(self.tmp, "w5.ndjson"))
+            traced, _, rc = timed(W5_CMD)
+            rec.send_signal(2)
+            rec.wait()
+            assert rc == 0
+            rows.append({"base": base, "traced": traced})
+            log(f"  round {i}: base {base:.3f}s, while recording {traced:.3f}s")
+        self.results["W5"] = {
+            "rounds": rows,
+            "ratio": median([r["traced"] / r["base"] for r in rows]),
+            "ns_per_syscall": median([(r["traced"] - r["base"]) / 2e6 * 1e9 for r in rows]),
+        }
+
     def w3(self):
         n = max(3, self.args.rounds // 2)
         log(f"W3 burst: {n} rounds per buffer")
@@ -376,6 +401,28 @@ class Bench:
         self.results["W4"] = res
 
 
+def w5_recording(pt, out):
+    """A recording (of a sleeping tree) that runs until SIGINT; returns once
+    the probes are attached, which is when its command has exec'd."""
+    p = subprocess.Popen([pt, "record", "-o", out, "--", "sleep", "600"],
+                         stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+
+    def sleeping_child():
+        for task in os.listdir(f"/proc/{p.pid}/task"):
+            with open(f"/proc/{p.pid}/task/{task}/children") as f:
+                for child in f.read().split():
+                    with open(f"/proc/{child}/comm") as c:
+                        if c.read().strip() == "sleep":
+                            return True
+        return False
+
+    while not sleeping_child():
+        assert time.time() < deadline and p.poll() is None, "recording did not start"
+        time.sleep(0.01)
+    return p
+
+
 def machine():
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -430,6 +477,12 @@ def table(r):
                 "yes", w["counts_ok"])
             row(f"W3 burst ({buf})", "events/s recorded", f"{w['events_per_s']:.0f}", "")
             row(f"W3 burst ({buf})", "wall, traced / untraced", f"{w['wall_ratio']:.3f}x", "")
+    if "W5" in r:
+        w = r["W5"]
+        row("W5 syscalls", "dd bs=1 outside the tree, wall while recording / not",
+            f"{w['ratio']:.3f}x", "")
+        row("W5 syscalls", "added per syscall (machine-wide, while recording)",
+            f"{w['ns_per_syscall']:.0f} ns", "")
     if "W4" in r:
         w = r["W4"]
         for name in ("render -d by-process", "render -d tree", "render -d html", "ingest"):
@@ -447,10 +500,10 @@ def table(r):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="proctrace benchmarks W1-W4")
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W1-W5")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W1,W2,W3,W4")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
@@ -460,7 +513,7 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W1", "W2", "W3"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W1", "W2", "W3", "W5"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")
