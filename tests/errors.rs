@@ -5,6 +5,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::*;
@@ -151,4 +152,90 @@ fn sudo_runs_command_as_invoking_user() {
 #[test]
 fn sudo_keep_root_runs_command_as_root() {
     sudo(true);
+}
+
+/// A run refused before its command starts: status 2, one line, which is
+/// returned; the command did not run and no recording is left at `out`.
+fn refused(prefix: &[&str], flags: &[&str], out: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let script = format!("echo > {}", marker.display());
+    let mut args = vec!["record", "-o", out.to_str().unwrap()];
+    args.extend(flags);
+    args.extend(["--", "sh", "-c", &script]);
+    let output = proctrace(prefix, &args);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(!marker.exists(), "the command ran");
+    assert!(!out.exists(), "a recording was left behind");
+    one_line_message(&output)
+}
+
+#[test]
+fn read_only_output_dir_is_refused_before_the_command_runs() {
+    if !have_root() {
+        return;
+    }
+    let tmpfs = Tmpfs::mount("size=64k", true);
+    let out = tmpfs.path().join("rec.ndjson");
+    let message = refused(&[], &[], &out);
+    assert!(message.contains(out.to_str().unwrap()), "{message}");
+    assert!(message.contains("Read-only file system"), "{message}");
+}
+
+#[test]
+fn root_without_bpf_capabilities_is_told_which() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let setpriv = [
+        "setpriv",
+        "--inh-caps=-all",
+        "--bounding-set=-bpf,-perfmon,-sys_admin",
+    ];
+    let message = refused(&setpriv, &[], &dir.path().join("rec.ndjson"));
+    for cap in ["CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN"] {
+        assert!(message.contains(cap), "{message}");
+    }
+}
+
+#[test]
+fn kernel_without_btf_asks_for_a_btf_file() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // An empty /sys/kernel/btf, in a mount namespace of proctrace's own.
+    let no_btf = [
+        "unshare",
+        "--mount",
+        "sh",
+        "-c",
+        r#"mount -t tmpfs none /sys/kernel/btf && exec "$@""#,
+        "sh",
+    ];
+    let message = refused(&no_btf, &[], &dir.path().join("rec.ndjson"));
+    assert!(message.contains("/sys/kernel/btf/vmlinux"), "{message}");
+    assert!(message.contains("--btf FILE"), "{message}");
+}
+
+#[test]
+fn missing_btf_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let btf = dir.path().join("no-such-btf");
+    let flags = ["--btf", btf.to_str().unwrap()];
+    let message = refused(&[], &flags, &dir.path().join("rec.ndjson"));
+    assert!(message.contains(btf.to_str().unwrap()), "{message}");
+    assert!(message.contains("No such file"), "{message}");
+}
+
+#[test]
+fn btf_file_that_is_not_btf_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let btf = dir.path().join("vmlinux.txt");
+    fs::write(&btf, "not BTF\n").unwrap();
+    let flags = ["--btf", btf.to_str().unwrap()];
+    let message = refused(&[], &flags, &dir.path().join("rec.ndjson"));
+    assert!(message.contains(btf.to_str().unwrap()), "{message}");
+    assert!(message.contains("not BTF"), "{message}");
 }

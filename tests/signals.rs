@@ -52,20 +52,20 @@ per_mode!(ctrl_c:
     ctrl_c_perf => Perf,
 );
 
-/// Two SIGINTs in a row while the tree spawns without pause: proctrace
-/// stops at once, leaving whole, valid lines in one gapless order.
-#[test]
-fn second_ctrl_c_leaves_whole_lines() {
+/// Two signals in a row while the tree, ignoring them, spawns without
+/// pause: proctrace stops at once, leaving whole, valid lines in one
+/// gapless order.
+fn second_signal_leaves_whole_lines(signal: Signal) {
     if !have_root() {
         return;
     }
-    let script = r#"trap "" INT; while :; do /bin/true; done"#;
+    let script = r#"trap "" INT TERM HUP; while :; do /bin/true; done"#;
     let cmd = ["sh", "-c", script];
     let mut live = Live::start(tempfile::tempdir().unwrap(), &Opts::new(Mode::Ring), &cmd);
     live.wait_for_descendant("true");
-    live.signal(Signal::SIGINT);
-    live.signal(Signal::SIGINT);
-    let status = wait_within(&mut live.child, "proctrace after two SIGINTs", PROMPT);
+    live.signal(signal);
+    live.signal(signal);
+    let status = wait_within(&mut live.child, "proctrace after two signals", PROMPT);
     let root = {
         let text = live.text();
         let first = text.lines().next().unwrap_or_default().to_string();
@@ -95,6 +95,16 @@ fn second_ctrl_c_leaves_whole_lines() {
         }
     }
     assert!(events > 0);
+}
+
+#[test]
+fn second_ctrl_c_leaves_whole_lines() {
+    second_signal_leaves_whole_lines(Signal::SIGINT);
+}
+
+#[test]
+fn second_sigterm_leaves_whole_lines() {
+    second_signal_leaves_whole_lines(Signal::SIGTERM);
 }
 
 /// SIGTERM/SIGHUP to proctrace reach the root command (which dies of it);

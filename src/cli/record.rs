@@ -1,8 +1,8 @@
 //! `proctrace record`: runs or attaches, writes the recording.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -67,7 +67,7 @@ pub struct RecordArgs {
 
 /// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
-    let (output, created) = open_output(&args.output)?;
+    let (output, created) = Output::open(&args.output)?;
     // libbpf narrates its work on stderr, which is the command's terminal
     // too; keep it for debugging only.
     if std::env::var_os("PROCTRACE_DEBUG").is_none() {
@@ -114,23 +114,28 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         eprintln!("proctrace: warning: {warning}");
     }
     let aborted = signals.watch(&recording);
-    let name = args.output.display().to_string();
-    let (written, totals) = write_recording(recording, Writer::new(output), &aborted)
-        .with_context(|| format!("writing {name}"))?;
-    report(&name, written, &totals);
+    let (processes, totals, output) = write_recording(recording, output, &aborted)?;
+    report(&output, processes, &totals)?;
     Ok(exit_status(&totals, !args.pids.is_empty()))
 }
 
-/// Writes header, events and trailer; returns how many events were written.
+/// Writes header, events and trailer; returns how many processes were
+/// recorded. A failing output does not end the recording: the tree runs
+/// on, watched and reaped as before, and its events are counted as lost.
 fn write_recording(
     recording: Recording,
-    mut writer: Writer<Box<dyn Write>>,
+    mut output: Output,
     aborted: &AtomicBool,
-) -> Result<(u64, Totals)> {
-    writer.write(&Record::Header(recording.header().clone()))?;
+) -> Result<(u64, Totals, Output)> {
+    output.write(&Record::Header(recording.header().clone()));
     let mut forks = 0;
     let (events, notices) = (recording.events(), recording.notices());
     loop {
+        // Whatever has been drained reaches the output before proctrace
+        // waits: a kill -9 then loses at most what the kernel still holds.
+        if events.is_empty() {
+            output.flush();
+        }
         crossbeam_channel::select! {
             recv(events) -> record => {
                 let Ok(record) = record else { break };
@@ -138,10 +143,7 @@ fn write_recording(
                     break;
                 }
                 forks += u64::from(matches!(record, Record::Fork(_)));
-                if let Err(err) = writer.write(&record) {
-                    recording.stopper().abort();
-                    return Err(err.into());
-                }
+                output.write(&record);
             }
             recv(notices) -> notice => {
                 if let Ok(notice) = notice {
@@ -152,9 +154,8 @@ fn write_recording(
     }
     notices.try_iter().for_each(|notice| tell(&notice));
     let totals = recording.finish()?;
-    let events = writer.written() - 1;
-    writer.write(&Record::Trailer(Trailer {
-        events,
+    output.write(&Record::Trailer(Trailer {
+        events: output.events,
         lost: totals.lost(),
         lost_buffer_full: totals.lost_buffer_full,
         lost_tracking_full: totals.lost_tracking_full,
@@ -163,9 +164,9 @@ fn write_recording(
         root_exit_code: totals.root_exit_code,
         root_signal: totals.root_signal,
         lingering: totals.lingering,
-    }))?;
-    writer.flush()?;
-    Ok((forks + 1, totals))
+    }));
+    output.flush();
+    Ok((forks + 1, totals, output))
 }
 
 /// Says on stderr, as it happens, what the recording finds about the tree.
@@ -197,7 +198,9 @@ fn lineage(who: &Lingerer) -> String {
     line
 }
 
-fn report(name: &str, processes: u64, totals: &Totals) {
+/// Says what was lost in the kernel, then fails if the output did, or says
+/// what was recorded.
+fn report(output: &Output, processes: u64, totals: &Totals) -> Result<()> {
     let lost = totals.lost();
     if lost > 0 {
         eprintln!(
@@ -206,12 +209,17 @@ fn report(name: &str, processes: u64, totals: &Totals) {
             totals.lost_buffer_full, totals.lost_tracking_full
         );
     }
+    output.result()?;
     let stopped = if totals.interrupted {
         " (interrupted)"
     } else {
         ""
     };
-    eprintln!("proctrace: recorded {processes} processes to {name}{stopped}");
+    eprintln!(
+        "proctrace: recorded {processes} processes to {}{stopped}",
+        output.name
+    );
+    Ok(())
 }
 
 /// The command's own status, as a shell would report it: the exit code, or
@@ -229,31 +237,107 @@ fn exit_status(totals: &Totals, attached: bool) -> i32 {
         .unwrap_or(128 + SIGINT)
 }
 
-/// Opens the recording's destination; says whether proctrace created it,
-/// since only a file it created is its to chown or to remove: `-o
-/// /dev/null` or an existing file keep their owner and their existence.
-fn open_output(path: &PathBuf) -> Result<(Box<dyn Write>, bool)> {
-    if path.as_os_str() == "-" {
-        return Ok((Box::new(io::stdout()), false));
+/// The recording's destination, and what became of it.
+struct Output {
+    name: String,
+    writer: Writer<Box<dyn Write>>,
+    /// The file written, when it is one: a failed write is cut back to
+    /// the last whole line.
+    file: Option<File>,
+    /// Events handed over, written or not.
+    events: u64,
+    /// The first write that failed; nothing is written after it.
+    failure: Option<io::Error>,
+}
+
+impl Output {
+    /// Opens `path` ('-' for stdout); says whether proctrace created it,
+    /// since only a file it created is its to chown or to remove: `-o
+    /// /dev/null` or an existing file keep their owner and their existence.
+    fn open(path: &Path) -> Result<(Self, bool)> {
+        let name = path.display().to_string();
+        let (sink, file, created): (Box<dyn Write>, _, _) = if path.as_os_str() == "-" {
+            (Box::new(io::stdout()), None, false)
+        } else {
+            let (file, created) =
+                open_file(path).with_context(|| format!("cannot create {name}"))?;
+            let regular = file.metadata().is_ok_and(|m| m.is_file());
+            let cut = if regular { file.try_clone().ok() } else { None };
+            (Box::new(file), cut, created)
+        };
+        let output = Output {
+            name,
+            writer: Writer::new(sink),
+            file,
+            events: 0,
+            failure: None,
+        };
+        Ok((output, created))
     }
-    let context = || format!("cannot create {}", path.display());
+
+    fn write(&mut self, record: &Record) {
+        let event = !matches!(record, Record::Header(_) | Record::Trailer(_));
+        self.events += u64::from(event);
+        if self.failure.is_none() {
+            if let Err(err) = self.writer.write(record) {
+                self.fail(err);
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.failure.is_none() {
+            if let Err(err) = self.writer.flush() {
+                self.fail(err);
+            }
+        }
+    }
+
+    /// Ends writing at the last whole line and says so at once; the
+    /// command is not told, and runs on.
+    fn fail(&mut self, err: io::Error) {
+        if let Some(file) = &self.file {
+            let _ = file.set_len(self.writer.delivered_bytes());
+        }
+        eprintln!(
+            "proctrace: error: writing {}: {err}; the command runs on, its events are no longer recorded",
+            self.name
+        );
+        self.failure = Some(err);
+    }
+
+    /// How writing went: an error saying what the recording holds and
+    /// what it lost, once a write failed.
+    fn result(&self) -> Result<()> {
+        let Some(err) = &self.failure else {
+            return Ok(());
+        };
+        // The header comes first: every other whole line is an event.
+        let kept = self.writer.delivered().saturating_sub(1);
+        anyhow::bail!(
+            "writing {} failed: {err}; it holds the first {kept} events and no trailer, the {} \
+             events after them were lost",
+            self.name,
+            self.events.saturating_sub(kept)
+        )
+    }
+}
+
+/// Creates `path`, or truncates it if it exists; says whether it was created.
+fn open_file(path: &Path) -> io::Result<(File, bool)> {
     match OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(file) => {
             // Under sudo the recording belongs to the user who asked for it.
             if let Some((uid, gid)) = proctrace::record::sudo_owner() {
                 let _ = nix::unistd::fchown(&file, Some(uid), Some(gid));
             }
-            Ok((Box::new(file), true))
+            Ok((file, true))
         }
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            let file = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .with_context(context)?;
-            Ok((Box::new(file), false))
+            let file = OpenOptions::new().write(true).truncate(true).open(path)?;
+            Ok((file, false))
         }
-        Err(err) => Err(err).with_context(context),
+        Err(err) => Err(err),
     }
 }
 

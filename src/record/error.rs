@@ -6,8 +6,9 @@ use std::path::PathBuf;
 pub enum RecordError {
     /// Loading BPF programs needs privileges the process lacks.
     #[error(
-        "loading the eBPF program needs root, or the capabilities CAP_BPF and CAP_PERFMON \
-         (CAP_SYS_ADMIN on kernels before 5.8): run proctrace with sudo"
+        "loading the eBPF program needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (before \
+         Linux 5.8, CAP_SYS_ADMIN), and this process has neither: run proctrace with sudo, as a \
+         root that has them"
     )]
     Permission,
     /// CO-RE relocation needs the kernel's BTF type information.

@@ -711,3 +711,42 @@ impl Drop for Background {
         let _ = self.0.wait();
     }
 }
+
+/// A tmpfs mounted on a temp dir of its own, unmounted on drop (so even
+/// when an assertion fails) before the dir goes.
+pub struct Tmpfs {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `options` (e.g. "size=64k"), read-only if asked.
+    pub fn mount(options: &str, read_only: bool) -> Self {
+        use nix::mount::MsFlags;
+        let dir = tempfile::tempdir().unwrap();
+        let flags = if read_only {
+            MsFlags::MS_RDONLY
+        } else {
+            MsFlags::empty()
+        };
+        nix::mount::mount(
+            Some("tmpfs"),
+            dir.path(),
+            Some("tmpfs"),
+            flags,
+            Some(options),
+        )
+        .unwrap_or_else(|e| panic!("mounting a tmpfs on {}: {e}", dir.path().display()));
+        Tmpfs { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazily, should a process of a failed test still hold a file.
+        let _ = nix::mount::umount2(self.dir.path(), nix::mount::MntFlags::MNT_DETACH);
+    }
+}
