@@ -452,11 +452,10 @@ fn reused_pids_are_not_recorded() {
     pid_reuse(false);
 }
 
-/// With a /proc of the namespace's own, proctrace misreads its namespace
-/// level from NSpid (which lists levels from that /proc's namespace down)
-/// and records nothing; the fix belongs in src/record/kernel.rs.
+/// With a /proc of the namespace's own (as in a container), NSpid shows
+/// only the innermost level: the kernel side must find the namespace's
+/// level itself.
 #[test]
-#[ignore = "proctrace in a PID namespace with its own /proc records nothing (kernel.rs)"]
 fn reused_pids_are_not_recorded_with_the_namespace_proc() {
     pid_reuse(true);
 }

@@ -17,8 +17,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool use_ringbuf = false;
 /* Raw recordings emit every process's events; tracking still runs. */
 const volatile bool raw_mode = false;
-/* proctrace's own PID namespace: events carry pids as it sees them. */
-const volatile __u32 pidns_level = 0;
+/* proctrace's own PID namespace: events carry pids as it sees them. Its
+ * level is only known to be at least pidns_min_level (the levels /proc
+ * counts from its own namespace down, and that need not be the initial
+ * one); the kernel side finds the level itself (ns_level, below). */
+const volatile bool pidns_is_init = true;
+const volatile __u32 pidns_min_level = 0;
 const volatile __u32 pidns_inum = 0;
 /* Record the file descriptors each program starts with. */
 const volatile bool capture_fds = true;
@@ -113,30 +117,72 @@ static __always_inline void emit(void *ctx, void *data, __u64 size, bool urgent)
 		count_loss(LOSS_OUTPUT);
 }
 
-/* The number `pid` has at namespace `level`. */
-static __always_inline __s32 pid_nr_at(struct pid *pid, __u32 level)
+/* include/linux/pid_namespace.h */
+#define MAX_PID_NS_LEVEL 32
+
+/* The number `pid` has at namespace `level`, and that namespace. */
+static __always_inline struct upid upid_at(struct pid *pid, __u32 level)
 {
 	struct upid upid = {};
 	void *slot;
 
 	if (!pid || BPF_CORE_READ(pid, level) < level)
-		return 0;
+		return upid;
 	slot = (void *)pid + bpf_core_field_offset(struct pid, numbers) +
 	       level * bpf_core_type_size(struct upid);
 	bpf_probe_read_kernel(&upid, sizeof(upid), slot);
-	if (pidns_level && BPF_CORE_READ(upid.ns, ns.inum) != pidns_inum)
-		return 0; /* a sibling namespace: not visible to proctrace */
-	return upid.nr;
+	return upid;
 }
 
+static __always_inline __s32 pid_nr_at(struct pid *pid, __u32 level)
+{
+	return upid_at(pid, level).nr;
+}
+
+/* proctrace's namespace level, once a pid has shown it; -1 until then. */
+__s32 ns_level = -1;
+
+/* Looks for proctrace's namespace among `pid_addr`'s levels. A global
+ * function, verified once rather than at every pid translation. */
+__noinline int find_ns_level(__u64 pid_addr)
+{
+	struct pid *pid = (void *)pid_addr;
+	__u32 top = BPF_CORE_READ(pid, level);
+	struct upid upid;
+
+	for (__u32 level = pidns_min_level; level < MAX_PID_NS_LEVEL && level <= top; level++) {
+		upid = upid_at(pid, level);
+		if (BPF_CORE_READ(upid.ns, ns.inum) == pidns_inum) {
+			ns_level = level;
+			return level;
+		}
+	}
+	return -1;
+}
+
+/* The number `pid` has in proctrace's namespace; 0 when it has none there
+ * (a process of an ancestor or sibling namespace). */
 static __always_inline __s32 pid_nr(struct pid *pid)
 {
-	return pid_nr_at(pid, pidns_level);
+	struct upid upid;
+	__s32 level;
+
+	if (pidns_is_init)
+		return pid_nr_at(pid, 0);
+	if (!pid)
+		return 0;
+	level = ns_level >= 0 ? ns_level : find_ns_level((__u64)pid);
+	if (level < 0)
+		return 0;
+	upid = upid_at(pid, level);
+	if (BPF_CORE_READ(upid.ns, ns.inum) != pidns_inum)
+		return 0;
+	return upid.nr;
 }
 
 static __always_inline __s32 tgid_of(struct task_struct *task)
 {
-	if (!pidns_level)
+	if (pidns_is_init)
 		return BPF_CORE_READ(task, tgid);
 	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]));
 }

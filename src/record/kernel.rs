@@ -15,6 +15,8 @@ use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, Pid};
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// The initial PID namespace's inode (include/linux/proc_ns.h).
+const PROC_PID_INIT_INO: u32 = 0xEFFF_FFFC;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
@@ -126,7 +128,7 @@ fn choose_buffer(choice: BufferChoice) -> BufferKind {
 fn configure(
     open: &mut OpenProctraceSkel<'_>,
     config: &KernelConfig,
-    (level, inum): (u32, u32),
+    (min_level, inum): (u32, u32),
     buffer: BufferKind,
     btf_hooks: bool,
 ) -> Result<(), RecordError> {
@@ -137,7 +139,8 @@ fn configure(
         .expect("rodata is memory-mapped by libbpf");
     rodata.use_ringbuf = buffer == BufferKind::Ring;
     rodata.raw_mode = config.raw;
-    rodata.pidns_level = level;
+    rodata.pidns_is_init = inum == PROC_PID_INIT_INO;
+    rodata.pidns_min_level = min_level;
     rodata.pidns_inum = inum;
     rodata.capture_fds = config.capture_fds;
     rodata.wakeup_bytes = u64::from(config.ring_bytes / 2);
@@ -235,8 +238,11 @@ fn check_privileges(status: &str) -> Result<(), RecordError> {
     }
 }
 
-/// proctrace's PID namespace: its nesting level and inode number, so the
-/// kernel side can report pids as proctrace sees them.
+/// proctrace's PID namespace, so the kernel side can report pids as
+/// proctrace sees them: a lower bound of its nesting level (NSpid counts
+/// the levels from /proc's namespace down, and /proc need not belong to
+/// the initial namespace: `unshare --mount-proc`, containers), and its
+/// inode number.
 fn pid_namespace(status: &str) -> Result<(u32, u32), RecordError> {
     let level = status
         .lines()
