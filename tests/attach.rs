@@ -44,8 +44,18 @@ fn attaching_follows_a_busy_tree_to_its_end() {
         .arg(root.to_string())
         .spawn()
         .unwrap();
-    // Let proctrace see the tree fork for a while, then let the tree end.
-    std::thread::sleep(Duration::from_millis(500));
+    // Let proctrace see the tree fork a dozen times (it writes out as it
+    // goes), then let the tree end.
+    let started = std::time::Instant::now();
+    while fs::read_to_string(&out)
+        .unwrap_or_default()
+        .matches("{\"Fork\"")
+        .count()
+        < 12
+    {
+        assert!(started.elapsed() < HANG_TIMEOUT, "no forks recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     fs::write(&stop, "").unwrap();
     let status = wait_bounded(&mut proctrace, "proctrace record --pid");
     drop(outside);
