@@ -403,16 +403,27 @@ impl Exit {
 /// Joins argv into one line that a POSIX shell would split back into the
 /// same words, quoting only where needed.
 pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
-    let words: Vec<String> = argv.iter().map(|a| shell_quote(a.as_ref())).collect();
-    words.join(" ")
+    // Into one string made big enough at once: renderers join every
+    // exec's argv.
+    let room: usize = argv.iter().map(|a| a.as_ref().len() + 3).sum();
+    let mut line = String::with_capacity(room);
+    for (i, word) in argv.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        shell_quote(word.as_ref(), &mut line);
+    }
+    line
 }
 
-fn shell_quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
+fn shell_quote(word: &str, out: &mut String) {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b);
+    if !word.is_empty() && word.bytes().all(plain) {
+        out.push_str(word);
     } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
+        out.push('\'');
+        out.push_str(&word.replace('\'', r"'\''"));
+        out.push('\'');
     }
 }
 
