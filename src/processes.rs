@@ -585,7 +585,7 @@ impl<T> Grouped<T> {
 /// Where the items of each group start, and where the last group ends,
 /// when items in the groups `keys` says are put together, group by group:
 /// the first half of a counting sort.
-pub(crate) fn group_starts(keys: impl Iterator<Item = u32>, groups: usize) -> Vec<u32> {
+fn group_starts(keys: impl Iterator<Item = u32>, groups: usize) -> Vec<u32> {
     let mut starts = vec![0; groups + 1];
     for key in keys {
         starts[key as usize + 1] += 1;
