@@ -78,9 +78,10 @@ impl Serialize for TraceEvents<'_> {
             slices(processes, index, track, &mut events);
             instants(&processes.get(index), track, &mut events);
             fork_flow(processes, index, &tracks, &mut events);
-            for event in events.drain(..) {
-                trace.serialize_element(&event)?;
+            for event in &events {
+                trace.serialize_element(event)?;
             }
+            events.clear();
         }
         trace.end()
     }
@@ -222,7 +223,7 @@ fn slices<'a>(processes: &'a Processes, index: usize, track: i64, events: &mut V
         };
         let args = common_args(&process, process.pgid(), process.sid());
         events.push(slice(
-            &name,
+            shorten(&name, Some(NAME_WIDTH)),
             "fork",
             track,
             process.start(),
@@ -236,8 +237,9 @@ fn slices<'a>(processes: &'a Processes, index: usize, track: i64, events: &mut V
         args.filename = Some(exec.filename);
         args.argv = Some(exec.argv);
         args.argv_truncated = Some(exec.argv_truncated);
-        args.command = Some(command.clone());
-        events.push(slice(&command, "exec", track, exec.timestamp, until, args));
+        let name = shorten(&command, Some(NAME_WIDTH));
+        args.command = Some(command);
+        events.push(slice(name, "exec", track, exec.timestamp, until, args));
     }
 }
 
@@ -260,8 +262,9 @@ fn common_args<'a>(process: &Process, pgid: Option<Pid>, sid: Option<Pid>) -> Sl
     }
 }
 
+/// A slice named `name` (already shortened).
 fn slice<'a>(
-    name: &str,
+    name: String,
     cat: &'static str,
     track: i64,
     start: u64,
@@ -272,7 +275,7 @@ fn slice<'a>(
         args: Some(Args::Slice(Box::new(args))),
         cat: Some(cat),
         dur: Some(micros(end).saturating_sub(micros(start))),
-        name: Cow::Owned(shorten(name, Some(NAME_WIDTH))),
+        name: Cow::Owned(name),
         ph: "X",
         pid: track,
         tid: track,
