@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use common::terminal_unsafe;
 use proctrace::event::Record;
 use proctrace::ingest;
-use proctrace::recording::{Reader, Recording};
+use proctrace::recording::{Keep, Reader, Recording};
 use proctrace::render::{self, Mode, Options};
 
 /// Cases in the pass `cargo test` runs.
@@ -110,7 +110,10 @@ fn measured(input: &[u8]) -> (bool, usize) {
 /// Everything the library does with a recording it is given: read it,
 /// render it in every mode, ingest it. Returns whether it read.
 fn exercise(input: &[u8]) -> bool {
-    let recording = Recording::read(&mut Reader::new(input, "fuzz"));
+    let recording = Recording::read(
+        &mut Reader::new(std::io::Cursor::new(input), "fuzz"),
+        Keep::Events,
+    );
     if let Ok(recording) = &recording {
         for &mode in Mode::value_variants() {
             let options = Options {
@@ -125,9 +128,8 @@ fn exercise(input: &[u8]) -> bool {
     let root = recording
         .as_ref()
         .ok()
-        .and_then(|r| r.events.first())
-        .and_then(Record::pid)
-        .unwrap_or(1);
+        .and_then(|r| r.processes.all().next())
+        .map_or(1, |p| p.pid);
     let mut ingested = Vec::new();
     if ingest::ingest(&mut Reader::new(input, "fuzz"), root, &mut ingested).is_ok() {
         let lines = String::from_utf8(ingested).expect("ingest writes UTF-8");

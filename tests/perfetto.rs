@@ -12,7 +12,6 @@ use std::path::Path;
 use serde_json::Value;
 
 use common::{big_recording, read, record_demo, render, Synthetic};
-use proctrace::processes::Processes;
 
 /// A (pid, tid) thread.
 type Thread = (i64, i64);
@@ -220,9 +219,8 @@ fn check_flow(key: &FlowKey, ends: &[FlowEnd], slices: &HashMap<Thread, Vec<(f64
 /// processes, named by pid, and each of its execs.
 fn check_against(recording: &Path) -> Checked {
     let checked = check(&export(recording));
-    let rec = read(recording);
-    let processes = Processes::new(&rec);
-    assert_eq!(checked.process_names.len(), processes.all().len());
+    let processes = read(recording);
+    assert_eq!(checked.process_names.len(), processes.len());
     let pids: HashSet<String> = checked
         .process_names
         .values()
@@ -235,17 +233,16 @@ fn check_against(recording: &Path) -> Checked {
             process.pid
         );
     }
-    let execs: usize = processes.all().iter().map(|p| p.execs.len()).sum();
+    let execs: usize = processes.all().map(|p| p.execs.len()).sum();
     assert_eq!(checked.exec_slices, execs);
     let tracks_with_slices = checked.slices.len();
     assert_eq!(
         tracks_with_slices,
-        processes.all().len(),
+        processes.len(),
         "a process without slices"
     );
     let forks = processes
         .all()
-        .iter()
         .filter(|p| p.fork.is_some() && p.parent.is_some())
         .count();
     assert_eq!(checked.flows, forks);

@@ -1,7 +1,7 @@
 //! `proctrace render` and `proctrace ingest`: reading recordings back.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -48,8 +48,8 @@ pub struct IngestArgs {
 
 /// Runs `proctrace render`; returns the exit code.
 pub fn render(args: RenderArgs) -> anyhow::Result<i32> {
-    let mut reader = open_input(args.input.as_deref())?;
-    let recording = Recording::read(&mut reader);
+    let mut reader = open_seekable_input(args.input.as_deref())?;
+    let recording = Recording::read(&mut reader, args.mode.keep());
     print_warnings(&reader);
     let recording = recording?;
     let options = match &args.output {
@@ -82,16 +82,35 @@ pub fn ingest(args: IngestArgs) -> anyhow::Result<i32> {
 
 /// Opens `path` for reading, stdin for `-` or none.
 fn open_input(path: Option<&Path>) -> anyhow::Result<Reader<Box<dyn BufRead>>> {
+    Ok(match open_file(path)? {
+        Some((file, name)) => Reader::new(Box::new(BufReader::new(file)), name),
+        None => Reader::new(Box::new(io::stdin().lock()), STDIN),
+    })
+}
+
+/// Opens `path` for reading, or copies stdin (for `-` or none) to a
+/// temporary file: reading a recording may take a second pass.
+fn open_seekable_input(path: Option<&Path>) -> anyhow::Result<Reader<BufReader<File>>> {
+    if let Some((file, name)) = open_file(path)? {
+        return Ok(Reader::new(BufReader::new(file), name));
+    }
+    let mut copy = tempfile::tempfile().context("creating a temporary file")?;
+    io::copy(&mut io::stdin().lock(), &mut copy).context("copying stdin")?;
+    copy.rewind().context("copying stdin")?;
+    Ok(Reader::new(BufReader::new(copy), STDIN))
+}
+
+/// How stdin is named in errors and warnings.
+const STDIN: &str = "<stdin>";
+
+/// The file at `path` and its name; `None` for stdin (`-` or none).
+fn open_file(path: Option<&Path>) -> anyhow::Result<Option<(File, String)>> {
     match path {
-        None => Ok(Reader::new(Box::new(io::stdin().lock()), "<stdin>")),
-        Some(p) if p == Path::new("-") => Ok(Reader::new(Box::new(io::stdin().lock()), "<stdin>")),
-        Some(p) => {
+        Some(p) if p != Path::new("-") => {
             let file = File::open(p).with_context(|| format!("opening {}", p.display()))?;
-            Ok(Reader::new(
-                Box::new(BufReader::new(file)),
-                p.display().to_string(),
-            ))
+            Ok(Some((file, p.display().to_string())))
         }
+        _ => Ok(None),
     }
 }
 

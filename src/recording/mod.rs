@@ -1,9 +1,11 @@
 //! Recordings on disk: newline-delimited JSON, one [`Record`] per line.
 
+mod events;
 mod reader;
 mod writer;
 
-pub use reader::{ReadError, Reader, Recording, Warning};
+pub use events::{Events, Lines};
+pub use reader::{Keep, ReadError, Reader, Recording, Warning};
 pub use writer::Writer;
 
 #[cfg(doc)]

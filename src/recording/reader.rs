@@ -1,9 +1,11 @@
 use std::fmt;
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Seek};
 
 use serde::Deserialize;
 
+use super::events::{Events, EventsWriter};
 use crate::event::{shell_join, Exec, Header, Pid, Record, Trailer};
+use crate::processes::{Builder, Processes, TooLarge};
 
 /// Why a recording could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +27,17 @@ pub enum ReadError {
         line: u64,
         /// Why the line did not parse.
         source: serde_json::Error,
+    },
+    /// The temporary file that holds the events could not be written.
+    #[error("keeping the events in a temporary file: {0}")]
+    Spool(io::Error),
+    /// The recording is too large to render.
+    #[error("{name}: too large: {source}")]
+    TooLarge {
+        /// The input's display name.
+        name: String,
+        /// What there is too much of.
+        source: TooLarge,
     },
 }
 
@@ -227,6 +240,26 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+impl<R: BufRead + Seek> Reader<R> {
+    /// Starts reading again from the beginning, as if new.
+    pub fn rewind(&mut self) -> Result<(), ReadError> {
+        self.input.rewind().map_err(|source| ReadError::Io {
+            name: self.name.clone(),
+            source,
+        })?;
+        // What it found is found again, warnings included.
+        self.line_no = 0;
+        self.pending = None;
+        self.ready.clear();
+        self.saw_header = false;
+        self.saw_trailer = false;
+        self.time_base = None;
+        self.warnings.clear();
+        self.done = false;
+        Ok(())
+    }
+}
+
 impl<R: BufRead> Iterator for Reader<R> {
     type Item = Result<Record, ReadError>;
 
@@ -255,54 +288,171 @@ impl<R: BufRead> Iterator for Reader<R> {
     }
 }
 
-/// A whole recording in memory, events in causal order.
-#[derive(Debug, Clone, Default)]
+/// A whole recording: its header and trailer, the process table derived
+/// from its events and, if asked for, the events themselves.
+#[derive(Debug)]
 pub struct Recording {
     /// The header; `None` for recordings of the original proctrace.
     pub header: Option<Header>,
-    /// Every event, ordered by `seq`.
-    pub events: Vec<Record>,
     /// The trailer; `None` for interrupted or original-proctrace recordings.
     pub trailer: Option<Trailer>,
+    /// The processes of the recording.
+    pub processes: Processes,
+    events: Option<Events>,
+}
+
+/// What [`Recording::read`] keeps besides header, trailer and processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Nothing else.
+    Processes,
+    /// The events, in causal order (on disk, in a temporary file).
+    Events,
 }
 
 impl Recording {
-    /// Reads everything `reader` yields.
-    pub fn read<R: BufRead>(reader: &mut Reader<R>) -> Result<Self, ReadError> {
-        let mut recording = Recording::default();
-        for record in reader {
+    /// Reads everything `reader` yields, in one pass when the events come
+    /// in causal order, as recordings of this proctrace do.
+    pub fn read<R: BufRead + Seek>(reader: &mut Reader<R>, keep: Keep) -> Result<Self, ReadError> {
+        if let Some(recording) = Self::read_ordered(reader, keep)? {
+            return Ok(recording);
+        }
+        reader.rewind()?;
+        Self::read_unordered(reader, keep)
+    }
+
+    /// The events in causal order, if they were kept.
+    pub fn events(&self) -> Option<&Events> {
+        self.events.as_ref()
+    }
+
+    /// Reads a recording whose events come in causal order; `None` as soon
+    /// as one does not.
+    ///
+    /// Recordings of the original proctrace (no header) may lack `seq`:
+    /// they are numbered in the order they come.
+    fn read_ordered<R: BufRead>(
+        reader: &mut Reader<R>,
+        keep: Keep,
+    ) -> Result<Option<Self>, ReadError> {
+        let mut build = Build::new(reader.name(), keep)?;
+        let mut last_key = None;
+        for record in &mut *reader {
             match record? {
-                Record::Header(h) => recording.header = Some(h),
-                Record::Trailer(t) => recording.trailer = Some(t),
-                event => recording.events.push(event),
+                // A header after events changes how they are ordered.
+                Record::Header(_) if build.count > 0 => return Ok(None),
+                Record::Header(h) => build.header = Some(h),
+                Record::Trailer(t) => build.trailer = Some(t),
+                mut event => {
+                    let key = match build.header {
+                        Some(_) => event.seq(),
+                        None => event.timestamp(),
+                    };
+                    if key < last_key {
+                        return Ok(None);
+                    }
+                    last_key = key;
+                    if build.header.is_none() {
+                        event.set_seq(build.count);
+                    }
+                    build.add(event)?;
+                }
             }
         }
-        recording.order();
-        Ok(recording)
+        build.finish().map(Some)
     }
 
-    /// Sorts the events into causal order: by `seq`, which is exactly that.
-    ///
-    /// Recordings of the original proctrace (no header) may lack `seq` and
-    /// write a fork after its child's first events, but its fork timestamps
-    /// are taken early for exactly that reason: they are sorted by time
-    /// and numbered in that order.
-    fn order(&mut self) {
-        if self.header.is_some() {
-            self.events.sort_by_key(Record::seq);
-            return;
+    /// Reads a recording whose events are not in causal order: all of them
+    /// into memory, to sort them.
+    fn read_unordered<R: BufRead>(reader: &mut Reader<R>, keep: Keep) -> Result<Self, ReadError> {
+        let mut build = Build::new(reader.name(), keep)?;
+        let mut events = Vec::new();
+        for record in reader {
+            match record? {
+                Record::Header(h) => build.header = Some(h),
+                Record::Trailer(t) => build.trailer = Some(t),
+                event => events.push(event),
+            }
         }
-        self.events.sort_by_key(Record::timestamp);
-        for (seq, event) in (0..).zip(self.events.iter_mut()) {
-            event.set_seq(seq);
+        order(build.header.is_some(), &mut events);
+        for event in events {
+            build.add(event)?;
         }
+        build.finish()
+    }
+}
+
+/// Sorts events into causal order: by `seq`, which is exactly that.
+///
+/// Recordings of the original proctrace (no header) may lack `seq` and
+/// write a fork after its child's first events, but its fork timestamps
+/// are taken early for exactly that reason: they are sorted by time
+/// and numbered in that order.
+fn order(has_header: bool, events: &mut [Record]) {
+    if has_header {
+        events.sort_by_key(Record::seq);
+        return;
+    }
+    events.sort_by_key(Record::timestamp);
+    for (seq, event) in (0..).zip(events.iter_mut()) {
+        event.set_seq(seq);
+    }
+}
+
+/// A [`Recording`] being read.
+struct Build {
+    /// The input's display name.
+    name: String,
+    header: Option<Header>,
+    trailer: Option<Trailer>,
+    processes: Builder,
+    events: Option<EventsWriter>,
+    /// Events so far.
+    count: u64,
+}
+
+impl Build {
+    fn new(name: &str, keep: Keep) -> Result<Self, ReadError> {
+        let events = match keep {
+            Keep::Processes => None,
+            Keep::Events => Some(EventsWriter::new().map_err(ReadError::Spool)?),
+        };
+        Ok(Build {
+            name: name.to_string(),
+            header: None,
+            trailer: None,
+            processes: Builder::default(),
+            events,
+            count: 0,
+        })
     }
 
-    /// Nanoseconds from the start to the end of the recording.
-    pub fn end_timestamp(&self) -> u64 {
-        let last = self.events.iter().filter_map(Record::timestamp).max();
-        let end = self.trailer.as_ref().map(|t| t.end_timestamp);
-        end.max(last).unwrap_or(0)
+    /// Adds the next event in causal order.
+    fn add(&mut self, event: Record) -> Result<(), ReadError> {
+        self.count += 1;
+        let process = self
+            .processes
+            .add(&event)
+            .map_err(|source| ReadError::TooLarge {
+                name: self.name.clone(),
+                source,
+            })?;
+        if let (Some(events), Some(process)) = (&mut self.events, process) {
+            events.push(&event, process).map_err(ReadError::Spool)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Recording, ReadError> {
+        let events = self.events.map(EventsWriter::finish).transpose();
+        Ok(Recording {
+            processes: self
+                .processes
+                .finish(self.trailer.as_ref().map(|t| t.end_timestamp)),
+            header: self.header,
+            trailer: self.trailer,
+            events: events.map_err(ReadError::Spool)?,
+        })
     }
 }
 
@@ -427,9 +577,15 @@ impl LegacyExecFull {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> (Result<Recording, ReadError>, Vec<Warning>) {
-        let mut reader = Reader::new(text.as_bytes(), "rec");
-        let recording = Recording::read(&mut reader);
+    fn read(text: &str) -> (Result<Vec<Record>, ReadError>, Vec<Warning>) {
+        let mut reader = Reader::new(io::Cursor::new(text), "rec");
+        let recording = Recording::read(&mut reader, Keep::Events).map(|recording| {
+            let events = recording.events().unwrap();
+            let mut lines = events.lines();
+            (0..events.len())
+                .map(|i| lines.record(i).unwrap())
+                .collect()
+        });
         (recording, reader.warnings().to_vec())
     }
 
@@ -442,8 +598,8 @@ mod tests {
 {"Exec":{"timestamp":150,"pid":5,"ppid":1,"pgid":5,"cmdline":["bash","./x.sh"]}}
 {"BadExec":{"timestamp":160,"pid":5}}
 "#;
-        let (recording, warnings) = read(text);
-        let events = recording.unwrap().events;
+        let (events, warnings) = read(text);
+        let events = events.unwrap();
         assert!(warnings.is_empty());
         let Record::Exec(first) = &events[0] else {
             panic!()
@@ -464,10 +620,23 @@ mod tests {
     }
 
     #[test]
+    fn events_out_of_order_are_put_in_order() {
+        let header = r#"{"Header":{"format_version":1,"proctrace_version":"0","start_time":"","root_pid":5,"command":[],"kernel":"","raw":false}}"#;
+        let exec = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5}}"#;
+        let exit = r#"{"Exit":{"seq":1,"timestamp":2,"pid":5,"ppid":1,"pgid":5}}"#;
+        let (in_order, _) = read(&format!("{header}\n{exec}\n{exit}\n"));
+        let (out_of_order, warnings) = read(&format!("{header}\n{exit}\n{exec}\n"));
+        let kinds: Vec<_> = out_of_order.unwrap().iter().map(Record::kind).collect();
+        assert_eq!(kinds, ["Exec", "Exit"]);
+        assert_eq!(in_order.unwrap().len(), 2);
+        assert_eq!(warnings.len(), 1, "the missing trailer, once: {warnings:?}");
+    }
+
+    #[test]
     fn only_an_unterminated_unfinished_last_line_is_a_cut() {
         let exec = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5}}"#;
         let (recording, warnings) = read(&format!("{exec}\n{{\"Exit\":{{\"seq\":1,\"ti"));
-        assert_eq!(recording.unwrap().events.len(), 1);
+        assert_eq!(recording.unwrap().len(), 1);
         assert_eq!(
             warnings,
             [Warning::CutOff {

@@ -2,19 +2,23 @@
 
 use std::io::{self, Write};
 
-use super::write_json;
-use crate::processes::{Process, Processes};
+use super::events;
+use crate::processes::Process;
+use crate::recording::Recording;
 use crate::text::visible;
 
 /// Writes one block per process, in the order they were created.
-pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
-    for (i, process) in processes.all().iter().enumerate() {
+pub fn render(recording: &Recording, out: &mut dyn Write) -> io::Result<()> {
+    let events = events(recording)?;
+    let processes = &recording.processes;
+    let mut lines = events.lines();
+    for (i, process) in processes.all().enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
-        writeln!(out, "{}", visible(&heading(process)))?;
-        for event in &process.events {
-            write_json(out, event)?;
+        writeln!(out, "{}", visible(&heading(&process)))?;
+        for event in events.of_process(i) {
+            lines.write(event, out)?;
         }
     }
     Ok(())

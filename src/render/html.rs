@@ -7,15 +7,18 @@
 //! with each process's depth, so the script draws the tree without
 //! deriving it again. Nothing is fetched: the page works from disk,
 //! offline, and its Content-Security-Policy forbids any network access.
+//!
+//! The blob is written row by row as it is serialized, never whole in
+//! memory: a large recording makes a blob of hundreds of megabytes.
 
 use std::borrow::Cow;
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::seconds;
 use crate::event::{shell_join, Pid};
-use crate::processes::{command_line, Outcome, Processes};
+use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
 
 const TEMPLATE: &str = include_str!("report.html");
@@ -42,8 +45,11 @@ struct Report<'a> {
     lost: Option<u64>,
     interrupted: bool,
     /// In tree order: each parent before its children.
-    processes: Vec<Row<'a>>,
+    processes: Rows<'a>,
 }
+
+/// The rows, made as they are serialized.
+struct Rows<'a>(&'a Processes);
 
 /// One process, one row of the timeline.
 #[derive(Serialize)]
@@ -74,25 +80,25 @@ struct Segment<'a> {
     end: u64,
     command: Cow<'a, str>,
     filename: &'a str,
-    argv: &'a [String],
+    argv: Argv<'a>,
     argv_truncated: bool,
 }
 
 /// Writes the report.
 pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
-    let data = script_safe_json(&report(recording, processes))?;
+    let report = report(recording, processes);
     fill(
         TEMPLATE,
-        &[
-            (STYLE_MARK, STYLE),
-            (DATA_MARK, &data),
-            (SCRIPT_MARK, SCRIPT),
+        &mut [
+            (STYLE_MARK, &mut |out| out.write_all(STYLE.as_bytes())),
+            (DATA_MARK, &mut |out| write_script_safe_json(&report, out)),
+            (SCRIPT_MARK, &mut |out| out.write_all(SCRIPT.as_bytes())),
         ],
         out,
     )
 }
 
-fn report<'a>(recording: &'a Recording, processes: &Processes<'a>) -> Report<'a> {
+fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> {
     let header = recording.header.as_ref();
     let trailer = recording.trailer.as_ref();
     Report {
@@ -107,32 +113,27 @@ fn report<'a>(recording: &'a Recording, processes: &Processes<'a>) -> Report<'a>
         // Recordings of the original proctrace never had a trailer; for
         // the others a missing one means the recording was cut short.
         interrupted: trailer.map_or(header.is_some(), |t| t.interrupted),
-        processes: rows(processes),
+        processes: Rows(processes),
     }
 }
 
 /// The rows in tree order, parents referred to by row.
-fn rows<'a>(processes: &Processes<'a>) -> Vec<Row<'a>> {
-    let order = processes.depth_first();
-    let mut row_of = vec![0; processes.all().len()];
-    for (row, &(index, _)) in order.iter().enumerate() {
-        row_of[index] = row;
-    }
-    order
-        .iter()
-        .map(|&(index, depth)| {
+impl Serialize for Rows<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let processes = self.0;
+        let order = processes.depth_first();
+        let mut row_of = vec![0; processes.len()];
+        for (row, &(index, _)) in order.iter().enumerate() {
+            row_of[index] = row;
+        }
+        serializer.collect_seq(order.iter().map(|&(index, depth)| {
             let parent = processes.get(index).parent.map(|p| row_of[p]);
             row(processes, index, depth, parent)
-        })
-        .collect()
+        }))
+    }
 }
 
-fn row<'a>(
-    processes: &Processes<'a>,
-    index: usize,
-    depth: usize,
-    parent: Option<usize>,
-) -> Row<'a> {
+fn row<'a>(processes: &'a Processes, index: usize, depth: usize, parent: Option<usize>) -> Row<'a> {
     let process = processes.get(index);
     let end = processes.end();
     let outcome = process.outcome();
@@ -141,9 +142,9 @@ fn row<'a>(
         .map(|(exec, until)| Segment {
             start: exec.timestamp,
             end: until,
-            command: command_line(exec),
-            filename: &exec.filename,
-            argv: &exec.argv,
+            command: command_line(&exec),
+            filename: exec.filename,
+            argv: exec.argv,
             argv_truncated: exec.argv_truncated,
         })
         .collect();
@@ -171,24 +172,49 @@ fn row<'a>(
     }
 }
 
-/// JSON that can sit inside a `<script>` element: a command line holding
-/// `</script>` or `<!--` must not end the element or change how the HTML
-/// parser reads it. `<` only occurs inside JSON strings, where `\u003c`
-/// means the same character.
-fn script_safe_json(value: &impl Serialize) -> io::Result<String> {
-    Ok(serde_json::to_string(value)?.replace('<', r"\u003c"))
+/// Writes JSON that can sit inside a `<script>` element: a command line
+/// holding `</script>` or `<!--` must not end the element or change how
+/// the HTML parser reads it. `<` only occurs inside JSON strings, where
+/// `\u003c` means the same character.
+fn write_script_safe_json(value: &impl Serialize, out: &mut dyn Write) -> io::Result<()> {
+    // Buffered before the escaping: the serializer writes token by token.
+    let mut json = BufWriter::with_capacity(1 << 16, ScriptSafe(out));
+    serde_json::to_writer(&mut json, value)?;
+    json.flush()
 }
 
-/// Writes `template` with each mark replaced by its text; the marks must
-/// appear in `template` in the order given.
-fn fill(template: &str, parts: &[(&str, &str)], out: &mut dyn Write) -> io::Result<()> {
+/// Writes JSON through to the page with each `<` as `\u003c`.
+struct ScriptSafe<'a>(&'a mut dyn Write);
+
+impl Write for ScriptSafe<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for (i, part) in buf.split(|&b| b == b'<').enumerate() {
+            if i > 0 {
+                self.0.write_all(br"\u003c")?;
+            }
+            self.0.write_all(part)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// A piece of the page: writes what replaces a mark.
+type Part<'a> = &'a mut dyn FnMut(&mut dyn Write) -> io::Result<()>;
+
+/// Writes `template` with each mark replaced by what its part writes; the
+/// marks must appear in `template` in the order given.
+fn fill(template: &str, parts: &mut [(&str, Part)], out: &mut dyn Write) -> io::Result<()> {
     let mut rest = template;
-    for (mark, text) in parts {
+    for (mark, part) in parts {
         let (before, after) = rest
-            .split_once(mark)
+            .split_once(*mark)
             .unwrap_or_else(|| panic!("the report template lacks {mark}"));
         out.write_all(before.as_bytes())?;
-        out.write_all(text.as_bytes())?;
+        part(out)?;
         rest = after;
     }
     out.write_all(rest.as_bytes())
@@ -201,9 +227,14 @@ mod tests {
     #[test]
     fn the_template_has_every_mark_in_order() {
         let mut page = Vec::new();
+        let text = |text: &'static str| move |out: &mut dyn Write| out.write_all(text.as_bytes());
         fill(
             TEMPLATE,
-            &[(STYLE_MARK, "S"), (DATA_MARK, "D"), (SCRIPT_MARK, "J")],
+            &mut [
+                (STYLE_MARK, &mut text("S")),
+                (DATA_MARK, &mut text("D")),
+                (SCRIPT_MARK, &mut text("J")),
+            ],
             &mut page,
         )
         .unwrap();
@@ -214,7 +245,9 @@ mod tests {
     #[test]
     fn script_text_cannot_close_the_script_element() {
         let argv = ["</script><script>alert(1)</script>", "<!--"];
-        let json = script_safe_json(&argv).unwrap();
+        let mut json = Vec::new();
+        write_script_safe_json(&argv, &mut json).unwrap();
+        let json = String::from_utf8(json).unwrap();
         assert!(!json.contains('<'), "{json}");
         let back: Vec<String> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, argv);

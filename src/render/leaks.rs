@@ -144,7 +144,7 @@ fn write_held(
         return Ok(false);
     }
     let ancestors = processes.ancestors(index);
-    let holders: Vec<(usize, Vec<i32>)> = (0..processes.all().len())
+    let holders: Vec<(usize, Vec<i32>)> = (0..processes.len())
         .filter(|&i| i != index)
         .map(|i| (i, processes.get(i).fds_of(file)))
         .filter(|(_, fds)| !fds.is_empty())
@@ -208,7 +208,7 @@ fn write_unrecorded(
     record: &Lingering,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let unknown: Vec<usize> = (0..processes.all().len())
+    let unknown: Vec<usize> = (0..processes.len())
         .filter(|&i| i != index && !processes.ancestors(i).contains(&index))
         .filter(|&i| {
             let process = processes.get(i);
@@ -266,9 +266,9 @@ fn test_name(processes: &Processes, index: usize) -> Option<String> {
     if process.program() != Some("bats-exec-test") {
         return None;
     }
-    let argv = &process.execs.last()?.argv;
+    let argv = process.execs.last()?.argv;
     let file = argv.iter().position(|a| a.ends_with(".bats"))?;
-    argv.get(file + 1).cloned()
+    argv.get(file + 1).map(str::to_string)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write)
     writeln!(out, "    axisFormat {}", axis_format(processes.end()))?;
     writeln!(out, "    todayMarker off")?;
     write_section(processes, None, out)?;
-    for (index, process) in processes.all().iter().enumerate() {
+    for (index, process) in processes.all().enumerate() {
         if !process.children.is_empty() {
             write_section(processes, Some(index), out)?;
         }
@@ -51,7 +51,7 @@ fn write_section(
     };
     writeln!(out, "\n    section {}", escape(&heading))?;
     let members: Vec<usize> = match parent {
-        Some(index) => processes.get(index).children.clone(),
+        Some(index) => processes.get(index).children.iter().collect(),
         None => processes.roots().collect(),
     };
     for index in members {
@@ -76,7 +76,7 @@ fn write_tasks(processes: &Processes, index: usize, out: &mut dyn Write) -> io::
         let name = format!(
             "[{}] {}",
             process.pid,
-            shorten_store_paths(&command_line(exec))
+            shorten_store_paths(&command_line(&exec))
         );
         write_task(out, &name, status, exec.timestamp, until)?;
     }

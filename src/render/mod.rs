@@ -1,4 +1,7 @@
 //! Renderers: each turns a [`Recording`] into one kind of output.
+//!
+//! Each writes as it goes: the output of a large recording is never whole
+//! in memory.
 
 mod by_process;
 mod html;
@@ -14,8 +17,7 @@ use std::io::{self, Write};
 use anstyle::Style;
 
 use crate::event::Record;
-use crate::processes::Processes;
-use crate::recording::Recording;
+use crate::recording::{Events, Keep, Recording};
 
 /// What `proctrace render` produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -50,23 +52,46 @@ pub struct Options {
     pub width: Option<usize>,
 }
 
-/// Writes `recording` to `out` as `mode` says.
+impl Mode {
+    /// What of a recording the mode needs read: `sequential` and
+    /// `by-process` write the events themselves.
+    pub fn keep(self) -> Keep {
+        match self {
+            Mode::Sequential | Mode::ByProcess => Keep::Events,
+            _ => Keep::Processes,
+        }
+    }
+}
+
+/// Writes `recording` to `out` as `mode` says; the recording must have
+/// been read keeping what [`Mode::keep`] says.
 pub fn render(
     mode: Mode,
     recording: &Recording,
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    let processes = &recording.processes;
     match mode {
         Mode::Sequential => sequential::render(recording, out),
-        Mode::ByProcess => by_process::render(&Processes::new(recording), out),
-        Mode::Mermaid => mermaid::render(recording, &Processes::new(recording), out),
-        Mode::Tree => tree::render(&Processes::new(recording), options, out),
-        Mode::Summary => summary::render(recording, &Processes::new(recording), options, out),
-        Mode::Html => html::render(recording, &Processes::new(recording), out),
-        Mode::Perfetto => perfetto::render(recording, &Processes::new(recording), out),
-        Mode::Leaks => leaks::render(&Processes::new(recording), out),
+        Mode::ByProcess => by_process::render(recording, out),
+        Mode::Mermaid => mermaid::render(recording, processes, out),
+        Mode::Tree => tree::render(processes, options, out),
+        Mode::Summary => summary::render(recording, processes, options, out),
+        Mode::Html => html::render(recording, processes, out),
+        Mode::Perfetto => perfetto::render(recording, processes, out),
+        Mode::Leaks => leaks::render(processes, out),
     }
+}
+
+/// The events of `recording`, or why there are none.
+fn events(recording: &Recording) -> io::Result<&Events> {
+    recording.events().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the recording was read without its events (see Mode::keep)",
+        )
+    })
 }
 
 /// Writes one record as one JSON line, as a recording holds it.

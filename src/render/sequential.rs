@@ -2,17 +2,22 @@
 
 use std::io::{self, Write};
 
-use super::write_json;
+use super::{events, write_json};
 use crate::event::Record;
 use crate::recording::Recording;
 
 /// Writes header, events and trailer as JSON lines.
 pub fn render(recording: &Recording, out: &mut dyn Write) -> io::Result<()> {
-    let header = recording.header.clone().map(Record::Header);
-    let trailer = recording.trailer.clone().map(Record::Trailer);
-    let events = recording.events.iter();
-    for record in header.iter().chain(events).chain(trailer.iter()) {
-        write_json(out, record)?;
+    let events = events(recording)?;
+    if let Some(header) = recording.header.clone() {
+        write_json(out, &Record::Header(header))?;
+    }
+    let mut lines = events.lines();
+    for index in 0..events.len() {
+        lines.write(index, out)?;
+    }
+    if let Some(trailer) = recording.trailer.clone() {
+        write_json(out, &Record::Trailer(trailer))?;
     }
     Ok(())
 }

@@ -18,7 +18,6 @@ pub fn render(
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let all = processes.all();
     let end = processes.end();
     if let Some(header) = &recording.header {
         writeln!(
@@ -29,15 +28,16 @@ pub fn render(
         )?;
     }
     writeln!(out, "Wall time:  {}", seconds(processes.wall_time()))?;
-    let execs: usize = all.iter().map(|p| p.execs.len()).sum();
-    writeln!(out, "Processes:  {} ({execs} execs)", all.len())?;
+    let execs: usize = processes.all().map(|p| p.execs.len()).sum();
+    writeln!(out, "Processes:  {} ({execs} execs)", processes.len())?;
     writeln!(out, "Lost:       {}", lost(recording))?;
 
-    let listed = |keep: fn(&Process) -> bool| -> Vec<(usize, &Process)> {
-        all.iter().enumerate().filter(|(_, p)| keep(p)).collect()
+    let listed = |keep: fn(&Process) -> bool| -> Vec<usize> {
+        let all = processes.all().enumerate();
+        all.filter(|(_, p)| keep(p)).map(|(i, _)| i).collect()
     };
     let mut slowest = listed(|_| true);
-    slowest.sort_by_key(|(_, p)| std::cmp::Reverse(p.duration(end)));
+    slowest.sort_by_key(|&i| std::cmp::Reverse(processes.get(i).duration(end)));
     slowest.truncate(SLOWEST);
     let failed = listed(|p| p.outcome().failed());
     let running = listed(|p| p.outcome() == Outcome::Running);
@@ -97,12 +97,13 @@ fn lost(recording: &Recording) -> String {
 fn write_list(
     processes: &Processes,
     title: &str,
-    list: &[(usize, &Process)],
+    list: &[usize],
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     writeln!(out, "\n{title} ({}):", list.len())?;
-    for &(index, process) in list {
+    for &index in list {
+        let process = processes.get(index);
         let line = format!(
             "  {:>9}  {:>7}  {:<17}  {}",
             seconds(process.duration(processes.end())),

@@ -29,8 +29,8 @@ pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> i
             out,
         )?;
         let child_indent = format!("{indent}{}", branch.continuation());
-        let children = &processes.get(index).children;
-        for (i, &child) in children.iter().enumerate().rev() {
+        let children = processes.get(index).children;
+        for (i, child) in children.iter().enumerate().rev() {
             let branch = if i + 1 == children.len() {
                 Branch::Last
             } else {

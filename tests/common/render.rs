@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use proctrace::event::{Exec, Exit, Fork, Header, Pid, Record, SetPgid, Trailer, FORMAT_VERSION};
 use proctrace::processes::Processes;
-use proctrace::recording::{Reader, Recording};
+use proctrace::recording::{Keep, Reader, Recording};
 
 pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -61,49 +61,45 @@ pub fn record_demo(dir: &Path) -> Option<PathBuf> {
     Some(path)
 }
 
-/// Reads a recording the way `proctrace render` does.
-pub fn read(path: &Path) -> Recording {
+/// Reads the processes of a recording the way `proctrace render` does.
+pub fn read(path: &Path) -> Processes {
     let file = std::io::BufReader::new(fs::File::open(path).unwrap());
-    Recording::read(&mut Reader::new(file, path.display().to_string())).unwrap()
+    let mut reader = Reader::new(file, path.display().to_string());
+    Recording::read(&mut reader, Keep::Processes)
+        .unwrap()
+        .processes
 }
 
 /// How many processes the recording at `path` holds.
 pub fn process_count(path: &Path) -> usize {
-    Processes::new(&read(path)).all().len()
+    read(path).len()
 }
 
 /// How many processes of the recording at `path` failed.
 pub fn failed_count(path: &Path) -> usize {
-    let recording = read(path);
-    let processes = Processes::new(&recording);
-    processes
-        .all()
-        .iter()
-        .filter(|p| p.outcome().failed())
-        .count()
+    let processes = read(path);
+    processes.all().filter(|p| p.outcome().failed()).count()
 }
 
 /// The pid of the first process that failed.
 pub fn first_failed(path: &Path) -> Option<Pid> {
-    let recording = read(path);
-    let processes = Processes::new(&recording);
-    let failed = processes.all().iter().find(|p| p.outcome().failed());
+    let processes = read(path);
+    let failed = processes.all().find(|p| p.outcome().failed());
     failed.map(|p| p.pid)
 }
 
 /// How many processes a search for `text` should find: those whose
 /// description, command lines or executed files contain it.
 pub fn matching(path: &Path, text: &str) -> usize {
-    let recording = read(path);
-    let processes = Processes::new(&recording);
-    (0..processes.all().len())
+    let processes = read(path);
+    (0..processes.len())
         .filter(|&i| {
             let process = processes.get(i);
             processes.describe(i).contains(text)
                 || process
                     .execs
                     .iter()
-                    .any(|e| e.cmdline.contains(text) || e.filename.contains(text))
+                    .any(|e| e.cmdline().contains(text) || e.filename.contains(text))
         })
         .count()
 }
