@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds proctrace in release mode and runs the benchmarks W1-W4; see
+# Builds proctrace in release mode and runs the benchmarks W1-W5; see
 # BENCHMARKS.md. Recording needs root: the build runs as you, the
 # benchmarks through sudo when you are not root. W1 needs strace.
 # Arguments go to bench/bench.py, e.g. --only W1,W2 --rounds 9 --max-load 0

@@ -3,8 +3,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -113,8 +111,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     for warning in recording.warnings() {
         eprintln!("proctrace: warning: {warning}");
     }
-    let aborted = signals.watch(&recording);
-    let (processes, totals, output) = write_recording(recording, output, &aborted)?;
+    signals.watch(&recording);
+    let (processes, totals, output) = write_recording(recording, output)?;
     report(&output, processes, &totals)?;
     Ok(exit_status(&totals, !args.pids.is_empty()))
 }
@@ -122,11 +120,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 /// Writes header, events and trailer; returns how many processes were
 /// recorded. A failing output does not end the recording: the tree runs
 /// on, watched and reaped as before, and its events are counted as lost.
-fn write_recording(
-    recording: Recording,
-    mut output: Output,
-    aborted: &AtomicBool,
-) -> Result<(u64, Totals, Output)> {
+fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Totals, Output)> {
     output.write(&Record::Header(recording.header().clone()));
     let mut forks = 0;
     let (events, notices) = (recording.events(), recording.notices());
@@ -139,9 +133,6 @@ fn write_recording(
         crossbeam_channel::select! {
             recv(events) -> record => {
                 let Ok(record) = record else { break };
-                if aborted.load(Ordering::Relaxed) {
-                    break;
-                }
                 forks += u64::from(matches!(record, Record::Fork(_)));
                 output.write(&record);
             }
@@ -355,11 +346,11 @@ impl Signals {
         Ok(Signals(signals))
     }
 
-    fn watch(mut self, recording: &Recording) -> Arc<AtomicBool> {
+    /// The first signal stops the recording after a grace period; a second
+    /// ends it at once, with what has arrived so far.
+    fn watch(mut self, recording: &Recording) {
         let stopper = recording.stopper();
         let root = nix::unistd::Pid::from_raw(recording.root_pid());
-        let aborted = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&aborted);
         std::thread::spawn(move || {
             for (count, signal) in self.0.forever().enumerate() {
                 if signal != SIGINT {
@@ -371,11 +362,9 @@ impl Signals {
                 if count == 0 {
                     stopper.stop();
                 } else {
-                    flag.store(true, Ordering::Relaxed);
                     stopper.abort();
                 }
             }
         });
-        aborted
     }
 }

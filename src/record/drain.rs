@@ -123,8 +123,10 @@ enum End {
     Settled,
     /// A stop was requested and its grace period is over.
     Stopped,
-    /// The consumer went away, or an abort was requested.
+    /// An abort was requested: what has arrived is given out at once.
     Aborted,
+    /// The consumer went away: nothing more is given out.
+    Abandoned,
 }
 
 impl Drain<'_, '_> {
@@ -170,7 +172,7 @@ impl Drain<'_, '_> {
                 break end;
             }
         };
-        if !matches!(end, End::Aborted) {
+        if !matches!(end, End::Abandoned) {
             buffer.consume()?;
             self.release(None, &mut progress);
         }
@@ -201,9 +203,10 @@ impl Drain<'_, '_> {
         // The kernel wakes this thread only when it must (see emit() in the
         // BPF program); what came in quietly is read now.
         buffer.consume()?;
-        if !self.release(Some(elapsed.saturating_sub(REORDER_WINDOW_NS)), progress)
-            || self.control.abort.load(Ordering::Relaxed)
-        {
+        if !self.release(Some(elapsed.saturating_sub(REORDER_WINDOW_NS)), progress) {
+            return Ok(Some(End::Abandoned));
+        }
+        if self.control.abort.load(Ordering::Relaxed) {
             return Ok(Some(End::Aborted));
         }
         if target.is_child() {
