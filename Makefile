@@ -32,7 +32,7 @@ demo: build
 test: test-deps
 	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked --no-fail-fast
 
-# Benchmarks W1-W4 (release build; recording through sudo): prints a table
+# Benchmarks W1-W5 (release build; recording through sudo): prints a table
 # and writes bench/results.json. See BENCHMARKS.md. Not part of `make test`.
 .PHONY: bench
 bench:
