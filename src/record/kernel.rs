@@ -80,10 +80,7 @@ pub fn load<'obj>(
     let pidns = pid_namespace(&status)?;
     let kernel_btf = Path::new(KERNEL_BTF).exists();
     if let Some(path) = &config.btf {
-        fs::metadata(path).map_err(|source| RecordError::BtfFile {
-            path: path.clone(),
-            source,
-        })?;
+        check_btf(path)?;
     } else if !kernel_btf {
         return Err(RecordError::NoBtf);
     }
@@ -114,6 +111,23 @@ pub fn load<'obj>(
         warnings,
         _links: links,
     })
+}
+
+/// Checks a `--btf` file before libbpf sees it: given a file that is not
+/// BTF, libbpf fails late and with a bare error code.
+fn check_btf(path: &Path) -> Result<(), RecordError> {
+    let error = |source| RecordError::BtfFile {
+        path: path.to_owned(),
+        source,
+    };
+    fs::File::open(path).map_err(error)?;
+    libbpf_rs::btf::Btf::from_path(path).map_err(|_| {
+        error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not BTF type information (such as /sys/kernel/btf/vmlinux, or a vmlinux with a .BTF section)",
+        ))
+    })?;
+    Ok(())
 }
 
 fn choose_buffer(choice: BufferChoice) -> BufferKind {

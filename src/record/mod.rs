@@ -14,7 +14,7 @@ mod launch;
 mod linger;
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -159,9 +159,6 @@ impl Recorder {
     /// Loads the BPF program, starts the command and returns once its first
     /// exec is under way.
     pub fn start(self) -> Result<Recording, RecordError> {
-        if let Some(path) = &self.kernel.btf {
-            check_btf(path)?;
-        }
         let (prepared, command) = match &self.target {
             Target::Command(argv) => {
                 let command = argv
@@ -226,23 +223,6 @@ impl Recorder {
             thread,
         })
     }
-}
-
-/// Checks a `--btf` file before anything starts: libbpf, given a file that
-/// is not BTF, fails late and with a bare error code.
-fn check_btf(path: &Path) -> Result<(), RecordError> {
-    let error = |source| RecordError::BtfFile {
-        path: path.to_owned(),
-        source,
-    };
-    std::fs::File::open(path).map_err(error)?;
-    libbpf_rs::btf::Btf::from_path(path).map_err(|_| {
-        error(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "not BTF type information (such as /sys/kernel/btf/vmlinux, or a vmlinux with a .BTF section)",
-        ))
-    })?;
-    Ok(())
 }
 
 /// What a recording follows.
