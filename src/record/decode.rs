@@ -221,20 +221,24 @@ mod tests {
         assert_eq!(split_status(0x80 | 11), (None, Some(11), true));
     }
 
-    #[test]
-    fn exec_records_carry_filename_and_every_argument() {
+    /// An exec record as the kernel writes it: the fixed part, then the
+    /// NUL-terminated filename and arguments.
+    fn exec_record(timestamp: u64, name: &[u8], args: &[u8]) -> Vec<u8> {
         let mut fixed = exec_event::default();
         fixed.header.kind = event_kind::EVENT_EXEC.0;
         fixed.header.pid = 42;
-        fixed.header.timestamp = 1_500;
-        let name = b"/bin/echo\0";
-        let args = b"echo\0\0two words\0";
+        fixed.header.timestamp = timestamp;
         fixed.filename_len = name.len() as u32;
         fixed.args_len = args.len() as u32;
         let mut data = bytes_of(&fixed);
         data.extend_from_slice(name);
         data.extend_from_slice(args);
+        data
+    }
 
+    #[test]
+    fn exec_records_carry_filename_and_every_argument() {
+        let data = exec_record(1_500, b"/bin/echo\0", b"echo\0\0two words\0");
         let Record::Exec(exec) = decode(&data, 500).unwrap() else {
             panic!("not an exec")
         };
@@ -246,16 +250,7 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_utf8_are_kept_exactly() {
-        let mut fixed = exec_event::default();
-        fixed.header.kind = event_kind::EVENT_EXEC.0;
-        let name = b"/tmp/\xff\n\0";
-        let args = b"ok\0\xc3(\x1b\0\xe6\x97\0";
-        fixed.filename_len = name.len() as u32;
-        fixed.args_len = args.len() as u32;
-        let mut data = bytes_of(&fixed);
-        data.extend_from_slice(name);
-        data.extend_from_slice(args);
-
+        let data = exec_record(0, b"/tmp/\xff\n\0", b"ok\0\xc3(\x1b\0\xe6\x97\0");
         let Record::Exec(exec) = decode(&data, 0).unwrap() else {
             panic!("not an exec")
         };
