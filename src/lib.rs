@@ -40,6 +40,7 @@
 //! - [`processes`]: the process table derived from a recording's events.
 //! - [`render`]: the views of a recording (`proctrace render`).
 //! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
+//! - [`testname`]: which test of a suite a process belongs to.
 //! - [`text`]: making command lines and other traced text safe to show.
 //! - [`bpf`]: the generated libbpf-rs skeleton, for embedders who want the
 //!   raw maps and programs.
@@ -52,6 +53,7 @@ pub mod processes;
 pub mod record;
 pub mod recording;
 pub mod render;
+pub mod testname;
 pub mod text;
 
 /// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`, with

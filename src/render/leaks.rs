@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use super::seconds;
 use crate::event::{FdKind, HeldFd, Lingering};
 use crate::processes::Processes;
+use crate::testname::test_of;
 use crate::text::visible;
 
 /// Writes every lingering process, or that there were none.
@@ -48,11 +49,7 @@ fn write_process(
         process.pid,
         visible(&processes.describe(index))
     )?;
-    if let Some(test) = ancestors
-        .iter()
-        .rev()
-        .find_map(|&a| test_name(processes, a))
-    {
+    if let Some(test) = test_of(processes, index) {
         writeln!(out, "  test:          {}", visible(&test))?;
     }
     // Each ancestor with what it ran when it started the next one down:
@@ -257,18 +254,6 @@ fn who(processes: &Processes, index: usize) -> String {
         ),
         None => name(processes, index),
     }
-}
-
-/// The test a bats test process runs: `bats-exec-test` takes the .bats
-/// file and then the test's function name (`test_leaks_a_sleeper`).
-fn test_name(processes: &Processes, index: usize) -> Option<String> {
-    let process = processes.get(index);
-    if process.program() != Some("bats-exec-test") {
-        return None;
-    }
-    let argv = process.execs.last()?.argv;
-    let file = argv.iter().position(|a| a.ends_with(".bats"))?;
-    argv.get(file + 1).map(str::to_string)
 }
 
 #[cfg(test)]
