@@ -29,17 +29,39 @@ pub fn proctrace_bin() -> &'static str {
     env!("CARGO_BIN_EXE_proctrace")
 }
 
-/// Whether a test that needs root can run. Without root it fails under CI
-/// (the CI variable set) and is skipped, with a message, otherwise.
+/// Whether a test that needs root can run; see [`prerequisite`].
 #[must_use]
 pub fn have_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
+    prerequisite(
+        nix::unistd::geteuid().is_root(),
+        "root (CAP_BPF) to load the BPF program",
+    )
+}
+
+/// Whether a program the test runs is on the PATH; see [`prerequisite`].
+#[must_use]
+pub fn have_tool(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
+    prerequisite(found, &format!("`{program}` on the PATH"))
+}
+
+/// The one policy for what a test needs from the machine: present, the test
+/// runs; missing, it fails under CI (the CI variable set and not empty) and
+/// is skipped with a message otherwise. Tests never install anything:
+/// `scripts/install-deps.sh --test` (run by `make test`) installs it all.
+#[must_use]
+pub fn prerequisite(present: bool, what: &str) -> bool {
+    if present {
         return true;
     }
-    if std::env::var_os("CI").is_some() {
-        panic!("this test needs root (CAP_BPF), and CI is set: refusing to skip");
-    }
-    eprintln!("skipped: needs root");
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    assert!(
+        !ci,
+        "this test needs {what}, and CI is set: refusing to skip \
+         (scripts/install-deps.sh --test installs every test prerequisite)"
+    );
+    eprintln!("skipped: needs {what} (scripts/install-deps.sh --test installs it)");
     false
 }
 
