@@ -5,7 +5,7 @@
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROCTRACE := target/release/proctrace
 
-.PHONY: deps test-deps build static demo test
+.PHONY: deps test-deps build static demo test check kernel-matrix lint
 
 deps:
 	scripts/install-deps.sh
@@ -27,10 +27,24 @@ demo: build
 	$(SUDO) $(PROCTRACE) record -o demo.ndjson -- demo/demo.sh
 	$(PROCTRACE) render -i demo.ndjson -d tree
 
-# The whole test suite. Test binaries run through sudo when you are not
-# root: they load eBPF programs against the real kernel.
-test: test-deps
+# The whole test suite: the Rust tests (`make check`), then the qemu kernel
+# matrix (`make kernel-matrix`). Test binaries run through sudo when you are
+# not root: they load eBPF programs against the real kernel.
+test: check kernel-matrix
+
+check: test-deps
 	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked --no-fail-fast
+
+# One static binary booted under qemu on Debian's 5.10, 6.1, 6.12 and newest
+# kernels (scripts/kernel-matrix/); KERNELS="6.1" picks some.
+kernel-matrix: test-deps
+	scripts/kernel-matrix/test.sh $(KERNELS)
+
+# What CI checks before the tests: formatting, clippy on every target, rustdoc.
+lint: deps
+	cargo fmt --check
+	cargo clippy --locked --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps
 
 # Benchmarks W1-W5 (release build; recording through sudo): prints a table
 # and writes bench/results.json. See BENCHMARKS.md. Not part of `make test`.

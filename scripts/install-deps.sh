@@ -1,45 +1,91 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages proctrace needs: to build it (default),
-# to build the static binary (--static), or also to run its whole test suite
-# (--test). Installs only what is missing.
+# Installs everything proctrace needs, and only what is missing:
+#   install-deps.sh           to build it (what `make build` and `make demo` run)
+#   install-deps.sh --static  also to build the static binary (`make static`)
+#   install-deps.sh --test    also everything the test suite uses (`make test`):
+#                             Debian packages, the npm tools in tests/.node and
+#                             the kernels of the qemu matrix in the cache.
+# Tests never install anything themselves: what they need is listed here.
+# Needs a Debian or Ubuntu machine with apt-get, and a Rust toolchain.
 set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mode=${1:-}
 
-packages=(clang libelf-dev zlib1g-dev pkg-config make gcc)
-# The static build (`make static`): libbpf, libelf and zlib from source.
-static_packages=(autoconf automake autopoint libtool flex bison gawk libc6-dev)
-if [ "${1:-}" = "--static" ]; then
-    packages+=("${static_packages[@]}")
-fi
-if [ "${1:-}" = "--test" ]; then
-    # chromium + node/npm: the Mermaid renderer is checked with the real
-    # mermaid-cli, and the HTML report in headless chromium; util-linux
-    # provides unshare and setpriv for the tests.
-    packages+=(chromium nodejs npm util-linux)
-    # The kernel matrix (tests/kernel_matrix.rs): the static build, qemu,
-    # the guest's busybox and cpio, and the key of Debian's kernel packages.
-    packages+=("${static_packages[@]}" qemu-system-x86 busybox-static cpio gzip
-        debian-archive-keyring)
-fi
+# To build: clang compiles the BPF program, libbpf-sys links libelf and zlib
+# through pkg-config; ca-certificates lets cargo reach crates.io.
+packages=(clang libelf-dev zlib1g-dev pkg-config make gcc libc6-dev ca-certificates)
+# The static build: libbpf, libelf and zlib from source.
+static_packages=(autoconf automake autopoint libtool flex bison gawk)
+# The test suite:
+# - chromium, nodejs, npm: the Mermaid charts through the real mermaid-cli,
+#   the HTML report in headless chromium;
+# - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
+#   of the hang and leak tests; git: the tests' clean checkouts;
+# - the kernel matrix: qemu, the guest's static busybox, cpio, the static
+#   build, and the key of Debian's kernel packages.
+test_packages=(chromium nodejs npm util-linux procps bats git
+    qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
+case "$mode" in
+"") ;;
+--static) packages+=("${static_packages[@]}") ;;
+--test) packages+=("${static_packages[@]}" "${test_packages[@]}") ;;
+*)
+    echo "usage: install-deps.sh [--static|--test]" >&2
+    exit 2
+    ;;
+esac
 
-missing=()
-for pkg in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
-done
-# nodejs may come from elsewhere (e.g. NodeSource) with npm bundled.
-if command -v node >/dev/null && command -v npm >/dev/null; then
-    filtered=()
-    for pkg in "${missing[@]}"; do
-        case "$pkg" in nodejs | npm) ;; *) filtered+=("$pkg") ;; esac
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_packages() {
+    local missing=() pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
     done
-    missing=("${filtered[@]+"${filtered[@]}"}")
-fi
-
-if [ "${#missing[@]}" -gt 0 ]; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    # nodejs may come from elsewhere (e.g. NodeSource) with npm bundled.
+    if command -v node >/dev/null && command -v npm >/dev/null; then
+        local kept=()
+        for pkg in "${missing[@]+"${missing[@]}"}"; do
+            case "$pkg" in nodejs | npm) ;; *) kept+=("$pkg") ;; esac
+        done
+        missing=("${kept[@]+"${kept[@]}"}")
+    fi
+    [ "${#missing[@]}" -gt 0 ] || return 0
     echo "install-deps: installing ${missing[*]}" >&2
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+}
+
+# mermaid-cli from npm in tests/.node, driving Debian's chromium: puppeteer's
+# own browser download is skipped, CI machines often cannot reach it.
+install_node_tools() {
+    local dir=$repo/tests/.node
+    if [ ! -x "$dir/node_modules/.bin/mmdc" ]; then
+        echo "install-deps: installing mermaid-cli into $dir" >&2
+        mkdir -p "$dir"
+        PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+            @mermaid-js/mermaid-cli@11 >/dev/null
+    fi
+    cat >"$dir/puppeteer.json" <<JSON
+{"executablePath":"/usr/bin/chromium","args":["--no-sandbox","--headless","--disable-gpu","--disable-background-networking","--disable-component-update","--disable-sync","--no-first-run"]}
+JSON
+}
+
+# The Debian kernels the qemu matrix boots, downloaded once into the cache.
+fetch_kernels() {
+    local series
+    for series in 5.10 6.1 6.12 latest; do
+        "$repo/scripts/kernel-matrix/fetch-kernel.sh" "$series" >/dev/null
+    done
+}
+
+install_packages "${packages[@]}"
+if [ "$mode" = --test ]; then
+    install_node_tools
+    fetch_kernels
 fi
 
 if ! command -v cargo >/dev/null; then

@@ -1,3 +1,5 @@
+//! The `proctrace` command: a thin shell over the library (see src/cli/).
+
 use clap::Parser;
 use proctrace::record::RecordError;
 

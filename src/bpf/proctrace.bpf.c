@@ -55,10 +55,11 @@ struct id_event _id_event = {};
 struct exec_event _exec_event = {};
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
+enum defaults _defaults = DEFAULT_MAX_PROCESSES;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, DEFAULT_MAX_PROCESSES);
 	__type(key, __s32);
 	__type(value, __u8);
 } tracked SEC(".maps");

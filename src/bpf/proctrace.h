@@ -26,6 +26,15 @@ enum event_kind {
 	EVENT_SETPGID = 5,
 };
 
+/* Defaults of the sizes userspace may change before load, defined once here
+ * for the BPF side, the library and the command line's help. */
+enum defaults {
+	/* Processes of the tree alive at once (the tracked map's size). */
+	DEFAULT_MAX_PROCESSES = 65536,
+	/* The ring buffer, in MiB. */
+	DEFAULT_RING_MIB = 16,
+};
+
 /* Why an event never reached userspace; indexes the per-CPU `losses` map. */
 enum loss_kind {
 	/* The ring or perf buffer was full. */

@@ -9,7 +9,9 @@ use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use proctrace::event::{Record, Trailer};
-use proctrace::record::{BufferChoice, HookChoice, Lingerer, Notice, Recorder, Recording, Totals};
+use proctrace::record::{
+    self, BufferChoice, HookChoice, Lingerer, Notice, Recorder, Recording, Totals,
+};
 use proctrace::recording::Writer;
 
 #[derive(Debug, Args)]
@@ -31,10 +33,10 @@ pub struct RecordArgs {
     #[arg(long)]
     keep_root: bool,
     /// Most processes of the tree that can be alive at the same time.
-    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    #[arg(long, value_name = "N", default_value_t = record::DEFAULT_MAX_PROCESSES)]
     max_processes: u32,
     /// Size of the kernel's ring buffer in MiB (a power of two).
-    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    #[arg(long, value_name = "MIB", default_value_t = record::DEFAULT_RING_MIB)]
     buffer_mib: u32,
     /// Stop waiting for a process DURATION after the process that started it, or the
     /// command itself, has exited (e.g. 2s, 500ms): it is recorded as lingering. Once

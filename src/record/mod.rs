@@ -23,10 +23,17 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::Receiver;
 
 pub use error::RecordError;
+
+/// How many processes of the tree can be alive at once, unless
+/// [`Recorder::max_processes`] says otherwise.
+pub const DEFAULT_MAX_PROCESSES: u32 = defaults::DEFAULT_MAX_PROCESSES.0;
+/// The ring buffer's size in MiB, unless [`Recorder::ring_bytes`] says otherwise.
+pub const DEFAULT_RING_MIB: u32 = defaults::DEFAULT_RING_MIB.0;
 pub use kernel::{BufferChoice, HookChoice};
 pub use launch::sudo_owner;
 pub use linger::{Lingerer, Notice};
 
+use crate::bpf::types::defaults;
 use crate::event::{BufferKind, Header, Pid, Record, FORMAT_VERSION};
 use kernel::KernelConfig;
 
@@ -71,8 +78,8 @@ impl Recorder {
                 buffer: BufferChoice::Auto,
                 hooks: HookChoice::Auto,
                 raw: false,
-                max_processes: 65_536,
-                ring_bytes: 16 << 20,
+                max_processes: DEFAULT_MAX_PROCESSES,
+                ring_bytes: DEFAULT_RING_MIB << 20,
                 // 1 MiB per CPU: bursts of thousands of processes between polls.
                 perf_pages: 256,
                 btf: None,

@@ -20,7 +20,8 @@ use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
 
 /// What `proctrace render` produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Mode {
     /// The events in causal order, one JSON object per line.
     #[default]

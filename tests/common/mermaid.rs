@@ -1,8 +1,7 @@
 //! The real mermaid-cli, for tests that render charts the way Mermaid does.
 //!
-//! Needs tests/setup-mermaid.sh (chromium from Debian, mermaid-cli from
-//! npm). Under CI (the CI variable set) the setup is run if needed and a
-//! failure fails the test; elsewhere a missing setup skips it with a note.
+//! Needs chromium from Debian and mermaid-cli from npm in tests/.node, both
+//! installed by `scripts/install-deps.sh --test`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,23 +22,12 @@ fn mermaid_ready() -> bool {
         && Path::new("/usr/bin/chromium").exists()
 }
 
-/// Whether mermaid-cli can run, setting it up under CI.
+/// Whether mermaid-cli can run (`super::prerequisite`).
 pub fn mermaid_set_up() -> bool {
-    if mermaid_ready() {
-        return true;
-    }
-    if std::env::var_os("CI").is_none() {
-        eprintln!("skipped: mermaid-cli is not set up; run tests/setup-mermaid.sh");
-        return false;
-    }
-    let status = Command::new(repo().join("tests/setup-mermaid.sh"))
-        .status()
-        .expect("running tests/setup-mermaid.sh");
-    assert!(
-        status.success() && mermaid_ready(),
-        "CI is set but mermaid-cli could not be set up"
-    );
-    true
+    super::prerequisite(
+        mermaid_ready(),
+        "mermaid-cli in tests/.node and Debian's chromium",
+    )
 }
 
 /// The SVG mermaid-cli makes of the chart at `chart` (written next to it).

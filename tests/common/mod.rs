@@ -2,8 +2,6 @@
 //! against the real kernel, parses the recording and checks the invariants
 //! every recording must satisfy.
 
-#![allow(dead_code)] // each test binary uses its own part
-
 mod mermaid;
 mod render;
 #[allow(unused_imports)]

@@ -1,10 +1,7 @@
 //! Threads are not processes: no events of their own; a thread's fork,
 //! exec and exit_group belong to its process.
 
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// Four pthreads that exit and are joined: one process, three events.
 fn threads_are_invisible(mode: Mode) {

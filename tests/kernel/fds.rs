@@ -1,8 +1,6 @@
 //! The descriptors each program starts with, read in the kernel at exec.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use proctrace::event::{Exec, FdKind};
 
 fn exec_of<'a>(execs: &[&'a Exec], program: &str) -> &'a Exec {

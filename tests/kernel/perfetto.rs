@@ -4,14 +4,12 @@
 //! slices properly nested per thread, begin/end and flow events paired,
 //! and every process of the recording present with its execs.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use serde_json::Value;
 
-use common::{big_recording, read, record_demo, render, Synthetic};
+use crate::common::{big_recording, read, record_demo, render, Synthetic};
 
 /// A (pid, tid) thread.
 type Thread = (i64, i64);
@@ -265,7 +263,7 @@ fn trace_of_a_real_recording_is_well_formed() {
 
 #[test]
 fn trace_of_the_fixture_is_well_formed() {
-    let checked = check_against(&common::repo().join("tests/data/demo.ndjson"));
+    let checked = check_against(&crate::common::repo().join("tests/data/demo.ndjson"));
     let mut instants = checked.instants.clone();
     instants.sort();
     assert_eq!(instants, ["setpgid", "setsid"]);

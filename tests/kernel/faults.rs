@@ -2,9 +2,6 @@
 //! tree forking 50,000 processes or reusing pids. Whatever happens, the
 //! traced tree is unharmed and nothing is lost without being said.
 
-#[macro_use]
-mod common;
-
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs;
@@ -15,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::Signal;
 use nix::sys::stat::Mode as FileMode;
 use proctrace::event::Record;

@@ -7,17 +7,14 @@
 //! and `render -d leaks` must blame that test and no other, not even the
 //! one that starts a background job of its own and waits for it.
 //!
-//! Needs root (see `common::have_root`) and Debian's bats, installed with
-//! apt-get if missing (a failure to install fails under CI, skips otherwise).
-
-mod common;
+//! Needs root and Debian's bats (`crate::common::prerequisite`).
 
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{have_root, kill_if, parse_lines, proctrace_bin, wait_within};
+use crate::common::{have_root, have_tool, kill_if, parse_lines, proctrace_bin, wait_within};
 use proctrace::event::{Pid, Record};
 
 /// Only there so that a hang fails the test instead of blocking the suite;
@@ -42,29 +39,6 @@ const INNOCENT: [&str; 3] = [
     "test_waits_for_its_job",
     "test_last_is_fine",
 ];
-
-/// Whether bats is there, installing Debian's package if it is not.
-fn have_bats() -> bool {
-    let present = || Path::new("/usr/bin/bats").exists();
-    if present() {
-        return true;
-    }
-    let installed = Command::new("apt-get")
-        .args(["install", "-y", "bats"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if installed && present() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set but bats is missing and `apt-get install -y bats` failed"
-    );
-    eprintln!("skipped: bats is missing and `apt-get install -y bats` failed");
-    false
-}
 
 /// A recorded bats run: what bats printed, the records, `render -d leaks`.
 struct Suite {
@@ -122,7 +96,7 @@ fn lingering_pids(records: &[Record]) -> Vec<Pid> {
 
 #[test]
 fn the_test_that_leaks_a_sleeper_is_blamed_and_no_other() {
-    if !have_root() || !have_bats() {
+    if !have_root() || !have_tool("bats") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -179,7 +153,7 @@ fn the_test_that_leaks_a_sleeper_is_blamed_and_no_other() {
 
 #[test]
 fn a_suite_without_leaks_has_no_lingering_processes() {
-    if !have_root() || !have_bats() {
+    if !have_root() || !have_tool("bats") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -3,14 +3,12 @@
 //! Recorded from real processes they come back byte for byte; rendered in
 //! every mode they can neither break the output nor escape into it.
 
-mod common;
-
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use proctrace::event::{shell_join, Exec, Record};
 
 const MODES: [&str; 8] = [

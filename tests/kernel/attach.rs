@@ -1,14 +1,12 @@
 //! `proctrace record --pid`: attaching to a tree that is already running
 //! and keeps forking while proctrace seeds it.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use proctrace::event::{Pid, Record};
 
 /// Starts a tree whose root forks workers without pause, each worker

@@ -1,9 +1,7 @@
 //! `proctrace ingest` against the real kernel: a raw recording, re-rooted,
 //! is the ordinary recording of the same run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// The events of a recording without their numbering and timing, which
 /// differ between two recordings of one run, grouped per process. Each

@@ -1,11 +1,8 @@
 //! Ctrl-C, a second Ctrl-C, and SIGTERM/SIGHUP forwarded to the command.
 
-#[macro_use]
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::Signal;
 use proctrace::event::Record;
 

@@ -17,8 +17,6 @@
 //! picks another seed. A failing input is saved
 //! in the target's tmp dir, and the message says how to replay it.
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -29,7 +27,7 @@ use std::time::Instant;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use common::terminal_unsafe;
+use crate::common::terminal_unsafe;
 use proctrace::event::Record;
 use proctrace::ingest;
 use proctrace::recording::{Keep, Reader, Recording};
@@ -170,7 +168,7 @@ impl Checked {
             }
             Mode::Html => {
                 let page = String::from_utf8(self.bytes).expect("html is UTF-8");
-                let template = include_str!("../src/render/report.html");
+                let template = include_str!("../../src/render/report.html");
                 let count = |text: &str| text.matches("</script").count();
                 assert_eq!(count(&page), count(template), "html: </script injected");
             }

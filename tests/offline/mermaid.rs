@@ -2,9 +2,7 @@
 //! mermaid` fed to the real mermaid-cli, whose SVG must show every task
 //! label with its colons, '#' and ';' intact.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn mermaid_cli_renders_every_label() {

@@ -1,10 +1,7 @@
 //! argv as read in the kernel: odd bytes, long arguments, many arguments,
 //! and the 32 KiB limit.
 
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// `sh -c '"$@"; exit 0' sh ARGS...`: the root shell's argv holds ARGS,
 /// and its forked child execs ARGS itself.

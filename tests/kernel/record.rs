@@ -1,10 +1,7 @@
 //! Process trees: fork/exec/exit, exit statuses, daemons, sessions and
 //! groups, PID namespaces, failed execs and processes outside the tree.
 
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::common::*;
 use proctrace::event::{Record, SetPgid, SetSid};
 
 /// Root script: a child exiting 3, children killed by SIGKILL and SIGTERM,

@@ -3,7 +3,7 @@
 # static busybox, the static proctrace and the workload; the guest's /init
 # records the workload several ways and prints the recordings on the serial
 # console. Writes OUT/<kernel>.log per kernel and OUT/proctrace (the binary
-# every kernel ran); tests/kernel_matrix.rs checks the logs.
+# every kernel ran); scripts/kernel-matrix/test.sh has them checked.
 #   run.sh OUT [SERIES...]    (default: 5.10 6.1 6.12 latest; see fetch-kernel.sh)
 # PROCTRACE_STATIC_BIN=path skips the static build.
 set -euo pipefail

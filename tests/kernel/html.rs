@@ -6,9 +6,7 @@
 //!
 //! Without chromium the tests are skipped with a note; under CI (the CI
 //! variable set) they fail instead. The real recording needs root: see
-//! `common::have_root`.
-
-mod common;
+//! `crate::common::have_root`.
 
 use std::collections::HashMap;
 use std::fs;
@@ -16,22 +14,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{big_recording, matching, process_count, record_demo, render, Synthetic};
+use crate::common::{big_recording, matching, process_count, record_demo, render, Synthetic};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const WINDOW: &str = "--window-size=1400,900";
 
-/// Whether chromium is there; under CI its absence fails the test.
+/// Whether chromium is there (`crate::common::prerequisite`).
 fn have_chromium() -> bool {
-    if Path::new(CHROMIUM).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set but {CHROMIUM} is missing (scripts/install-deps.sh --test installs it)"
-    );
-    eprintln!("skipped: {CHROMIUM} is missing; scripts/install-deps.sh --test installs it");
-    false
+    crate::common::prerequisite(Path::new(CHROMIUM).exists(), CHROMIUM)
 }
 
 /// Runs headless chromium on `page` (with `#fragment`) and returns its stdout.
@@ -177,7 +167,7 @@ fn report_of_a_real_recording_draws_every_process() {
     assert_eq!(status.number("rows-drawn"), rows);
 
     // The details of the failing step: its ids, status and whole argv.
-    let failed = common::first_failed(&recording).expect("the demo has a failing step");
+    let failed = crate::common::first_failed(&recording).expect("the demo has a failing step");
     let status = load(&page, &format!("#select={failed}"));
     let details = &status.dom[status.dom.find(r#"<aside id="details""#).unwrap()..];
     assert!(
@@ -216,7 +206,7 @@ fn report_of_ten_thousand_processes_draws_only_what_is_on_screen() {
     assert!(drawn > 10 && drawn < 100, "{drawn} rows drawn");
 
     let status = load(&page, "#search=is:failed");
-    let failed = common::failed_count(&recording);
+    let failed = crate::common::failed_count(&recording);
     assert!(failed > 50, "only {failed} failed");
     assert_eq!(status.number("matches"), failed);
     let status = load(&page, "#search=job42%2F");
@@ -272,7 +262,7 @@ fn reports_of_the_fixtures_open() {
     // interrupted: no trailer, processes still running at the end;
     // leak: two lingering processes, one killed, one still running.
     for fixture in ["demo", "legacy", "interrupted", "leak"] {
-        let input = common::repo().join(format!("tests/data/{fixture}.ndjson"));
+        let input = crate::common::repo().join(format!("tests/data/{fixture}.ndjson"));
         let page = dir.path().join(format!("{fixture}.html"));
         render(&input, "html", &page);
         let status = load(&page, "");
@@ -289,7 +279,7 @@ fn reports_of_the_fixtures_open() {
         let status = load(&page, "#search=is:failed");
         assert_eq!(
             status.number("matches"),
-            common::failed_count(&input),
+            crate::common::failed_count(&input),
             "{fixture}"
         );
         let status = load(&page, "#search=is:lingering");

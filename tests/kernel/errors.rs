@@ -1,14 +1,11 @@
 //! proctrace's own failures and running under sudo.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// Runs proctrace with `args` (bounded), stdin closed, output captured.
 fn proctrace(prefix: &[&str], args: &[&str]) -> Output {

@@ -1,0 +1,21 @@
+//! The tests that record: the real `proctrace record` against the real
+//! kernel, so they need root (`crate::common::have_root`). One binary, one link of
+//! libbpf, and every recording checked by the harness in tests/common.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod argv;
+mod attach;
+mod bats;
+mod errors;
+mod faults;
+mod fds;
+mod hostile;
+mod html;
+mod ingest;
+mod perfetto;
+mod record;
+mod signals;
+mod threads;
