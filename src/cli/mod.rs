@@ -1,7 +1,9 @@
 //! The command line: one subcommand per file, this one dispatches.
 
+mod files;
+mod ingest;
 mod record;
-mod show;
+mod render;
 
 use clap::{Parser, Subcommand};
 
@@ -20,9 +22,9 @@ enum Command {
     Record(record::RecordArgs),
     /// Render a recording as events, a process tree, a summary, a Gantt chart, an HTML report or a
     /// Perfetto trace.
-    Render(show::RenderArgs),
+    Render(render::RenderArgs),
     /// Extract one process tree from a raw (system-wide) recording.
-    Ingest(show::IngestArgs),
+    Ingest(ingest::IngestArgs),
 }
 
 impl Cli {
@@ -30,8 +32,8 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<i32> {
         match self.command {
             Command::Record(args) => record::run(args),
-            Command::Render(args) => show::render(args),
-            Command::Ingest(args) => show::ingest(args),
+            Command::Render(args) => render::run(args),
+            Command::Ingest(args) => ingest::run(args),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Recordings on disk: newline-delimited JSON, one [`Record`] per line.
 
 mod events;
+mod legacy;
 mod reader;
 mod writer;
 

@@ -1,10 +1,9 @@
 use std::fmt;
 use std::io::{self, BufRead, Seek};
 
-use serde::Deserialize;
-
 use super::events::{Events, EventsWriter};
-use crate::event::{shell_join, Exec, Header, Pid, Record, Trailer};
+use super::legacy::Legacy;
+use crate::event::{Exec, Header, Record, Trailer};
 use crate::processes::{Builder, Processes, TooLarge};
 
 /// Why a recording could not be read.
@@ -181,34 +180,17 @@ impl<R: BufRead> Reader<R> {
                 self.saw_trailer |= matches!(record, Record::Trailer(_));
                 self.ready.push(record);
             }
-            Line::Legacy(Legacy::Exec(old)) => self.hold(old.into_exec()),
-            Line::Legacy(Legacy::ExecFull(full)) => self.hold(full.into_exec()),
-            Line::Legacy(Legacy::ExecArgs(args)) => self.complete(args.pid, args.timestamp, |e| {
-                if args.args.cmdline().len() > e.cmdline.len() {
-                    args.args.apply(e);
+            Line::Legacy(legacy) => {
+                if let Some(done) = legacy.fold_into(&mut self.pending) {
+                    self.ready.push(Record::Exec(done));
                 }
-            }),
-            Line::Legacy(Legacy::ExecFilename(file)) => {
-                self.complete(file.pid, file.timestamp, |e| e.filename = file.filename)
             }
-            // A failed exec attempt: not an event in this model.
-            Line::Legacy(Legacy::BadExec(_)) => {}
         }
     }
 
     fn hold(&mut self, exec: Exec) {
         self.flush();
         self.pending = Some(exec);
-    }
-
-    /// Applies a legacy exec detail line to the exec it belongs to; one
-    /// that follows no matching exec has nothing to complete and is dropped.
-    fn complete(&mut self, pid: Pid, timestamp: u64, update: impl FnOnce(&mut Exec)) {
-        if let Some(exec) = self.pending.as_mut() {
-            if exec.pid == pid && exec.timestamp == timestamp {
-                update(exec);
-            }
-        }
     }
 
     fn flush(&mut self) {
@@ -459,118 +441,6 @@ impl Build {
 enum Line {
     Record(Record),
     Legacy(Legacy),
-}
-
-/// Lines only the original bpftrace-based proctrace wrote.
-#[derive(Deserialize)]
-enum Legacy {
-    /// An exec whose `cmdline` is a list of words.
-    Exec(LegacyExec),
-    ExecArgs(LegacyArgs),
-    ExecFilename(LegacyFilename),
-    ExecFull(LegacyExecFull),
-    BadExec(serde::de::IgnoredAny),
-}
-
-#[derive(Deserialize)]
-struct LegacyExec {
-    #[serde(default)]
-    seq: u64,
-    timestamp: u64,
-    pid: Pid,
-    ppid: Pid,
-    pgid: Pid,
-    cmdline: Option<LegacyCommand>,
-}
-
-#[derive(Deserialize)]
-struct LegacyExecFull {
-    #[serde(default)]
-    seq: u64,
-    timestamp: u64,
-    pid: Pid,
-    ppid: Pid,
-    pgid: Pid,
-    filename: String,
-    args: LegacyCommand,
-}
-
-#[derive(Deserialize)]
-struct LegacyArgs {
-    timestamp: u64,
-    pid: Pid,
-    args: LegacyCommand,
-}
-
-#[derive(Deserialize)]
-struct LegacyFilename {
-    timestamp: u64,
-    pid: Pid,
-    filename: String,
-}
-
-/// The original printed arguments either joined (from bpftrace) or as a
-/// list (from /proc). A joined line is kept as the display line only:
-/// splitting it at spaces would invent an argv.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum LegacyCommand {
-    Joined(String),
-    Words(Vec<String>),
-}
-
-impl LegacyCommand {
-    fn cmdline(&self) -> String {
-        match self {
-            LegacyCommand::Joined(line) => line.clone(),
-            LegacyCommand::Words(words) => shell_join(words),
-        }
-    }
-
-    fn apply(self, exec: &mut Exec) {
-        exec.cmdline = self.cmdline();
-        if let LegacyCommand::Words(words) = self {
-            exec.argv = words;
-        }
-    }
-}
-
-fn legacy_exec(seq: u64, timestamp: u64, pid: Pid, ppid: Pid, pgid: Pid) -> Exec {
-    Exec {
-        seq,
-        timestamp,
-        pid,
-        ppid,
-        pgid,
-        sid: None,
-        filename: String::new(),
-        filename_raw: None,
-        argv: Vec::new(),
-        argv_raw: Default::default(),
-        cmdline: String::new(),
-        argv_truncated: false,
-        fds: Vec::new(),
-        fds_truncated: false,
-    }
-}
-
-impl LegacyExec {
-    fn into_exec(self) -> Exec {
-        let mut exec = legacy_exec(self.seq, self.timestamp, self.pid, self.ppid, self.pgid);
-        if let Some(command) = self.cmdline {
-            command.apply(&mut exec);
-        }
-        exec
-    }
-}
-
-impl LegacyExecFull {
-    fn into_exec(self) -> Exec {
-        let mut exec = legacy_exec(self.seq, self.timestamp, self.pid, self.ppid, self.pgid);
-        exec.filename = self.filename;
-        self.args.apply(&mut exec);
-        exec
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,40 @@
+//! `proctrace ingest`: one process tree out of a raw, system-wide recording.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::files::{open_input, open_output, print_warnings};
+use proctrace::event::Pid;
+use proctrace::ingest;
+
+/// Arguments of `proctrace ingest`.
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// The raw recording to read; `-` or none reads stdin.
+    #[arg(short, long, value_name = "RAW")]
+    pub input: Option<PathBuf>,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The process whose tree to extract.
+    #[arg(long, value_name = "PID")]
+    pub root_pid: Pid,
+}
+
+/// Runs `proctrace ingest`; returns the exit code.
+pub fn run(args: IngestArgs) -> anyhow::Result<i32> {
+    let mut reader = open_input(args.input.as_deref())?;
+    let out = open_output(args.output.as_deref())?;
+    let ingested = ingest::ingest(&mut reader, args.root_pid, out);
+    print_warnings(&reader);
+    let trailer = ingested?;
+    if trailer.events == 0 {
+        eprintln!(
+            "proctrace: warning: no events of PID {} in {}",
+            args.root_pid,
+            reader.name()
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,61 @@
+//! `proctrace render`: a recording as one of the views of `proctrace::render`.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
+use proctrace::recording::Recording;
+use proctrace::render::{self, Mode, Options};
+
+/// Arguments of `proctrace render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// The recording to read; `-` or none reads stdin.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// What to render.
+    #[arg(
+        short = 'd',
+        long = "display",
+        value_enum,
+        default_value_t,
+        value_name = "MODE"
+    )]
+    pub mode: Mode,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `proctrace render`; returns the exit code.
+pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
+    let mut reader = open_seekable_input(args.input.as_deref())?;
+    let recording = Recording::read(&mut reader, args.mode.keep());
+    print_warnings(&reader);
+    let recording = recording?;
+    let options = match &args.output {
+        None => terminal_options(),
+        Some(_) => Options::default(),
+    };
+    let mut out = open_output(args.output.as_deref())?;
+    let written =
+        render::render(args.mode, &recording, options, &mut out).and_then(|()| out.flush());
+    quiet_broken_pipe(written).context("writing the output")?;
+    Ok(0)
+}
+
+/// Colours and the terminal's width when stdout is a terminal; colours
+/// only if NO_COLOR is unset (or empty, as no-color.org says).
+fn terminal_options() -> Options {
+    let stdout = io::stdout();
+    if !stdout.is_terminal() {
+        return Options::default();
+    }
+    Options {
+        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        width: terminal_size::terminal_size_of(&stdout).map(|(w, _)| usize::from(w.0)),
+    }
+}
