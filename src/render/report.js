@@ -486,7 +486,7 @@
     ctx.fillText(text, x + 4, y + ROW_H / 2);
   }
 
-  // What the browser test reads: see tests/html.rs.
+  // What the browser test reads: see tests/kernel/html.rs.
   function report() {
     status.dataset.ready = "1";
     status.dataset.processes = N;
