@@ -6,13 +6,21 @@ use std::path::PathBuf;
 use libbpf_cargo::SkeletonBuilder;
 
 const SRC: &str = "src/bpf/proctrace.bpf.c";
-const HEADER: &str = "src/bpf/proctrace.h";
+/// The BPF program's headers (src/bpf/*.h) are rebuilt on change with it.
+const BPF_DIR: &str = "src/bpf";
+/// Targets whose syscall numbers and registers src/bpf/arch.h knows.
+const SUPPORTED_ARCHES: &[&str] = &["x86_64"];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out =
         PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo")).join("proctrace.skel.rs");
     let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("set by cargo");
+    assert!(
+        SUPPORTED_ARCHES.contains(&arch.as_str()),
+        "proctrace supports {SUPPORTED_ARCHES:?}, not {arch}: src/bpf/arch.h has no syscall \
+         numbers or registers for it, and vmlinux/ no headers"
+    );
     // CO-RE: the vendored vmlinux.h, never the build machine's kernel.
     let vmlinux = manifest.join("vmlinux").join(&arch);
     assert!(
@@ -33,7 +41,6 @@ fn main() {
         ])
         .build_and_generate(&out)
         .unwrap_or_else(|err| panic!("building {SRC}: {err:#}"));
-    println!("cargo:rerun-if-changed={SRC}");
-    println!("cargo:rerun-if-changed={HEADER}");
+    println!("cargo:rerun-if-changed={BPF_DIR}");
     println!("cargo:rerun-if-changed={}", vmlinux.display());
 }

@@ -10,33 +10,19 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "proctrace.h"
+#include "arch.h"
+#include "emit.h"
+#include "pidns.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Written by userspace before load; constant for the verifier. */
-const volatile bool use_ringbuf = false;
 /* Raw recordings emit every process's events; tracking still runs. */
 const volatile bool raw_mode = false;
-/* proctrace's own PID namespace: events carry pids as it sees them. Its
- * level is only known to be at least pidns_min_level (the levels /proc
- * counts from its own namespace down, and that need not be the initial
- * one); the kernel side finds the level itself (ns_level, below). */
-const volatile bool pidns_is_init = true;
-const volatile __u32 pidns_min_level = 0;
-const volatile __u32 pidns_inum = 0;
-/* Record the file descriptors each program starts with. */
-const volatile bool capture_fds = true;
 
 /* include/linux/sched/signal.h; not in BTF because it is a macro. */
 #define SIGNAL_GROUP_EXIT 0x00000004
 /* Children of one task scanned to find the target of setpgid(pid, ...). */
 #define MAX_CHILDREN_SCAN 128
-/* Directory levels walked up from an fd's file, mount points included. */
-#define PATH_DEPTH 16
-/* include/uapi/linux/stat.h; macros, so not in BTF. */
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
-#define S_IFIFO 0010000
 
 /* Processes the kernel side started and stopped following. With the seeds
  * userspace counts itself, they tell exactly when the tree is gone; the
@@ -45,8 +31,6 @@ __u64 forked = 0;
 __u64 exited = 0;
 /* Processes userspace put into `tracked` itself (written by userspace). */
 __u64 seeded = 0;
-/* Buffered bytes past which userspace is woken at once (half the ring). */
-const volatile __u64 wakeup_bytes = 0;
 
 /* Make the skeleton generate Rust types for every record layout. */
 struct fork_event _fork_event = {};
@@ -64,14 +48,6 @@ struct {
 	__type(value, __u8);
 } tracked SEC(".maps");
 
-/* Declared as a perf buffer; userspace turns it into a ring buffer where
- * the kernel has one (as libbpf-tools' compat layer does). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} events SEC(".maps");
-
 /* An exec record is too large for the BPF stack, and for a per-CPU map's
  * 32 KiB value limit: one slot per CPU, indexed by CPU id (userspace sets
  * max_entries to the number of CPUs). Tracepoint programs run with
@@ -83,122 +59,7 @@ struct {
 	__type(value, struct exec_record);
 } exec_scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LOSS_KINDS);
-	__type(key, __u32);
-	__type(value, __u64);
-} losses SEC(".maps");
-
-static __always_inline void count_loss(__u32 kind)
-{
-	__u64 *count = bpf_map_lookup_elem(&losses, &kind);
-
-	if (count)
-		(*count)++;
-}
-
-/* Waking userspace for every event costs a context switch per event, which
- * on a busy tree is most of proctrace's cost; it looks at the ring every
- * 50 ms anyway. Wake it early only when it must act: the ring is half
- * full, or the tree may just have ended. The perf buffer wakes per event. */
-static __always_inline void emit(void *ctx, void *data, __u64 size, bool urgent)
-{
-	__u64 wakeup = BPF_RB_NO_WAKEUP;
-	long err;
-
-	if (use_ringbuf) {
-		if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-			wakeup = BPF_RB_FORCE_WAKEUP;
-		err = bpf_ringbuf_output(&events, data, size, wakeup);
-	} else {
-		err = bpf_perf_event_output(ctx, &events, BPF_F_CURRENT_CPU, data, size);
-	}
-	if (err)
-		count_loss(LOSS_OUTPUT);
-}
-
-/* include/linux/pid_namespace.h */
-#define MAX_PID_NS_LEVEL 32
-
-/* The number `pid` has at namespace `level`, and that namespace. */
-static __always_inline struct upid upid_at(struct pid *pid, __u32 level)
-{
-	struct upid upid = {};
-	void *slot;
-
-	if (!pid || BPF_CORE_READ(pid, level) < level)
-		return upid;
-	slot = (void *)pid + bpf_core_field_offset(struct pid, numbers) +
-	       level * bpf_core_type_size(struct upid);
-	bpf_probe_read_kernel(&upid, sizeof(upid), slot);
-	return upid;
-}
-
-static __always_inline __s32 pid_nr_at(struct pid *pid, __u32 level)
-{
-	return upid_at(pid, level).nr;
-}
-
-/* proctrace's namespace level, once a pid has shown it; -1 until then. */
-__s32 ns_level = -1;
-
-/* Looks for proctrace's namespace among `pid_addr`'s levels. A global
- * function, verified once rather than at every pid translation. */
-__noinline int find_ns_level(__u64 pid_addr)
-{
-	struct pid *pid = (void *)pid_addr;
-	__u32 top = BPF_CORE_READ(pid, level);
-	struct upid upid;
-
-	for (__u32 level = pidns_min_level; level < MAX_PID_NS_LEVEL && level <= top; level++) {
-		upid = upid_at(pid, level);
-		if (BPF_CORE_READ(upid.ns, ns.inum) == pidns_inum) {
-			ns_level = level;
-			return level;
-		}
-	}
-	return -1;
-}
-
-/* The number `pid` has in proctrace's namespace; 0 when it has none there
- * (a process of an ancestor or sibling namespace). */
-static __always_inline __s32 pid_nr(struct pid *pid)
-{
-	struct upid upid;
-	__s32 level;
-
-	if (pidns_is_init)
-		return pid_nr_at(pid, 0);
-	if (!pid)
-		return 0;
-	level = ns_level >= 0 ? ns_level : find_ns_level((__u64)pid);
-	if (level < 0)
-		return 0;
-	upid = upid_at(pid, level);
-	if (BPF_CORE_READ(upid.ns, ns.inum) != pidns_inum)
-		return 0;
-	return upid.nr;
-}
-
-static __always_inline __s32 tgid_of(struct task_struct *task)
-{
-	if (pidns_is_init)
-		return BPF_CORE_READ(task, tgid);
-	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]));
-}
-
-/* pgid and sid come from the process's signal struct, shared by all its
- * threads: the values setpgid/setsid change. */
-static __always_inline __s32 pgid_of(struct task_struct *task)
-{
-	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_PGID]));
-}
-
-static __always_inline __s32 sid_of(struct task_struct *task)
-{
-	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_SID]));
-}
+#include "fds.h"
 
 static __always_inline bool is_tracked(__s32 tgid)
 {
@@ -246,125 +107,6 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 	event.child_ppid = tgid_of(BPF_CORE_READ(child, real_parent));
 	emit(ctx, &event, sizeof(event), false);
 	return 0;
-}
-
-/* Writes the path of `file` into the record's path area at `offset`: its
- * names from the leaf up, each NUL-terminated, crossing mount points.
- * Returns the bytes written. */
-static __always_inline __u32 write_path(struct exec_record *record, struct fd_entry *entry,
-					struct file *file, __u32 base, __u32 offset)
-{
-	struct dentry *dentry = BPF_CORE_READ(file, f_path.dentry);
-	struct vfsmount *vfsmnt = BPF_CORE_READ(file, f_path.mnt);
-	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
-	struct dentry *parent;
-	struct mount *up;
-	__u32 written = 0, at;
-	__u64 pos;
-	long len;
-
-	for (int i = 0; i < PATH_DEPTH; i++) {
-		parent = BPF_CORE_READ(dentry, d_parent);
-		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
-			up = BPF_CORE_READ(mnt, mnt_parent);
-			if (up == mnt)
-				return written; /* the root of the mount namespace */
-			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-			mnt = up;
-			vfsmnt = (void *)mnt + bpf_core_field_offset(struct mount, mnt);
-			continue;
-		}
-		at = offset + written;
-		if (at > PATHS_CAP - NAME_CAP)
-			break;
-		/* Bounds checked right at the use: the verifier loses them
-		 * across the spills of a loop. */
-		pos = (__u64)base + at;
-		barrier_var(pos);
-		if (pos > FILENAME_CAP + ARGS_CAP + PATHS_CAP - NAME_CAP)
-			break;
-		len = bpf_probe_read_kernel_str(record->data + pos, NAME_CAP,
-						BPF_CORE_READ(dentry, d_name.name));
-		if (len <= 0)
-			break;
-		written += len & (NAME_CAP - 1);
-		dentry = parent;
-	}
-	entry->path_truncated = 1;
-	return written;
-}
-
-/* Records open fd `fd` of the fd array at `files_addr` in this CPU's exec
- * record: the next entry of fds[] and its path in the path area, which
- * starts `base` bytes into data[]. The record keeps the counts, so the
- * caller's loop carries no state, and the function is global, so the
- * verifier checks it once rather than once per fd. */
-__noinline int record_fd(__u64 files_addr, __s32 fd, __u32 base)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct exec_record *record;
-	struct fd_entry *entry;
-	struct file *file = NULL;
-	struct inode *inode;
-	__u32 slot, type;
-
-	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
-	if (!record || base > FILENAME_CAP + ARGS_CAP || fd < 0 || fd >= FDS_SCANNED)
-		return 0;
-	bpf_probe_read_kernel(&file, sizeof(file), (struct file **)files_addr + fd);
-	if (!file)
-		return 0;
-	slot = record->event.fd_count;
-	if (slot >= MAX_FDS) {
-		record->event.fds_truncated = 1;
-		return 0;
-	}
-	entry = &record->event.fds[slot];
-	record->event.fd_count = slot + 1;
-	inode = BPF_CORE_READ(file, f_inode);
-	entry->fd = fd;
-	entry->mode = BPF_CORE_READ(inode, i_mode);
-	entry->ino = BPF_CORE_READ(inode, i_ino);
-	entry->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	entry->rdev = BPF_CORE_READ(inode, i_rdev);
-	entry->path_len = 0;
-	entry->path_truncated = 0;
-	type = entry->mode & S_IFMT;
-	/* Pipes and sockets are named by their inode, like /proc does. */
-	if (type == S_IFIFO || type == S_IFSOCK)
-		return 0;
-	entry->path_len = write_path(record, entry, file, base, record->event.paths_len);
-	record->event.paths_len += entry->path_len;
-	return 0;
-}
-
-/* Records the fds the new program starts with (fd_count, fds[], paths). */
-static __always_inline void capture_open_fds(struct exec_record *record,
-					     struct task_struct *task, __u32 base)
-{
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	__u64 files_addr = (__u64)BPF_CORE_READ(fdt, fd);
-	__u32 max_fds = BPF_CORE_READ(fdt, max_fds);
-	__u64 open = 0;
-
-	record->event.fd_count = 0;
-	record->event.fds_truncated = 0;
-	record->event.paths_len = 0;
-	if (!capture_fds || !fdt)
-		return;
-	bpf_probe_read_kernel(&open, sizeof(open), BPF_CORE_READ(fdt, open_fds));
-	for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
-		if (open & (1ULL << fd))
-			record_fd(files_addr, fd, base);
-	}
-	if (max_fds > FDS_SCANNED) {
-		unsigned long *open_fds = BPF_CORE_READ(fdt, open_fds);
-		__u64 more = 0;
-
-		bpf_probe_read_kernel(&more, sizeof(more), open_fds + 1);
-		if (more)
-			record->event.fds_truncated = 1;
-	}
 }
 
 static __always_inline int on_exec(void *ctx, struct task_struct *task,
@@ -531,14 +273,6 @@ static __always_inline struct task_struct *setpgid_target(struct task_struct *ta
 	return NULL;
 }
 
-/* Syscall numbers (arch/x86/entry/syscalls): native x86-64 and 32-bit
- * compat, which a 64-bit kernel runs with TS_COMPAT set in thread_info. */
-#define NR_SETPGID 109
-#define NR_SETSID 112
-#define NR32_SETPGID 57
-#define NR32_SETSID 66
-#define TS_COMPAT 0x0002
-
 /* One hook at syscall exit serves setsid and setpgid. The syscall-specific
  * tracepoints would need tracefs, run at entry too, and cost a full RCU
  * grace period each to detach (perf_trace_event_unreg); a raw tracepoint
@@ -546,7 +280,7 @@ static __always_inline struct task_struct *setpgid_target(struct task_struct *ta
  * exit, and the result is known. */
 static __always_inline bool is_id_syscall(long nr, bool compat)
 {
-	return nr == (compat ? NR32_SETSID : NR_SETSID) || nr == (compat ? NR32_SETPGID : NR_SETPGID);
+	return nr == nr_setsid(compat) || nr == nr_setpgid(compat);
 }
 
 /* Runs for every syscall on the machine: the number is checked first, so
@@ -561,18 +295,17 @@ static __always_inline int on_syscall_exit(void *ctx, struct pt_regs *regs, long
 	if (!is_id_syscall(nr, false) && !is_id_syscall(nr, true))
 		return 0;
 	task = (void *)bpf_get_current_task();
-	compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+	compat = syscall_is_compat(task);
 	if (!is_id_syscall(nr, compat) || ret < 0)
 		return 0;
 	pid = tgid_of(task);
 	if (!raw_mode && !is_tracked(pid))
 		return 0;
-	if (nr == (compat ? NR32_SETSID : NR_SETSID)) {
+	if (nr == nr_setsid(compat)) {
 		emit_id(ctx, EVENT_SETSID, pid, sid_of(task));
 		return 0;
 	}
-	target = setpgid_target(task, compat ? (__s32)BPF_CORE_READ(regs, bx)
-					     : (__s32)BPF_CORE_READ(regs, di));
+	target = setpgid_target(task, (__s32)syscall_arg1(regs, compat));
 	if (target)
 		emit_id(ctx, EVENT_SETPGID, tgid_of(target), pgid_of(target));
 	return 0;
@@ -581,12 +314,11 @@ static __always_inline int on_syscall_exit(void *ctx, struct pt_regs *regs, long
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
-	/* A BTF-typed pointer: read directly, no helper call per syscall. */
-	return on_syscall_exit(ctx, regs, regs->orig_ax, ret);
+	return on_syscall_exit(ctx, regs, SYSCALL_NR_BTF(regs), ret);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit_raw, struct pt_regs *regs, long ret)
 {
-	return on_syscall_exit(ctx, regs, BPF_CORE_READ(regs, orig_ax), ret);
+	return on_syscall_exit(ctx, regs, SYSCALL_NR(regs), ret);
 }

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* What differs between architectures: the numbers of setsid and setpgid and
+ * where a syscall's number and first argument are saved. build.rs refuses
+ * targets this file does not know, rather than build a program that would
+ * watch the wrong syscalls. */
+#ifndef PROCTRACE_ARCH_H
+#define PROCTRACE_ARCH_H
+
+#if defined(__TARGET_ARCH_x86)
+
+/* arch/x86/entry/syscalls: native x86-64 and 32-bit compat, which a 64-bit
+ * kernel runs with TS_COMPAT set in thread_info. */
+#define NR_SETPGID 109
+#define NR_SETSID 112
+#define NR32_SETPGID 57
+#define NR32_SETSID 66
+#define TS_COMPAT 0x0002
+
+/* Whether the current syscall of `task` is a 32-bit compat one. */
+static __always_inline bool syscall_is_compat(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+}
+
+static __always_inline long nr_setsid(bool compat)
+{
+	return compat ? NR32_SETSID : NR_SETSID;
+}
+
+static __always_inline long nr_setpgid(bool compat)
+{
+	return compat ? NR32_SETPGID : NR_SETPGID;
+}
+
+/* The syscall's first argument, from the saved user registers. */
+static __always_inline long syscall_arg1(struct pt_regs *regs, bool compat)
+{
+	return compat ? BPF_CORE_READ(regs, bx) : BPF_CORE_READ(regs, di);
+}
+
+/* The syscall's number; _BTF reads a BTF-typed pointer directly, without a
+ * helper call on every syscall of the machine. */
+#define SYSCALL_NR_BTF(regs) ((regs)->orig_ax)
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+
+#else
+#error "proctrace's BPF side knows the syscalls and registers of x86 only (src/bpf/arch.h)"
+#endif
+
+#endif /* PROCTRACE_ARCH_H */

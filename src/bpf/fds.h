@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The file descriptors a program starts with, read at exec: each open fd's
+ * inode and the path of its file, walked up dentries and mount points.
+ * Writes into the per-CPU exec record in `exec_scratch`, which the including
+ * file declares. */
+#ifndef PROCTRACE_FDS_H
+#define PROCTRACE_FDS_H
+
+/* Record the file descriptors each program starts with. */
+const volatile bool capture_fds = true;
+
+/* Directory levels walked up from an fd's file, mount points included. */
+#define PATH_DEPTH 16
+/* include/uapi/linux/stat.h; macros, so not in BTF. */
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define S_IFIFO 0010000
+
+/* Writes the path of `file` into the record's path area at `offset`: its
+ * names from the leaf up, each NUL-terminated, crossing mount points.
+ * Returns the bytes written. */
+static __always_inline __u32 write_path(struct exec_record *record, struct fd_entry *entry,
+					struct file *file, __u32 base, __u32 offset)
+{
+	struct dentry *dentry = BPF_CORE_READ(file, f_path.dentry);
+	struct vfsmount *vfsmnt = BPF_CORE_READ(file, f_path.mnt);
+	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	struct dentry *parent;
+	struct mount *up;
+	__u32 written = 0, at;
+	__u64 pos;
+	long len;
+
+	for (int i = 0; i < PATH_DEPTH; i++) {
+		parent = BPF_CORE_READ(dentry, d_parent);
+		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
+			up = BPF_CORE_READ(mnt, mnt_parent);
+			if (up == mnt)
+				return written; /* the root of the mount namespace */
+			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
+			mnt = up;
+			vfsmnt = (void *)mnt + bpf_core_field_offset(struct mount, mnt);
+			continue;
+		}
+		at = offset + written;
+		if (at > PATHS_CAP - NAME_CAP)
+			break;
+		/* Bounds checked right at the use: the verifier loses them
+		 * across the spills of a loop. */
+		pos = (__u64)base + at;
+		barrier_var(pos);
+		if (pos > FILENAME_CAP + ARGS_CAP + PATHS_CAP - NAME_CAP)
+			break;
+		len = bpf_probe_read_kernel_str(record->data + pos, NAME_CAP,
+						BPF_CORE_READ(dentry, d_name.name));
+		if (len <= 0)
+			break;
+		written += len & (NAME_CAP - 1);
+		dentry = parent;
+	}
+	entry->path_truncated = 1;
+	return written;
+}
+
+/* Records open fd `fd` of the fd array at `files_addr` in this CPU's exec
+ * record: the next entry of fds[] and its path in the path area, which
+ * starts `base` bytes into data[]. The record keeps the counts, so the
+ * caller's loop carries no state, and the function is global, so the
+ * verifier checks it once rather than once per fd. */
+__noinline int record_fd(__u64 files_addr, __s32 fd, __u32 base)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct exec_record *record;
+	struct fd_entry *entry;
+	struct file *file = NULL;
+	struct inode *inode;
+	__u32 slot, type;
+
+	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	if (!record || base > FILENAME_CAP + ARGS_CAP || fd < 0 || fd >= FDS_SCANNED)
+		return 0;
+	bpf_probe_read_kernel(&file, sizeof(file), (struct file **)files_addr + fd);
+	if (!file)
+		return 0;
+	slot = record->event.fd_count;
+	if (slot >= MAX_FDS) {
+		record->event.fds_truncated = 1;
+		return 0;
+	}
+	entry = &record->event.fds[slot];
+	record->event.fd_count = slot + 1;
+	inode = BPF_CORE_READ(file, f_inode);
+	entry->fd = fd;
+	entry->mode = BPF_CORE_READ(inode, i_mode);
+	entry->ino = BPF_CORE_READ(inode, i_ino);
+	entry->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	entry->rdev = BPF_CORE_READ(inode, i_rdev);
+	entry->path_len = 0;
+	entry->path_truncated = 0;
+	type = entry->mode & S_IFMT;
+	/* Pipes and sockets are named by their inode, like /proc does. */
+	if (type == S_IFIFO || type == S_IFSOCK)
+		return 0;
+	entry->path_len = write_path(record, entry, file, base, record->event.paths_len);
+	record->event.paths_len += entry->path_len;
+	return 0;
+}
+
+/* Records the fds the new program starts with (fd_count, fds[], paths). */
+static __always_inline void capture_open_fds(struct exec_record *record,
+					     struct task_struct *task, __u32 base)
+{
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	__u64 files_addr = (__u64)BPF_CORE_READ(fdt, fd);
+	__u32 max_fds = BPF_CORE_READ(fdt, max_fds);
+	__u64 open = 0;
+
+	record->event.fd_count = 0;
+	record->event.fds_truncated = 0;
+	record->event.paths_len = 0;
+	if (!capture_fds || !fdt)
+		return;
+	bpf_probe_read_kernel(&open, sizeof(open), BPF_CORE_READ(fdt, open_fds));
+	for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
+		if (open & (1ULL << fd))
+			record_fd(files_addr, fd, base);
+	}
+	if (max_fds > FDS_SCANNED) {
+		unsigned long *open_fds = BPF_CORE_READ(fdt, open_fds);
+		__u64 more = 0;
+
+		bpf_probe_read_kernel(&more, sizeof(more), open_fds + 1);
+		if (more)
+			record->event.fds_truncated = 1;
+	}
+}
+
+#endif /* PROCTRACE_FDS_H */
