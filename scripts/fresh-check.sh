@@ -39,7 +39,9 @@ fi
 
 unmount_all() {
     # Deepest first; lazily, so a busy mount never blocks the cleanup.
-    findmnt -rn -o TARGET | grep "^$root/" | sort -r | while read -r m; do umount -l "$m" || true; done
+    local mounts
+    mounts=$(findmnt -rn -o TARGET | grep "^$root/" | sort -r) || return 0
+    for m in $mounts; do umount -l "$m" || true; done
 }
 cleanup() {
     unmount_all
@@ -58,6 +60,8 @@ mount --bind -o ro "$cargo_bin" "$root/opt/cargo-bin"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount --rbind /dev "$root/dev"
+# Where / is shared (systemd), unmounting the copy must not unmount the host's.
+mount --make-rslave "$root/dev"
 mount -t tmpfs tmpfs "$root/dev/shm"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
