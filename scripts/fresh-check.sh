@@ -64,6 +64,12 @@ mount --rbind /dev "$root/dev"
 mount --make-rslave "$root/dev"
 mount -t tmpfs tmpfs "$root/dev/shm"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's network, not the project: a local CA (e.g. an egress proxy's)
+# that the root's ca-certificates must trust once install-deps installs it.
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 
 echo "fresh-check: running the quick start in $root" >&2
 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
