@@ -40,7 +40,7 @@ fi
 unmount_all() {
     # Deepest first; lazily, so a busy mount never blocks the cleanup.
     local mounts
-    mounts=$(findmnt -rn -o TARGET | grep "^$root/" | sort -r) || return 0
+    mounts=$(findmnt -rn -o TARGET | grep -E "^$root(/|\$)" | sort -r) || return 0
     for m in $mounts; do umount -l "$m" || true; done
 }
 cleanup() {
@@ -52,6 +52,10 @@ rm -rf "$work"
 mkdir -p "$root"
 trap cleanup EXIT
 tar -C "$root" -xf "$base"
+# debootstrap ran in a private temporary directory: / must be 755 again.
+chmod 755 "$root"
+# A mount point, as a machine's / is: unshare --propagation needs one.
+mount --bind "$root" "$root"
 
 git clone -q --no-hardlinks "$repo" "$root/root/proctrace"
 mkdir -p "$root/opt/rustup" "$root/opt/cargo-bin"

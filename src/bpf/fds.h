@@ -25,6 +25,11 @@ static __always_inline __u32 write_path(struct exec_record *record, struct fd_en
 	struct dentry *dentry = BPF_CORE_READ(file, f_path.dentry);
 	struct vfsmount *vfsmnt = BPF_CORE_READ(file, f_path.mnt);
 	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	/* The exec'ing task is current. Its root ends the walk, as for
+	 * /proc/PID/fd: in a chroot, paths are the ones the program sees. */
+	struct fs_struct *fs = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), fs);
+	struct dentry *root_dentry = BPF_CORE_READ(fs, root.dentry);
+	struct vfsmount *root_mnt = BPF_CORE_READ(fs, root.mnt);
 	struct dentry *parent;
 	struct mount *up;
 	__u32 written = 0, at;
@@ -32,6 +37,8 @@ static __always_inline __u32 write_path(struct exec_record *record, struct fd_en
 	long len;
 
 	for (int i = 0; i < PATH_DEPTH; i++) {
+		if (dentry == root_dentry && vfsmnt == root_mnt)
+			return written;
 		parent = BPF_CORE_READ(dentry, d_parent);
 		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
 			up = BPF_CORE_READ(mnt, mnt_parent);

@@ -39,9 +39,19 @@ pub fn have_root() -> bool {
 /// Whether a program the test runs is on the PATH; see [`prerequisite`].
 #[must_use]
 pub fn have_tool(program: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
-    prerequisite(found, &format!("`{program}` on the PATH"))
+    prerequisite(
+        tool_path(program).is_some(),
+        &format!("`{program}` on the PATH"),
+    )
+}
+
+/// The file `program` names on the PATH, links resolved.
+pub fn tool_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .and_then(|p| fs::canonicalize(p).ok())
 }
 
 /// The one policy for what a test needs from the machine: present, the test

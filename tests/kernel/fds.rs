@@ -48,6 +48,46 @@ fn each_program_records_what_it_inherits() {
     );
 }
 
+/// In a chroot a path reads as the program sees it, the way
+/// /proc/PID/fd shows it: the walk up stops at the process's root.
+#[test]
+fn paths_in_a_chroot_are_the_ones_it_sees() {
+    if !have_root() || !have_tool("busybox") {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("bin")).unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    // Copied, not linked: the chroot sees nothing outside it.
+    let busybox = tool_path("busybox").unwrap();
+    std::fs::copy(&busybox, root.path().join("bin/busybox")).unwrap();
+    std::fs::write(root.path().join("etc/data"), "x").unwrap();
+    let run = record(
+        Mode::Ring,
+        &[
+            "chroot",
+            root.path().to_str().unwrap(),
+            "/bin/busybox",
+            "sh",
+            "-c",
+            "exec 3</etc/data 4</; /bin/busybox true",
+        ],
+    );
+    let execs = run.all_execs();
+    let inner = exec_of(&execs, "/bin/busybox");
+    let last = execs
+        .iter()
+        .rfind(|e| e.argv == ["/bin/busybox", "true"])
+        .expect("the chroot's true");
+    assert_eq!(inner.filename, "/bin/busybox");
+    let fd = |n: i32| last.fds.iter().find(|f| f.fd == n).cloned().unwrap();
+    assert_eq!(
+        (fd(3).kind, fd(3).target.as_str()),
+        (FdKind::File, "/etc/data")
+    );
+    assert_eq!((fd(4).kind, fd(4).target.as_str()), (FdKind::Dir, "/"));
+}
+
 #[test]
 fn no_fds_turns_it_off() {
     if !have_root() {
