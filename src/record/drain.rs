@@ -2,7 +2,7 @@
 //! the kernel's buffer, restores one causal order and hands events on.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -343,6 +343,31 @@ impl Drain<'_, '_> {
     }
 }
 
+/// The pids whose Exit has been given out, until a Fork reuses them.
+///
+/// The kernel can report an event of a process after its exit: a parent's
+/// `setpgid(child, ...)` succeeds on a child that is already a zombie (bash
+/// does this for every job), and its hook runs after the child's exit hook.
+/// Such an event says nothing about a process that is gone, and would bring
+/// it back to life for every reader: it is dropped here, at the source.
+#[derive(Default)]
+struct Departed(HashSet<Pid>);
+
+impl Departed {
+    /// Follows one event in release order; true when it comes after its
+    /// process's Exit and must not be given out.
+    fn is_late(&mut self, record: &Record) -> bool {
+        match record {
+            Record::Fork(fork) => {
+                self.0.remove(&fork.child_pid);
+                false
+            }
+            Record::Exit(exit) => !self.0.insert(exit.pid),
+            other => other.pid().is_some_and(|pid| self.0.contains(&pid)),
+        }
+    }
+}
+
 /// Takes in one wait result; false when there is nothing more to wait for.
 fn collect(waited: nix::Result<WaitStatus>, root: Pid, totals: &mut Totals) -> bool {
     match waited {
@@ -381,6 +406,7 @@ struct Reorder {
     pending: BTreeMap<(u64, u64), Record>,
     arrivals: u64,
     next_seq: u64,
+    departed: Departed,
 }
 
 impl Reorder {
@@ -398,6 +424,7 @@ impl Reorder {
         let ready = std::mem::replace(&mut self.pending, later);
         ready
             .into_values()
+            .filter(|record| !self.departed.is_late(record))
             .map(|mut record| {
                 record.set_seq(self.next_seq);
                 self.next_seq += 1;
@@ -448,5 +475,57 @@ mod tests {
             .map(|r| (r.seq(), r.pid()))
             .collect();
         assert_eq!(rest, [(Some(3), Some(3))]);
+    }
+
+    #[test]
+    fn events_after_an_exit_are_dropped_until_the_pid_is_forked_again() {
+        use crate::event::{Exit, Fork};
+        let exit = |timestamp, pid| {
+            Record::Exit(Exit {
+                seq: 0,
+                timestamp,
+                pid,
+                ppid: 1,
+                pgid: pid,
+                sid: None,
+                exit_code: Some(0),
+                signal: None,
+                core_dumped: false,
+            })
+        };
+        let fork = Record::Fork(Fork {
+            seq: 0,
+            timestamp: 40,
+            parent_pid: 1,
+            child_pid: 7,
+            parent_pgid: 1,
+            child_pgid: None,
+            child_sid: None,
+            child_ppid: None,
+        });
+        let mut reorder = Reorder::default();
+        for record in [
+            setsid(10, 7),
+            exit(20, 7),
+            setsid(30, 7),
+            fork,
+            setsid(50, 7),
+        ] {
+            reorder.push(record);
+        }
+        let released: Vec<_> = reorder
+            .take_until(None)
+            .iter()
+            .map(|r| (r.seq(), r.kind(), r.timestamp()))
+            .collect();
+        assert_eq!(
+            released,
+            [
+                (Some(0), "SetSID", Some(10)),
+                (Some(1), "Exit", Some(20)),
+                (Some(2), "Fork", Some(40)),
+                (Some(3), "SetSID", Some(50)),
+            ]
+        );
     }
 }

@@ -578,9 +578,11 @@ impl Run {
                 }
                 other => {
                     let pid = other.pid().unwrap();
+                    // Not before its Fork, nor after its Exit.
                     assert!(
                         alive.contains(&pid),
-                        "event of {pid} outside the tree\n{}",
+                        "{} of {pid} outside its life in the tree\n{}",
+                        other.kind(),
                         ctx()
                     );
                 }
