@@ -17,8 +17,9 @@ use nix::unistd::Pid as NixPid;
 use super::decode::decode;
 use super::kernel::{self, KernelConfig, Probe};
 use super::linger::{Lineage, Notice};
+use super::snapshot;
 use super::{Control, LingerPolicy, Prepared, RecordError, Started, Totals};
-use crate::event::{BufferKind, Pid, Record};
+use crate::event::{BufferKind, Pid, Record, SnapshotCause};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -115,6 +116,12 @@ struct Progress {
     terminating: Vec<(Pid, u64)>,
     stop_since: Option<u64>,
     lingered_out_since: Option<u64>,
+    /// When the last event of the tree happened (nanoseconds since start).
+    last_event: u64,
+    /// A `--hang-after` snapshot was taken since the last event.
+    quiet_reported: bool,
+    /// After `--timeout`: when the tree gets SIGKILL.
+    timeout_kill_due: Option<u64>,
 }
 
 /// Why a recording ended.
@@ -166,6 +173,9 @@ impl Drain<'_, '_> {
             terminating: Vec::new(),
             stop_since: None,
             lingered_out_since: None,
+            last_event: 0,
+            quiet_reported: false,
+            timeout_kill_due: None,
         };
         let end = loop {
             if let Some(end) = self.step(&buffer, target, &mut progress)? {
@@ -213,6 +223,7 @@ impl Drain<'_, '_> {
             self.reap(progress.root, false, &mut progress.totals);
         }
         self.watch_lingering(elapsed, progress);
+        self.watch_hang(elapsed, progress);
         if self.control.stop.load(Ordering::Relaxed) {
             progress.stop_since.get_or_insert(now);
         }
@@ -244,6 +255,7 @@ impl Drain<'_, '_> {
         let Some(linger) = self.policy.linger else {
             return;
         };
+        let mut found_any = false;
         for lingering in progress
             .lineage
             .newly_lingering(elapsed, linger.as_nanos() as u64)
@@ -255,10 +267,14 @@ impl Drain<'_, '_> {
                 .notices
                 .send(Notice::Lingering(progress.lineage.describe(pid)));
             self.reorder.borrow_mut().push(Record::Lingering(lingering));
+            found_any = true;
             if self.policy.kill {
                 self.signal(pid, Signal::SIGTERM);
                 progress.terminating.push((pid, elapsed + KILL_GRACE_NS));
             }
+        }
+        if found_any {
+            self.snapshot(SnapshotCause::Linger, progress);
         }
         let still_running = progress.lineage.lingerers();
         progress.terminating.retain(|&(pid, due)| {
@@ -271,6 +287,80 @@ impl Drain<'_, '_> {
             self.signal(pid, Signal::SIGKILL);
             false
         });
+    }
+
+    /// Snapshots asked for by a signal, `--timeout` and `--hang-after`,
+    /// and what follows them: the signal passed on, the tree ended.
+    fn watch_hang(&self, elapsed: u64, progress: &mut Progress) {
+        let asked = self.control.snapshot.swap(0, Ordering::Relaxed);
+        if asked != 0 {
+            self.snapshot(SnapshotCause::Signal(asked), progress);
+        }
+        let interrupt = self.control.interrupt.swap(0, Ordering::Relaxed);
+        if interrupt != 0 {
+            self.snapshot(SnapshotCause::Signal(interrupt), progress);
+            if interrupt != libc::SIGINT {
+                let _ = kill(
+                    NixPid::from_raw(progress.root),
+                    Signal::try_from(interrupt).ok(),
+                );
+            }
+            self.control.stop.store(true, Ordering::Relaxed);
+        }
+        let timed_out = self
+            .policy
+            .timeout
+            .is_some_and(|t| elapsed >= t.as_nanos() as u64);
+        if timed_out && !progress.totals.timed_out {
+            progress.totals.timed_out = true;
+            self.snapshot(SnapshotCause::Timeout, progress);
+            let _ = self.outputs.notices.send(Notice::TimedOut);
+            self.signal_tree(Signal::SIGTERM, progress);
+            progress.timeout_kill_due = Some(elapsed + KILL_GRACE_NS);
+        }
+        if progress.timeout_kill_due.is_some_and(|due| elapsed >= due) {
+            self.signal_tree(Signal::SIGKILL, progress);
+            progress.timeout_kill_due = None;
+        }
+        let quiet = self.policy.hang_after.is_some_and(|quiet| {
+            elapsed.saturating_sub(progress.last_event) >= quiet.as_nanos() as u64
+        });
+        if quiet && !progress.quiet_reported && self.reorder.borrow().is_empty() {
+            progress.quiet_reported = true;
+            self.snapshot(SnapshotCause::Quiet, progress);
+        }
+    }
+
+    /// Every process of the tree known to run: those the released events
+    /// say run, and the children of forks not yet released.
+    fn live_tree(&self, progress: &Progress) -> Vec<Pid> {
+        let mut pids = progress.lineage.alive();
+        pids.extend(self.reorder.borrow().forked());
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Records a snapshot of the live tree and tells of it.
+    fn snapshot(&self, cause: SnapshotCause, progress: &Progress) {
+        // Taken now, not at the step's start: every process read alive
+        // has its Fork before this time and its Exit after it.
+        let now = monotonic_ns().saturating_sub(progress.start_ns);
+        let taken = snapshot::take(&self.live_tree(progress), now, cause, &progress.lineage);
+        if taken.is_empty() {
+            return;
+        }
+        let mut reorder = self.reorder.borrow_mut();
+        taken
+            .iter()
+            .for_each(|s| reorder.push(Record::Snapshot(s.clone())));
+        let _ = self.outputs.notices.send(Notice::Snapshot(taken));
+    }
+
+    fn signal_tree(&self, signal: Signal, progress: &Progress) {
+        for pid in self.live_tree(progress) {
+            let _ = kill(NixPid::from_raw(pid), signal);
+        }
     }
 
     fn signal(&self, pid: Pid, signal: Signal) {
@@ -316,6 +406,10 @@ impl Drain<'_, '_> {
     fn release(&self, cutoff: Option<u64>, progress: &mut Progress) -> bool {
         let ready = self.reorder.borrow_mut().take_until(cutoff);
         for record in ready {
+            if !matches!(record, Record::Snapshot(_) | Record::Lingering(_)) {
+                progress.last_event = record.timestamp().unwrap_or(0);
+                progress.quiet_reported = false;
+            }
             if let Some(notice) = progress.lineage.observe(&record) {
                 let _ = self.outputs.notices.send(notice);
             }
@@ -414,6 +508,18 @@ impl Reorder {
         let timestamp = record.timestamp().unwrap_or(0);
         self.pending.insert((timestamp, self.arrivals), record);
         self.arrivals += 1;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The children of the forks held back.
+    fn forked(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.pending.values().filter_map(|record| match record {
+            Record::Fork(fork) => Some(fork.child_pid),
+            _ => None,
+        })
     }
 
     fn take_until(&mut self, cutoff: Option<u64>) -> Vec<Record> {

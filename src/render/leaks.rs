@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 
-use super::seconds;
+use super::{fd_list, seconds};
 use crate::event::{FdKind, HeldFd, Lingering};
 use crate::processes::Processes;
 use crate::testname::test_of;
@@ -229,13 +229,6 @@ fn write_unrecorded(
     Ok(())
 }
 
-/// `fd 3` or `fds 1, 2, 4`.
-fn fd_list(fds: &[i32]) -> String {
-    let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();
-    let noun = if fds.len() == 1 { "fd" } else { "fds" };
-    format!("{noun} {}", numbers.join(", "))
-}
-
 /// A process in two words: `1834 cat`, or `1831 <fork>` for one that
 /// never exec'd and so ran its parent's program.
 fn name(processes: &Processes, index: usize) -> String {
@@ -253,16 +246,5 @@ fn who(processes: &Processes, index: usize) -> String {
             name(processes, parent)
         ),
         None => name(processes, index),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn descriptor_lists_read_as_english() {
-        assert_eq!(fd_list(&[3]), "fd 3");
-        assert_eq!(fd_list(&[1, 2, 4]), "fds 1, 2, 4");
     }
 }
