@@ -137,6 +137,7 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
     output.write(&Record::Header(recording.header().clone()));
     let mut forks = 0;
     let mut table = Growing::default();
+    let mut snapshot = Pending::default();
     let (events, notices) = (recording.events(), recording.notices());
     loop {
         // Whatever has been drained reaches the output before proctrace
@@ -149,16 +150,24 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
                 let Ok(record) = record else { break };
                 forks += u64::from(matches!(record, Record::Fork(_)));
                 table.add(&record);
+                if let Record::Snapshot(s) = &record {
+                    snapshot.records.push(s.clone());
+                    snapshot.explain_when_whole(&table);
+                }
                 output.write(&record);
             }
-            recv(notices) -> notice => {
-                if let Ok(notice) = notice {
-                    tell(&notice, &table);
+            recv(notices) -> notice => match notice {
+                Ok(Notice::Snapshot { timestamp, records }) => {
+                    snapshot.expected = Some((timestamp, records));
+                    snapshot.explain_when_whole(&table);
                 }
+                Ok(notice) => tell(&notice),
+                Err(_) => {}
             }
         }
     }
-    notices.try_iter().for_each(|notice| tell(&notice, &table));
+    notices.try_iter().for_each(|notice| tell(&notice));
+    snapshot.explain(&table);
     let totals = recording.finish()?;
     output.write(&Record::Trailer(Trailer {
         events: output.events,
@@ -179,11 +188,10 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
     Ok((forks + 1, totals, output))
 }
 
-/// Says on stderr, as it happens, what the recording finds about the tree;
-/// `table` is the tree as recorded so far.
-fn tell(notice: &Notice, table: &Growing) {
+/// Says on stderr, as it happens, what the recording finds about the tree.
+fn tell(notice: &Notice) {
     match notice {
-        Notice::Snapshot(snapshot) => explain(snapshot, table),
+        Notice::Snapshot { .. } => {}
         Notice::TimedOut => eprintln!(
             "proctrace: --timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)"
         ),
@@ -204,15 +212,41 @@ fn tell(notice: &Notice, table: &Growing) {
     }
 }
 
-/// The wait-for chains of a snapshot, so that a CI log shows what hung.
-fn explain(snapshot: &[Snapshot], table: &Growing) {
-    let table = table.table();
-    let nodes: Vec<_> = snapshot
-        .iter()
-        .map(|s| (table.find(s.pid, s.timestamp), s))
-        .collect();
-    for line in proctrace::render::explain_hang(&table, &nodes) {
-        eprintln!("proctrace: {line}");
+/// The records of a snapshot as they come, and how many the drain said
+/// it has: its explanation goes to stderr once it is whole, so that a CI
+/// log shows what hung without any render step.
+#[derive(Default)]
+struct Pending {
+    records: Vec<Snapshot>,
+    expected: Option<(u64, usize)>,
+}
+
+impl Pending {
+    fn explain_when_whole(&mut self, table: &Growing) {
+        let whole = self.expected.is_some_and(|(timestamp, count)| {
+            let of_it = self.records.iter().filter(|s| s.timestamp == timestamp);
+            of_it.count() >= count
+        });
+        if whole {
+            self.expected = None;
+            self.explain(table);
+        }
+    }
+
+    /// Explains what has come; `table` is the tree as recorded so far.
+    fn explain(&mut self, table: &Growing) {
+        if self.records.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.records);
+        let table = table.table();
+        let nodes: Vec<_> = records
+            .iter()
+            .map(|s| (table.find(s.pid, s.timestamp), s))
+            .collect();
+        for line in proctrace::render::explain_hang(&table, &nodes) {
+            eprintln!("proctrace: {line}");
+        }
     }
 }
 

@@ -341,7 +341,7 @@ impl Drain<'_, '_> {
         pids
     }
 
-    /// Records a snapshot of the live tree and tells of it.
+    /// Records a snapshot of the live tree and says so.
     fn snapshot(&self, cause: SnapshotCause, progress: &Progress) {
         // Taken now, not at the step's start: every process read alive
         // has its Fork before this time and its Exit after it.
@@ -350,11 +350,15 @@ impl Drain<'_, '_> {
         if taken.is_empty() {
             return;
         }
+        let notice = Notice::Snapshot {
+            timestamp: now,
+            records: taken.len(),
+        };
         let mut reorder = self.reorder.borrow_mut();
         taken
-            .iter()
-            .for_each(|s| reorder.push(Record::Snapshot(s.clone())));
-        let _ = self.outputs.notices.send(Notice::Snapshot(taken));
+            .into_iter()
+            .for_each(|s| reorder.push(Record::Snapshot(s)));
+        let _ = self.outputs.notices.send(notice);
     }
 
     fn signal_tree(&self, signal: Signal, progress: &Progress) {

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use crate::event::{Access, Fd, FdKind, HeldFd, Lingering, Pid, Record, Snapshot};
+use crate::event::{Access, Fd, FdKind, HeldFd, Lingering, Pid, Record};
 
 /// A lingering process, for people: its command and the chain of commands
 /// that started it, from the root down.
@@ -30,9 +30,14 @@ pub enum Notice {
     RootExited(Vec<Lingerer>),
     /// A process has lingered for the `--linger` time.
     Lingering(Lingerer),
-    /// A snapshot of the live tree was taken: its records, which the
-    /// recording holds too.
-    Snapshot(Vec<Snapshot>),
+    /// A snapshot of the live tree was taken: `records` Snapshot records of
+    /// this `timestamp` follow among the events.
+    Snapshot {
+        /// The snapshot's timestamp.
+        timestamp: u64,
+        /// How many records it has.
+        records: usize,
+    },
     /// `--timeout` expired: the tree is being ended.
     TimedOut,
     /// A lingering process was sent a signal (`--kill-lingering`).

@@ -154,6 +154,8 @@ pub struct Opts {
     pub raw: bool,
     pub keep_root: bool,
     pub env: Vec<(String, String)>,
+    /// More options of `record`, before the command.
+    pub args: Vec<String>,
 }
 
 impl Opts {
@@ -163,6 +165,7 @@ impl Opts {
             raw: false,
             keep_root: false,
             env: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -189,6 +192,7 @@ pub fn proctrace_command(opts: &Opts, out: &Path, cmd: &[OsString]) -> Command {
     if opts.keep_root {
         command.arg("--keep-root");
     }
+    command.args(&opts.args);
     command.arg("--").args(cmd);
     for (k, v) in &opts.env {
         command.env(k, v);
@@ -593,9 +597,14 @@ impl Run {
             let root_exit = self.exit(root);
             assert_eq!(trailer.root_exit_code, root_exit.exit_code, "{}", ctx());
             assert_eq!(trailer.root_signal, root_exit.signal, "{}", ctx());
+            // timeout(1)'s status when `--timeout` ended the tree.
+            let expected = match trailer.timed_out {
+                true => Some(124),
+                false => root_exit.shell_status(),
+            };
             assert_eq!(
                 self.status.code(),
-                root_exit.shell_status(),
+                expected,
                 "proctrace's status is the command's\n{}",
                 ctx()
             );
