@@ -19,6 +19,8 @@ if [ "${1:-}" = "--test" ]; then
     # the guest's busybox and cpio, and the key of Debian's kernel packages.
     packages+=("${static_packages[@]}" qemu-system-x86 busybox-static cpio gzip
         debian-archive-keyring)
+    # Real test runners for the bats and hang tests.
+    packages+=(bats)
 fi
 
 missing=()

@@ -7,7 +7,9 @@ mod common;
 use std::fs;
 use std::time::{Duration, Instant};
 
-use common::{have_root, kill_if, record_with, wait_bounded, Live, Mode, Opts, HANG_TIMEOUT};
+use common::{
+    have_root, have_tool, kill_if, record_with, wait_bounded, Live, Mode, Opts, HANG_TIMEOUT,
+};
 use nix::sys::signal::Signal;
 use proctrace::event::{Pid, Record, Snapshot, SnapshotCause};
 
@@ -226,6 +228,71 @@ fn hang_after_snapshots_a_quiet_tree_once() {
     assert_eq!(run.argvs(root).last().unwrap(), &["true"]);
     assert!(
         run.stderr.contains("(no event for the --hang-after time)"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A bats suite that hangs: one test leaks a `sleep` holding bats' fd 3,
+/// the pipe bats' reader subshell (which never exec's) reads until every
+/// writer has closed it. `--timeout` ends it; the chain names the reader,
+/// the sleep, its fd 3 and the test as bats prints it.
+#[test]
+fn a_hung_bats_suite_names_the_test_the_sleep_and_the_blocked_reader() {
+    if !have_root() || !have_tool("bats") {
+        return;
+    }
+    let suite = tempfile::tempdir().unwrap();
+    fs::write(
+        suite.path().join("suite.bats"),
+        "@test \"first is fine\" { true; }\n\
+         @test \"beta starts a watcher\" { sleep 1000 & }\n\
+         @test \"last is fine\" { true; }\n",
+    )
+    .unwrap();
+    let dir = suite.path().to_str().unwrap();
+    let run = record_with(&opts(&["--timeout", "5s"]), &["bats", dir]);
+    assert_eq!(run.code(), 124, "{}", run.stderr);
+    let view = render_hang(&run.dir.path().join("rec.ndjson"));
+    let sleep = run
+        .pids()
+        .into_iter()
+        .find(|&p| {
+            run.argvs(p)
+                .contains(&vec!["sleep".to_string(), "1000".to_string()])
+        })
+        .unwrap();
+    let holder = line_with(
+        &view,
+        &[&format!(
+            "{sleep} sleep 1000 [test \"beta starts a watcher\"] with fd 3 "
+        )],
+    );
+    assert!(holder.ends_with("← culprit"), "{view}");
+    let reader = line_with(
+        &view,
+        &[
+            "<fork> bash /usr/libexec/bats-core/bats",
+            "blocked in read(fd 0) on pipe:[",
+        ],
+    );
+    assert!(reader.ends_with("its write end is held by:"), "{view}");
+    let culprit = line_with(&view, &["culprit:"]);
+    let expected = format!(
+        "culprit: {sleep} sleep 1000 (test \"beta starts a watcher\"), blocked in clock_nanosleep"
+    );
+    assert!(culprit.starts_with(&expected), "{view}");
+    assert!(
+        culprit.contains("; holds fd 3 (write end of pipe:["),
+        "{view}"
+    );
+    assert!(
+        culprit.contains("<fork> bash /usr/libexec/bats-core/bats"),
+        "{view}"
+    );
+    // The CI log shows the same.
+    assert!(
+        run.stderr.contains(&format!("proctrace: {culprit}")),
         "{}",
         run.stderr
     );
