@@ -31,8 +31,12 @@ fn snapshots(records: &[Record]) -> Vec<&Snapshot> {
 }
 
 fn render_hang(path: &std::path::Path) -> String {
+    render_as(path, "hang")
+}
+
+fn render_as(path: &std::path::Path, mode: &str) -> String {
     let out = std::process::Command::new(common::proctrace_bin())
-        .args(["render", "-d", "hang", "-i"])
+        .args(["render", "-d", mode, "-i"])
         .arg(path)
         .output()
         .unwrap();
@@ -168,6 +172,15 @@ fn timeout_takes_a_snapshot_then_ends_the_tree() {
         "{}",
         run.stderr
     );
+    let summary = render_as(&run.dir.path().join("rec.ndjson"), "summary");
+    let hang = summary
+        .split("\nHang (snapshot at +")
+        .nth(1)
+        .expect("a Hang section");
+    let culprits: Vec<&str> = hang.lines().skip(1).collect();
+    assert_eq!(culprits.len(), 1, "{summary}");
+    let expected = format!("  {sleep} sleep 1000, blocked in clock_nanosleep");
+    assert!(culprits[0].starts_with(&expected), "{summary}");
 }
 
 /// SIGTERM to proctrace (a CI job's timeout): the snapshot is taken before

@@ -78,6 +78,21 @@ pub fn explain(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -
     lines
 }
 
+/// The heading and culprits of the last snapshot, for `summary`: empty
+/// for a recording without snapshots.
+pub(super) fn last_culprits(processes: &Processes) -> Vec<String> {
+    let Some(last) = processes.snapshots().pop() else {
+        return Vec::new();
+    };
+    let last: Vec<_> = last.into_iter().map(|(i, s)| (Some(i), s)).collect();
+    let lines = explain(processes, &last);
+    let (heading, rest) = lines.split_first().expect("a snapshot has a heading");
+    std::iter::once(heading)
+        .chain(rest.iter().filter(|l| l.starts_with("culprit: ")))
+        .cloned()
+        .collect()
+}
+
 /// Why a snapshot was taken, in words.
 fn cause(cause: SnapshotCause) -> String {
     match cause {
