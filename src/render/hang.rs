@@ -62,11 +62,8 @@ pub fn explain(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -
         stack: Vec::new(),
         culprits: Vec::new(),
     };
-    for root in graph.roots() {
-        walk.visit(root, None, 1);
-    }
-    // What no chain reached: orphans, and what waits on nothing shown.
-    for at in 0..snapshot.len() {
+    // Then what no chain reached: orphans, and what nothing shown waits on.
+    for at in graph.roots().into_iter().chain(0..snapshot.len()) {
         if !walk.shown[at] {
             walk.visit(at, None, 1);
         }
