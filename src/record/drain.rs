@@ -589,34 +589,13 @@ mod tests {
 
     #[test]
     fn events_after_an_exit_are_dropped_until_the_pid_is_forked_again() {
-        use crate::event::{Exit, Fork};
-        let exit = |timestamp, pid| {
-            Record::Exit(Exit {
-                seq: 0,
-                timestamp,
-                pid,
-                ppid: 1,
-                pgid: pid,
-                sid: None,
-                exit_code: Some(0),
-                signal: None,
-                core_dumped: false,
-            })
-        };
-        let fork = Record::Fork(Fork {
-            seq: 0,
-            timestamp: 40,
-            parent_pid: 1,
-            child_pid: 7,
-            parent_pgid: 1,
-            child_pgid: None,
-            child_sid: None,
-            child_ppid: None,
-        });
+        use crate::record::linger::tests::{exit, fork};
+        let mut fork = fork(1, 7);
+        fork.set_timestamp(40);
         let mut reorder = Reorder::default();
         for record in [
             setsid(10, 7),
-            exit(20, 7),
+            exit(7, 20),
             setsid(30, 7),
             fork,
             setsid(50, 7),

@@ -329,11 +329,12 @@ pub(crate) fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::event::{Exit, Fork};
 
-    fn fork(parent: Pid, child: Pid) -> Record {
+    /// A Fork record at time 0, for the drain's tests too.
+    pub(crate) fn fork(parent: Pid, child: Pid) -> Record {
         Record::Fork(Fork {
             seq: 0,
             timestamp: 0,
@@ -346,7 +347,8 @@ mod tests {
         })
     }
 
-    fn exit(pid: Pid, timestamp: u64) -> Record {
+    /// An Exit record with status 0, for the drain's tests too.
+    pub(crate) fn exit(pid: Pid, timestamp: u64) -> Record {
         Record::Exit(Exit {
             seq: 0,
             timestamp,
