@@ -346,7 +346,12 @@ impl Drain<'_, '_> {
         // Taken now, not at the step's start: every process read alive
         // has its Fork before this time and its Exit after it.
         let now = monotonic_ns().saturating_sub(progress.start_ns);
-        let taken = snapshot::take(&self.live_tree(progress), now, cause, &progress.lineage);
+        let pids = self.live_tree(progress);
+        let last_event = |pid| {
+            let held = self.reorder.borrow().last_event(pid);
+            held.or_else(|| progress.lineage.last_event(pid))
+        };
+        let taken = snapshot::take(&pids, now, cause, &progress.lineage, last_event);
         if taken.is_empty() {
             return;
         }
@@ -516,6 +521,18 @@ impl Reorder {
 
     fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+
+    /// When the last Fork or Exec of `pid` held back happened.
+    fn last_event(&self, pid: Pid) -> Option<u64> {
+        let events = self
+            .pending
+            .values()
+            .filter(|r| matches!(r, Record::Fork(_) | Record::Exec(_)));
+        events
+            .filter(|r| r.pid() == Some(pid))
+            .filter_map(Record::timestamp)
+            .max()
     }
 
     /// The children of the forks held back.

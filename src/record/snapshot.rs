@@ -12,18 +12,18 @@ const PF_EXITING: u64 = 0x4;
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are
 /// exiting are left out, as their Exit may already be recorded.
+/// `last_event` says when the last event of a process happened.
 pub(crate) fn take(
     pids: &[Pid],
     now: u64,
     cause: SnapshotCause,
     lineage: &Lineage,
+    last_event: impl Fn(Pid) -> Option<u64>,
 ) -> Vec<Snapshot> {
     pids.iter()
         .filter_map(|&pid| {
             let mut snapshot = read(pid, now, cause)?;
-            snapshot.quiet = lineage
-                .last_event(pid)
-                .map_or(0, |at| now.saturating_sub(at));
+            snapshot.quiet = last_event(pid).map_or(0, |at| now.saturating_sub(at));
             snapshot.fds = held_fds(pid, lineage.root_fds());
             Some(snapshot)
         })
