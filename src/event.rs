@@ -44,6 +44,10 @@ pub enum Record {
     /// A process still running when proctrace stopped waiting for it
     /// (`record --linger`): a leak, in a test suite.
     Lingering(Lingering),
+    /// One live process of the tree as `/proc` showed it when a snapshot
+    /// was taken (a signal to proctrace, `--timeout`, `--hang-after`,
+    /// SIGUSR1): what it is blocked on and what it holds open.
+    Snapshot(Snapshot),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -393,6 +397,94 @@ pub struct HeldFd {
     /// what keeps a parent that waits for it to close waiting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_fd: Option<i32>,
+    /// How it was opened (`/proc/PID/fdinfo` flags): for a pipe, which end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
+}
+
+/// How a descriptor was opened: for a pipe, read access is the read end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// O_RDONLY.
+    Read,
+    /// O_WRONLY.
+    Write,
+    /// O_RDWR.
+    ReadWrite,
+}
+
+impl Access {
+    /// The access of open flags `flags` (as fdinfo's octal `flags:` line).
+    pub fn of_flags(flags: u32) -> Option<Self> {
+        match flags & 0o3 {
+            0 => Some(Access::Read),
+            1 => Some(Access::Write),
+            2 => Some(Access::ReadWrite),
+            _ => None,
+        }
+    }
+
+    /// Whether data can be read through it.
+    pub fn reads(self) -> bool {
+        self != Access::Write
+    }
+
+    /// Whether data can be written through it.
+    pub fn writes(self) -> bool {
+        self != Access::Read
+    }
+}
+
+/// Why a snapshot of the live tree was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotCause {
+    /// proctrace received this signal (SIGTERM, SIGINT, SIGHUP, or
+    /// SIGUSR1/SIGQUIT to ask for one).
+    Signal(i32),
+    /// `--timeout` expired: the tree is ended next.
+    Timeout,
+    /// No event of the tree for `--hang-after` while processes were alive.
+    Quiet,
+    /// `--linger` found a lingering process.
+    Linger,
+}
+
+/// One live process when a snapshot was taken, from `/proc/PID`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started: when it was taken. Every
+    /// record of one snapshot has the same timestamp.
+    pub timestamp: u64,
+    /// The process.
+    pub pid: Pid,
+    /// Why the snapshot was taken.
+    pub cause: SnapshotCause,
+    /// Scheduler state as `/proc/PID/stat` shows it: R, S, D, T, t...
+    pub state: char,
+    /// The kernel function it sleeps in (`/proc/PID/wchan`), if it sleeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wchan: Option<String>,
+    /// The system call it is blocked in (`/proc/PID/syscall`, x86-64 numbers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall: Option<i64>,
+    /// That call's first argument as a C int: the fd of a read or write,
+    /// the pid of a wait4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_arg: Option<i64>,
+    /// Nanoseconds it had been alive.
+    #[serde(default)]
+    pub alive: u64,
+    /// Nanoseconds since the last event of it in the recording (its Fork or Exec).
+    #[serde(default)]
+    pub quiet: u64,
+    /// Its open file descriptors.
+    #[serde(default)]
+    pub fds: Vec<HeldFd>,
 }
 
 /// Last line of a recording.
@@ -423,6 +515,9 @@ pub struct Trailer {
     /// Processes recorded as [`Lingering`] (only with `record --linger`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lingering: u64,
+    /// `record --timeout` expired and proctrace ended the tree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
 }
 
 impl Record {
@@ -436,6 +531,7 @@ impl Record {
             Record::SetSid(_) => "SetSID",
             Record::SetPgid(_) => "SetPGID",
             Record::Lingering(_) => "Lingering",
+            Record::Snapshot(_) => "Snapshot",
             Record::Trailer(_) => "Trailer",
         }
     }
@@ -478,6 +574,7 @@ impl Record {
             Record::SetSid(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::SetPgid(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Lingering(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::Snapshot(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Header(_) | Record::Trailer(_) => None,
         }
     }
@@ -490,6 +587,7 @@ impl Record {
             Record::SetSid(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::SetPgid(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Lingering(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::Snapshot(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Header(_) | Record::Trailer(_) => None,
         }
     }

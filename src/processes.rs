@@ -14,7 +14,7 @@ use std::fmt;
 use nix::sys::signal::Signal;
 use serde::ser::{Serialize, Serializer};
 
-use crate::event::{shell_join, Exec, Exit, Fd, Lingering, Pid, Record, SetPgid, SetSid};
+use crate::event::{shell_join, Exec, Exit, Fd, Lingering, Pid, Record, SetPgid, SetSid, Snapshot};
 
 /// One process: everything between its fork and its exit, as a view into
 /// the [`Processes`] table.
@@ -616,19 +616,39 @@ pub struct Processes {
     session_changes: Grouped<SessionChange>,
     /// By process index, each process once.
     lingering: Vec<(u32, Lingering)>,
+    /// In recording order: the records of one snapshot are adjacent.
+    snapshots: Vec<(u32, Snapshot)>,
     text: Text,
     fds: Vec<Fd>,
     /// End of the recording, for processes that never exited.
     end: u64,
 }
 
-/// Builds the table from the events, given in causal order.
+/// A table that grows as a recording is made, for what a recorder says
+/// while it runs (the hang explanation at a snapshot).
 #[derive(Debug, Default)]
+pub struct Growing(Builder);
+
+impl Growing {
+    /// Adds the next record; a table too large to grow stays as it was.
+    pub fn add(&mut self, record: &Record) {
+        let _ = self.0.add(record);
+    }
+
+    /// The table as it stands.
+    pub fn table(&self) -> Processes {
+        self.0.clone().finish(None)
+    }
+}
+
+/// Builds the table from the events, given in causal order.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Builder {
     rows: Vec<Row>,
     execs: Vec<(u32, ExecRow)>,
     session_changes: Vec<(u32, SessionChange)>,
     lingering: Vec<(u32, Lingering)>,
+    snapshots: Vec<(u32, Snapshot)>,
     text: Text,
     fds: Vec<Fd>,
     /// The newest process known under each pid.
@@ -654,6 +674,7 @@ impl Builder {
             Record::Exec(exec) => self.add_exec(index, exec)?,
             Record::Exit(exit) => row.set_exit(exit),
             Record::Lingering(lingering) => self.lingering.push((index, lingering.clone())),
+            Record::Snapshot(snapshot) => self.snapshots.push((index, snapshot.clone())),
             Record::SetSid(e) => self
                 .session_changes
                 .push((index, SessionChange::SetSid(e.clone()))),
@@ -760,6 +781,7 @@ impl Builder {
             children,
             session_changes: Grouped::new(self.session_changes, count),
             lingering,
+            snapshots: self.snapshots,
             text: self.text,
             fds: self.fds,
             end: end.max(self.last_timestamp).unwrap_or(0),
@@ -872,6 +894,21 @@ impl Processes {
     /// they were created.
     pub fn lingering(&self) -> impl Iterator<Item = (usize, &Lingering)> + '_ {
         self.lingering.iter().map(|(index, l)| (*index as usize, l))
+    }
+
+    /// The snapshots of the live tree, each as its processes' records in
+    /// recording order, with the index of each process.
+    pub fn snapshots(&self) -> Vec<Vec<(usize, &Snapshot)>> {
+        let mut all: Vec<Vec<(usize, &Snapshot)>> = Vec::new();
+        for (index, snapshot) in &self.snapshots {
+            match all.last_mut() {
+                Some(last) if last[0].1.timestamp == snapshot.timestamp => {
+                    last.push((*index as usize, snapshot))
+                }
+                _ => all.push(vec![(*index as usize, snapshot)]),
+            }
+        }
+        all
     }
 
     /// Nanoseconds from the start to the end of the recording.

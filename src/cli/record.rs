@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
-use proctrace::event::{Record, Trailer};
+use proctrace::event::{Record, Snapshot, Trailer};
+use proctrace::processes::Growing;
 use proctrace::record::{
     self, BufferChoice, HookChoice, Lingerer, Notice, Recorder, Recording, Totals,
 };
@@ -49,6 +50,16 @@ pub struct RecordArgs {
     /// End lingering processes (SIGTERM, then SIGKILL after 2 s) and record their exits.
     #[arg(long, requires = "linger")]
     kill_lingering: bool,
+    /// Like timeout(1): after DURATION, take a snapshot of the live tree (on stderr and in
+    /// the recording), end the tree (SIGTERM, then SIGKILL 2 s later), record the exits and
+    /// exit with 124.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// When no process of the tree has forked, exec'd or exited for DURATION while
+    /// processes run, take a snapshot of the live tree and say what it waits for; recording
+    /// goes on (another snapshot only after new events and another quiet DURATION).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    hang_after: Option<std::time::Duration>,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -97,6 +108,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .btf(args.btf.clone())
         .linger(args.linger)
         .kill_lingering(args.kill_lingering)
+        .timeout(args.timeout)
+        .hang_after(args.hang_after)
         .subreaper(true)
         .capture_fds(!args.no_fds)
         .start();
@@ -125,6 +138,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Totals, Output)> {
     output.write(&Record::Header(recording.header().clone()));
     let mut forks = 0;
+    let mut table = Growing::default();
+    let mut snapshot = Pending::default();
     let (events, notices) = (recording.events(), recording.notices());
     loop {
         // Whatever has been drained reaches the output before proctrace
@@ -136,16 +151,25 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
             recv(events) -> record => {
                 let Ok(record) = record else { break };
                 forks += u64::from(matches!(record, Record::Fork(_)));
+                table.add(&record);
+                if let Record::Snapshot(s) = &record {
+                    snapshot.records.push(s.clone());
+                    snapshot.explain_when_whole(&table);
+                }
                 output.write(&record);
             }
-            recv(notices) -> notice => {
-                if let Ok(notice) = notice {
-                    tell(&notice);
+            recv(notices) -> notice => match notice {
+                Ok(Notice::Snapshot { timestamp, records }) => {
+                    snapshot.expected = Some((timestamp, records));
+                    snapshot.explain_when_whole(&table);
                 }
+                Ok(notice) => tell(&notice),
+                Err(_) => {}
             }
         }
     }
     notices.try_iter().for_each(|notice| tell(&notice));
+    snapshot.explain(&table);
     let totals = recording.finish()?;
     output.write(&Record::Trailer(Trailer {
         events: output.events,
@@ -157,7 +181,11 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
         root_exit_code: totals.root_exit_code,
         root_signal: totals.root_signal,
         lingering: totals.lingering,
+        timed_out: totals.timed_out,
     }));
+    if totals.timed_out {
+        eprintln!("proctrace: timed out; the tree was ended");
+    }
     output.flush();
     Ok((forks + 1, totals, output))
 }
@@ -165,6 +193,10 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
 /// Says on stderr, as it happens, what the recording finds about the tree.
 fn tell(notice: &Notice) {
     match notice {
+        Notice::Snapshot { .. } => {}
+        Notice::TimedOut => eprintln!(
+            "proctrace: --timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)"
+        ),
         Notice::RootExited(alive) => {
             eprintln!(
                 "proctrace: the command exited; {} of its processes still run:",
@@ -178,6 +210,44 @@ fn tell(notice: &Notice) {
         Notice::Killed { pid, signal } => {
             let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
             eprintln!("proctrace: sent {name} to lingering process {pid}");
+        }
+    }
+}
+
+/// The records of a snapshot as they come, and how many the drain said
+/// it has: its explanation goes to stderr once it is whole, so that a CI
+/// log shows what hung without any render step.
+#[derive(Default)]
+struct Pending {
+    records: Vec<Snapshot>,
+    expected: Option<(u64, usize)>,
+}
+
+impl Pending {
+    fn explain_when_whole(&mut self, table: &Growing) {
+        let whole = self.expected.is_some_and(|(timestamp, count)| {
+            let of_it = self.records.iter().filter(|s| s.timestamp == timestamp);
+            of_it.count() >= count
+        });
+        if whole {
+            self.expected = None;
+            self.explain(table);
+        }
+    }
+
+    /// Explains what has come; `table` is the tree as recorded so far.
+    fn explain(&mut self, table: &Growing) {
+        if self.records.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.records);
+        let table = table.table();
+        let nodes: Vec<_> = records
+            .iter()
+            .map(|s| (table.find(s.pid, s.timestamp), s))
+            .collect();
+        for line in proctrace::render::explain_hang(&table, &nodes) {
+            eprintln!("proctrace: {line}");
         }
     }
 }
@@ -219,6 +289,9 @@ fn report(output: &Output, processes: u64, totals: &Totals) -> Result<()> {
 /// 128 + the signal that killed it; 130, as for SIGINT, when it never ended.
 /// Attached processes are not proctrace's children: their status is unknown.
 fn exit_status(totals: &Totals, attached: bool) -> i32 {
+    if totals.timed_out {
+        return 124;
+    }
     let interrupted = if totals.interrupted { 128 + SIGINT } else { 0 };
     if attached {
         return interrupted;
@@ -334,17 +407,20 @@ fn open_file(path: &Path) -> io::Result<(File, bool)> {
     }
 }
 
-/// Ctrl-C, SIGTERM and SIGHUP: the first ends the recording gracefully, a
-/// second ends it at once. Ctrl-C reaches the tree through the terminal;
-/// SIGTERM and SIGHUP are sent on to the command, so each behaves as Ctrl-C.
+/// Ctrl-C, SIGTERM and SIGHUP: the first takes a snapshot of the live tree
+/// and ends the recording gracefully, a second ends it at once. Ctrl-C
+/// reaches the tree through the terminal; SIGTERM and SIGHUP are sent on to
+/// the command (after the snapshot), so each behaves as Ctrl-C. SIGUSR1 and
+/// SIGQUIT take a snapshot and recording goes on.
 struct Signals(signal_hook::iterator::Signals);
 
 impl Signals {
     /// Installed before the command starts, so that no signal in between
     /// can kill proctrace with its default action.
     fn install() -> Result<Self> {
-        let signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-            .context("installing signal handlers")?;
+        let signals =
+            signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGQUIT])
+                .context("installing signal handlers")?;
         Ok(Signals(signals))
     }
 
@@ -354,18 +430,25 @@ impl Signals {
         let stopper = recording.stopper();
         let root = nix::unistd::Pid::from_raw(recording.root_pid());
         std::thread::spawn(move || {
-            for (count, signal) in self.0.forever().enumerate() {
+            let mut stops = 0;
+            for signal in self.0.forever() {
+                if matches!(signal, SIGUSR1 | SIGQUIT) {
+                    stopper.snapshot(signal);
+                    continue;
+                }
+                stops += 1;
+                if stops == 1 {
+                    // The drain passes it on once the snapshot is taken.
+                    stopper.interrupt(signal);
+                    continue;
+                }
                 if signal != SIGINT {
                     let _ = nix::sys::signal::kill(
                         root,
                         nix::sys::signal::Signal::try_from(signal).ok(),
                     );
                 }
-                if count == 0 {
-                    stopper.stop();
-                } else {
-                    stopper.abort();
-                }
+                stopper.abort();
             }
         });
     }

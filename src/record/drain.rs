@@ -2,7 +2,7 @@
 //! the kernel's buffer, restores one causal order and hands events on.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,8 +17,9 @@ use nix::unistd::Pid as NixPid;
 use super::decode::decode;
 use super::kernel::{self, KernelConfig, Probe};
 use super::linger::{Lineage, Notice};
+use super::snapshot;
 use super::{Control, LingerPolicy, Prepared, RecordError, Started, Totals};
-use crate::event::{BufferKind, Pid, Record};
+use crate::event::{BufferKind, Pid, Record, SnapshotCause};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -115,6 +116,12 @@ struct Progress {
     terminating: Vec<(Pid, u64)>,
     stop_since: Option<u64>,
     lingered_out_since: Option<u64>,
+    /// When the last event of the tree happened (nanoseconds since start).
+    last_event: u64,
+    /// A `--hang-after` snapshot was taken since the last event.
+    quiet_reported: bool,
+    /// After `--timeout`: when the tree gets SIGKILL.
+    timeout_kill_due: Option<u64>,
 }
 
 /// Why a recording ended.
@@ -166,6 +173,9 @@ impl Drain<'_, '_> {
             terminating: Vec::new(),
             stop_since: None,
             lingered_out_since: None,
+            last_event: 0,
+            quiet_reported: false,
+            timeout_kill_due: None,
         };
         let end = loop {
             if let Some(end) = self.step(&buffer, target, &mut progress)? {
@@ -213,6 +223,7 @@ impl Drain<'_, '_> {
             self.reap(progress.root, false, &mut progress.totals);
         }
         self.watch_lingering(elapsed, progress);
+        self.watch_hang(elapsed, progress);
         if self.control.stop.load(Ordering::Relaxed) {
             progress.stop_since.get_or_insert(now);
         }
@@ -244,6 +255,7 @@ impl Drain<'_, '_> {
         let Some(linger) = self.policy.linger else {
             return;
         };
+        let mut found = Vec::new();
         for lingering in progress
             .lineage
             .newly_lingering(elapsed, linger.as_nanos() as u64)
@@ -255,7 +267,15 @@ impl Drain<'_, '_> {
                 .notices
                 .send(Notice::Lingering(progress.lineage.describe(pid)));
             self.reorder.borrow_mut().push(Record::Lingering(lingering));
-            if self.policy.kill {
+            found.push(pid);
+        }
+        if !found.is_empty() {
+            // Before any lingerer is ended: its end closes what it held, and
+            // whoever waited on that moves on and may be gone from the picture.
+            self.snapshot(SnapshotCause::Linger, progress);
+        }
+        if self.policy.kill {
+            for pid in found {
                 self.signal(pid, Signal::SIGTERM);
                 progress.terminating.push((pid, elapsed + KILL_GRACE_NS));
             }
@@ -271,6 +291,89 @@ impl Drain<'_, '_> {
             self.signal(pid, Signal::SIGKILL);
             false
         });
+    }
+
+    /// Snapshots asked for by a signal, `--timeout` and `--hang-after`,
+    /// and what follows them: the signal passed on, the tree ended.
+    fn watch_hang(&self, elapsed: u64, progress: &mut Progress) {
+        let asked = self.control.snapshot.swap(0, Ordering::Relaxed);
+        if asked != 0 {
+            self.snapshot(SnapshotCause::Signal(asked), progress);
+        }
+        let interrupt = self.control.interrupt.swap(0, Ordering::Relaxed);
+        if interrupt != 0 {
+            self.snapshot(SnapshotCause::Signal(interrupt), progress);
+            if interrupt != libc::SIGINT {
+                let _ = kill(
+                    NixPid::from_raw(progress.root),
+                    Signal::try_from(interrupt).ok(),
+                );
+            }
+            self.control.stop.store(true, Ordering::Relaxed);
+        }
+        let timed_out = self
+            .policy
+            .timeout
+            .is_some_and(|t| elapsed >= t.as_nanos() as u64);
+        if timed_out && !progress.totals.timed_out {
+            progress.totals.timed_out = true;
+            self.snapshot(SnapshotCause::Timeout, progress);
+            let _ = self.outputs.notices.send(Notice::TimedOut);
+            self.signal_tree(Signal::SIGTERM, progress);
+            progress.timeout_kill_due = Some(elapsed + KILL_GRACE_NS);
+        }
+        if progress.timeout_kill_due.is_some_and(|due| elapsed >= due) {
+            self.signal_tree(Signal::SIGKILL, progress);
+            progress.timeout_kill_due = None;
+        }
+        let quiet = self.policy.hang_after.is_some_and(|quiet| {
+            elapsed.saturating_sub(progress.last_event) >= quiet.as_nanos() as u64
+        });
+        if quiet && !progress.quiet_reported && self.reorder.borrow().is_empty() {
+            progress.quiet_reported = true;
+            self.snapshot(SnapshotCause::Quiet, progress);
+        }
+    }
+
+    /// Every process of the tree known to run: those the released events
+    /// say run, and the children of forks not yet released.
+    fn live_tree(&self, progress: &Progress) -> Vec<Pid> {
+        let mut pids = progress.lineage.alive();
+        pids.extend(self.reorder.borrow().forked());
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Records a snapshot of the live tree and says so.
+    fn snapshot(&self, cause: SnapshotCause, progress: &Progress) {
+        // Taken now, not at the step's start: every process read alive
+        // has its Fork before this time and its Exit after it.
+        let now = monotonic_ns().saturating_sub(progress.start_ns);
+        let pids = self.live_tree(progress);
+        let last_event = |pid| {
+            let held = self.reorder.borrow().last_event(pid);
+            held.or_else(|| progress.lineage.last_event(pid))
+        };
+        let taken = snapshot::take(&pids, now, cause, &progress.lineage, last_event);
+        if taken.is_empty() {
+            return;
+        }
+        let notice = Notice::Snapshot {
+            timestamp: now,
+            records: taken.len(),
+        };
+        let mut reorder = self.reorder.borrow_mut();
+        taken
+            .into_iter()
+            .for_each(|s| reorder.push(Record::Snapshot(s)));
+        let _ = self.outputs.notices.send(notice);
+    }
+
+    fn signal_tree(&self, signal: Signal, progress: &Progress) {
+        for pid in self.live_tree(progress) {
+            let _ = kill(NixPid::from_raw(pid), signal);
+        }
     }
 
     fn signal(&self, pid: Pid, signal: Signal) {
@@ -316,6 +419,10 @@ impl Drain<'_, '_> {
     fn release(&self, cutoff: Option<u64>, progress: &mut Progress) -> bool {
         let ready = self.reorder.borrow_mut().take_until(cutoff);
         for record in ready {
+            if !matches!(record, Record::Snapshot(_) | Record::Lingering(_)) {
+                progress.last_event = record.timestamp().unwrap_or(0);
+                progress.quiet_reported = false;
+            }
             if let Some(notice) = progress.lineage.observe(&record) {
                 let _ = self.outputs.notices.send(notice);
             }
@@ -340,6 +447,31 @@ impl Drain<'_, '_> {
             root,
             totals,
         ) {}
+    }
+}
+
+/// The pids whose Exit has been given out, until a Fork reuses them.
+///
+/// The kernel can report an event of a process after its exit: a parent's
+/// `setpgid(child, ...)` succeeds on a child that is already a zombie (bash
+/// does this for every job), and its hook runs after the child's exit hook.
+/// Such an event says nothing about a process that is gone, and would bring
+/// it back to life for every reader: it is dropped here, at the source.
+#[derive(Default)]
+struct Departed(HashSet<Pid>);
+
+impl Departed {
+    /// Follows one event in release order; true when it comes after its
+    /// process's Exit and must not be given out.
+    fn is_late(&mut self, record: &Record) -> bool {
+        match record {
+            Record::Fork(fork) => {
+                self.0.remove(&fork.child_pid);
+                false
+            }
+            Record::Exit(exit) => !self.0.insert(exit.pid),
+            other => other.pid().is_some_and(|pid| self.0.contains(&pid)),
+        }
     }
 }
 
@@ -381,6 +513,7 @@ struct Reorder {
     pending: BTreeMap<(u64, u64), Record>,
     arrivals: u64,
     next_seq: u64,
+    departed: Departed,
 }
 
 impl Reorder {
@@ -388,6 +521,30 @@ impl Reorder {
         let timestamp = record.timestamp().unwrap_or(0);
         self.pending.insert((timestamp, self.arrivals), record);
         self.arrivals += 1;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// When the last Fork or Exec of `pid` held back happened.
+    fn last_event(&self, pid: Pid) -> Option<u64> {
+        let events = self
+            .pending
+            .values()
+            .filter(|r| matches!(r, Record::Fork(_) | Record::Exec(_)));
+        events
+            .filter(|r| r.pid() == Some(pid))
+            .filter_map(Record::timestamp)
+            .max()
+    }
+
+    /// The children of the forks held back.
+    fn forked(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.pending.values().filter_map(|record| match record {
+            Record::Fork(fork) => Some(fork.child_pid),
+            _ => None,
+        })
     }
 
     fn take_until(&mut self, cutoff: Option<u64>) -> Vec<Record> {
@@ -398,6 +555,7 @@ impl Reorder {
         let ready = std::mem::replace(&mut self.pending, later);
         ready
             .into_values()
+            .filter(|record| !self.departed.is_late(record))
             .map(|mut record| {
                 record.set_seq(self.next_seq);
                 self.next_seq += 1;
@@ -448,5 +606,36 @@ mod tests {
             .map(|r| (r.seq(), r.pid()))
             .collect();
         assert_eq!(rest, [(Some(3), Some(3))]);
+    }
+
+    #[test]
+    fn events_after_an_exit_are_dropped_until_the_pid_is_forked_again() {
+        use crate::record::linger::tests::{exit, fork};
+        let mut fork = fork(1, 7);
+        fork.set_timestamp(40);
+        let mut reorder = Reorder::default();
+        for record in [
+            setsid(10, 7),
+            exit(7, 20),
+            setsid(30, 7),
+            fork,
+            setsid(50, 7),
+        ] {
+            reorder.push(record);
+        }
+        let released: Vec<_> = reorder
+            .take_until(None)
+            .iter()
+            .map(|r| (r.seq(), r.kind(), r.timestamp()))
+            .collect();
+        assert_eq!(
+            released,
+            [
+                (Some(0), "SetSID", Some(10)),
+                (Some(1), "Exit", Some(20)),
+                (Some(2), "Fork", Some(40)),
+                (Some(3), "SetSID", Some(50)),
+            ]
+        );
     }
 }

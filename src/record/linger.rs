@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use crate::event::{Fd, FdKind, HeldFd, Lingering, Pid, Record};
+use crate::event::{Access, Fd, FdKind, HeldFd, Lingering, Pid, Record};
 
 /// A lingering process, for people: its command and the chain of commands
 /// that started it, from the root down.
@@ -30,6 +30,16 @@ pub enum Notice {
     RootExited(Vec<Lingerer>),
     /// A process has lingered for the `--linger` time.
     Lingering(Lingerer),
+    /// A snapshot of the live tree was taken: `records` Snapshot records of
+    /// this `timestamp` follow among the events.
+    Snapshot {
+        /// The snapshot's timestamp.
+        timestamp: u64,
+        /// How many records it has.
+        records: usize,
+    },
+    /// `--timeout` expired: the tree is being ended.
+    TimedOut,
     /// A lingering process was sent a signal (`--kill-lingering`).
     Killed {
         /// The process.
@@ -49,6 +59,8 @@ struct Node {
     /// Whose exit it outlives, and since when.
     outliving: Option<(Pid, u64)>,
     reported: bool,
+    /// When its last event (Fork, Exec) happened.
+    last_event: u64,
 }
 
 /// The live part of the tree, with enough history to name ancestors:
@@ -72,6 +84,7 @@ impl Lineage {
             children: Vec::new(),
             outliving: None,
             reported: false,
+            last_event: 0,
         };
         Lineage {
             root,
@@ -85,13 +98,14 @@ impl Lineage {
     /// Follows one event; says so when the root exits before its tree.
     pub fn observe(&mut self, record: &Record) -> Option<Notice> {
         match record {
-            Record::Fork(fork) => self.fork(fork.parent_pid, fork.child_pid),
+            Record::Fork(fork) => self.fork(fork.parent_pid, fork.child_pid, fork.timestamp),
             Record::Exec(exec) => {
                 if exec.pid == self.root && self.root_fds.is_empty() {
                     self.root_fds = exec.fds.clone();
                 }
                 if let Some(node) = self.nodes.get_mut(&exec.pid) {
                     node.command = exec.cmdline.clone();
+                    node.last_event = exec.timestamp;
                 }
             }
             Record::Exit(exit) => return self.exit(exit.pid, exit.timestamp),
@@ -100,7 +114,7 @@ impl Lineage {
         None
     }
 
-    fn fork(&mut self, parent: Pid, child: Pid) {
+    fn fork(&mut self, parent: Pid, child: Pid, at: u64) {
         let command = self
             .nodes
             .get(&parent)
@@ -116,6 +130,7 @@ impl Lineage {
             children: Vec::new(),
             outliving: None,
             reported: false,
+            last_event: at,
         };
         self.nodes.insert(child, node);
     }
@@ -176,7 +191,8 @@ impl Lineage {
         }
     }
 
-    fn alive(&self) -> Vec<Pid> {
+    /// The processes of the tree that run, as the events so far say.
+    pub fn alive(&self) -> Vec<Pid> {
         let mut alive: Vec<Pid> = self
             .nodes
             .iter()
@@ -235,6 +251,16 @@ impl Lineage {
             .collect()
     }
 
+    /// When the last event of `pid` happened, if it is known.
+    pub fn last_event(&self, pid: Pid) -> Option<u64> {
+        self.nodes.get(&pid).map(|n| n.last_event)
+    }
+
+    /// The descriptors the root started with.
+    pub fn root_fds(&self) -> &[Fd] {
+        &self.root_fds
+    }
+
     /// A process, with the commands of its ancestors.
     pub fn describe(&self, pid: Pid) -> Lingerer {
         let command = |pid: Pid| {
@@ -258,9 +284,16 @@ impl Lineage {
     }
 }
 
+/// How `pid` opened `fd`, from the octal `flags:` line of its fdinfo.
+fn fd_access(pid: Pid, fd: i32) -> Option<Access> {
+    let info = fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+    Access::of_flags(u32::from_str_radix(flags.trim(), 8).ok()?)
+}
+
 /// The descriptors `pid` holds now, from /proc, each matched against the
 /// descriptors the root started with.
-fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
+pub(crate) fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
     let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };
@@ -283,7 +316,12 @@ fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
                 ino: meta.ino(),
             };
             let root_fd = root_fds.iter().find(|r| r.same_file(&fd)).map(|r| r.fd);
-            Some(HeldFd { fd, root_fd })
+            let access = fd_access(pid, fd.fd);
+            Some(HeldFd {
+                fd,
+                root_fd,
+                access,
+            })
         })
         .collect();
     held.sort_by_key(|h| h.fd.fd);
@@ -291,11 +329,12 @@ fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::event::{Exit, Fork};
 
-    fn fork(parent: Pid, child: Pid) -> Record {
+    /// A Fork record at time 0, for the drain's tests too.
+    pub(crate) fn fork(parent: Pid, child: Pid) -> Record {
         Record::Fork(Fork {
             seq: 0,
             timestamp: 0,
@@ -308,7 +347,8 @@ mod tests {
         })
     }
 
-    fn exit(pid: Pid, timestamp: u64) -> Record {
+    /// An Exit record with status 0, for the drain's tests too.
+    pub(crate) fn exit(pid: Pid, timestamp: u64) -> Record {
         Record::Exit(Exit {
             seq: 0,
             timestamp,

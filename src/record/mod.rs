@@ -12,10 +12,11 @@ mod error;
 mod kernel;
 mod launch;
 mod linger;
+mod snapshot;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
@@ -120,6 +121,22 @@ impl Recorder {
     /// for the whole tree.
     pub fn linger(mut self, linger: Option<Duration>) -> Self {
         self.policy.linger = linger;
+        self
+    }
+
+    /// Like timeout(1): after `timeout`, takes a snapshot of the live tree,
+    /// then ends it (SIGTERM, SIGKILL 2 s later) and records the exits;
+    /// [`Totals::timed_out`] says so.
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.policy.timeout = timeout;
+        self
+    }
+
+    /// Takes a snapshot of the live tree when no event of it has come for
+    /// `quiet` while processes are alive; another only after new events
+    /// and another quiet period.
+    pub fn hang_after(mut self, quiet: Option<Duration>) -> Self {
+        self.policy.hang_after = quiet;
         self
     }
 
@@ -278,6 +295,10 @@ struct LingerPolicy {
     linger: Option<Duration>,
     kill: bool,
     subreaper: bool,
+    /// `--timeout`: snapshot, then end the tree.
+    timeout: Option<Duration>,
+    /// `--hang-after`: snapshot once the tree has been quiet this long.
+    hang_after: Option<Duration>,
 }
 
 /// What the drain thread reports once it has started the command.
@@ -292,6 +313,10 @@ struct Started {
 struct Control {
     stop: AtomicBool,
     abort: AtomicBool,
+    /// A signal asking for a snapshot (0: none); recording goes on.
+    snapshot: AtomicI32,
+    /// A signal to pass on to the root after a snapshot, then stop (0: none).
+    interrupt: AtomicI32,
 }
 
 /// Totals of a finished recording, for the trailer.
@@ -315,6 +340,8 @@ pub struct Totals {
     pub root_signal: Option<i32>,
     /// Processes recorded as lingering.
     pub lingering: u64,
+    /// `--timeout` expired and the tree was ended.
+    pub timed_out: bool,
 }
 
 impl Totals {
@@ -348,6 +375,19 @@ impl Stopper {
     /// Ends the recording now, dropping events not yet delivered.
     pub fn abort(&self) {
         self.0.abort.store(true, Ordering::Relaxed);
+    }
+
+    /// Takes a snapshot of the live tree, saying it was `signal` that
+    /// asked; the recording goes on.
+    pub fn snapshot(&self, signal: i32) {
+        self.0.snapshot.store(signal, Ordering::Relaxed);
+    }
+
+    /// Takes a snapshot of the live tree, then sends `signal` on to the
+    /// root (SIGINT is not sent: a terminal delivers it to the tree
+    /// itself) and stops as [`Stopper::stop`] does.
+    pub fn interrupt(&self, signal: i32) {
+        self.0.interrupt.store(signal, Ordering::Relaxed);
     }
 }
 

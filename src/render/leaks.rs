@@ -7,14 +7,16 @@
 //! it ended, and, for every pipe or socket it held, which other processes
 //! of the tree had the same one open: the other end is who waits.
 //!
-//! The descriptors of other processes are those they *started* with (the
-//! Exec records'): a process that opened the pipe after its exec, or never
-//! exec'd, is not known to hold it. The view says so rather than guess.
+//! The descriptors of other processes are those the snapshot of the live
+//! tree taken when the leak was found shows (recordings of this version);
+//! in older recordings, those they *started* with (the Exec records'): a
+//! process that opened the pipe after its exec, or never exec'd, is then
+//! not known to hold it, and the view says so rather than guess.
 
 use std::io::{self, Write};
 
-use super::seconds;
-use crate::event::{FdKind, HeldFd, Lingering};
+use super::{fd_list, seconds};
+use crate::event::{FdKind, HeldFd, Lingering, Snapshot};
 use crate::processes::Processes;
 use crate::testname::test_of;
 use crate::text::visible;
@@ -96,7 +98,8 @@ fn write_process(
     for group in same_files(&record.fds) {
         unanswered |= write_held(processes, index, record, &group, out)?;
     }
-    if unanswered {
+    // A snapshot has every live process's descriptors: none is unknown.
+    if unanswered && snapshot_at(processes, record.timestamp).is_empty() {
         write_unrecorded(processes, index, record, out)?;
     }
     Ok(())
@@ -141,9 +144,22 @@ fn write_held(
         return Ok(false);
     }
     let ancestors = processes.ancestors(index);
+    // What a process held when the leak was found, if a snapshot says;
+    // else what it started with.
+    let seen = snapshot_at(processes, record.timestamp);
     let holders: Vec<(usize, Vec<i32>)> = (0..processes.len())
         .filter(|&i| i != index)
-        .map(|i| (i, processes.get(i).fds_of(file)))
+        .map(|i| match seen.iter().find(|(j, _)| *j == i) {
+            Some((_, s)) => (
+                i,
+                s.fds
+                    .iter()
+                    .filter(|h| h.fd.same_file(file))
+                    .map(|h| h.fd.fd)
+                    .collect(),
+            ),
+            None => (i, processes.get(i).fds_of(file)),
+        })
         .filter(|(_, fds)| !fds.is_empty())
         .collect();
     let (theirs, ours): (Vec<_>, Vec<_>) = holders
@@ -229,13 +245,6 @@ fn write_unrecorded(
     Ok(())
 }
 
-/// `fd 3` or `fds 1, 2, 4`.
-fn fd_list(fds: &[i32]) -> String {
-    let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();
-    let noun = if fds.len() == 1 { "fd" } else { "fds" };
-    format!("{noun} {}", numbers.join(", "))
-}
-
 /// A process in two words: `1834 cat`, or `1831 <fork>` for one that
 /// never exec'd and so ran its parent's program.
 fn name(processes: &Processes, index: usize) -> String {
@@ -256,13 +265,12 @@ fn who(processes: &Processes, index: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn descriptor_lists_read_as_english() {
-        assert_eq!(fd_list(&[3]), "fd 3");
-        assert_eq!(fd_list(&[1, 2, 4]), "fds 1, 2, 4");
-    }
+/// The first snapshot of the live tree taken when a lingerer was found at
+/// `at` or later (`record --linger` takes one): empty if there is none.
+fn snapshot_at(processes: &Processes, at: u64) -> Vec<(usize, &Snapshot)> {
+    processes
+        .snapshots()
+        .into_iter()
+        .find(|s| s[0].1.timestamp >= at)
+        .unwrap_or_default()
 }

@@ -4,6 +4,7 @@
 //! in memory.
 
 mod by_process;
+mod hang;
 mod html;
 mod leaks;
 mod mermaid;
@@ -15,6 +16,8 @@ mod tree;
 use std::io::{self, Write};
 
 use anstyle::Style;
+
+pub use hang::explain as explain_hang;
 
 use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
@@ -42,6 +45,9 @@ pub enum Mode {
     /// The lingering processes (`record --linger`): who started them, how
     /// they ended, and who else had the pipes they held open.
     Leaks,
+    /// For each snapshot of the live tree (`record --timeout`, `--hang-after`,
+    /// a signal): who waits for whom, down to the culprits.
+    Hang,
 }
 
 /// How the terminal renderers may present their output.
@@ -82,6 +88,7 @@ pub fn render(
         Mode::Html => html::render(recording, processes, out),
         Mode::Perfetto => perfetto::render(recording, processes, out),
         Mode::Leaks => leaks::render(processes, out),
+        Mode::Hang => hang::render(processes, out),
     }
 }
 
@@ -108,6 +115,13 @@ fn seconds(ns: u64) -> String {
         ns / 1_000_000_000,
         ns % 1_000_000_000 / 1_000_000
     )
+}
+
+/// `fd 3` or `fds 1, 2, 4`.
+fn fd_list(fds: &[i32]) -> String {
+    let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();
+    let noun = if fds.len() == 1 { "fd" } else { "fds" };
+    format!("{noun} {}", numbers.join(", "))
 }
 
 /// Narrowest a shortened line gets, however little room is left.
@@ -152,6 +166,12 @@ mod tests {
             12
         );
         assert_eq!(shorten("abcdefghijklmnopqrstuvwxyz", None).len(), 26);
+    }
+
+    #[test]
+    fn descriptor_lists_read_as_english() {
+        assert_eq!(fd_list(&[3]), "fd 3");
+        assert_eq!(fd_list(&[1, 2, 4]), "fds 1, 2, 4");
     }
 
     #[test]

@@ -50,7 +50,23 @@ pub fn render(
         options,
         out,
     )?;
-    write_lingering(processes, options, out)
+    write_lingering(processes, options, out)?;
+    write_hang(processes, options, out)
+}
+
+/// The culprits of the last snapshot of the live tree, if one was taken
+/// (`render -d hang` has the chains).
+fn write_hang(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let lines = super::hang::last_culprits(processes);
+    let Some((heading, culprits)) = lines.split_first() else {
+        return Ok(());
+    };
+    writeln!(out, "\nHang ({heading}):")?;
+    for culprit in culprits {
+        let line = format!("  {}", culprit.trim_start_matches("culprit: "));
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    Ok(())
 }
 
 /// Writes the processes `record --linger` reported, each with who started

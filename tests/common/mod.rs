@@ -162,6 +162,8 @@ pub struct Opts {
     pub raw: bool,
     pub keep_root: bool,
     pub env: Vec<(String, String)>,
+    /// More options of `record`, before the command.
+    pub args: Vec<String>,
 }
 
 impl Opts {
@@ -171,6 +173,7 @@ impl Opts {
             raw: false,
             keep_root: false,
             env: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -197,6 +200,7 @@ pub fn proctrace_command(opts: &Opts, out: &Path, cmd: &[OsString]) -> Command {
     if opts.keep_root {
         command.arg("--keep-root");
     }
+    command.args(&opts.args);
     command.arg("--").args(cmd);
     for (k, v) in &opts.env {
         command.env(k, v);
@@ -586,9 +590,11 @@ impl Run {
                 }
                 other => {
                     let pid = other.pid().unwrap();
+                    // Not before its Fork, nor after its Exit.
                     assert!(
                         alive.contains(&pid),
-                        "event of {pid} outside the tree\n{}",
+                        "{} of {pid} outside its life in the tree\n{}",
+                        other.kind(),
                         ctx()
                     );
                 }
@@ -599,9 +605,14 @@ impl Run {
             let root_exit = self.exit(root);
             assert_eq!(trailer.root_exit_code, root_exit.exit_code, "{}", ctx());
             assert_eq!(trailer.root_signal, root_exit.signal, "{}", ctx());
+            // timeout(1)'s status when `--timeout` ended the tree.
+            let expected = match trailer.timed_out {
+                true => Some(124),
+                false => root_exit.shell_status(),
+            };
             assert_eq!(
                 self.status.code(),
-                root_exit.shell_status(),
+                expected,
                 "proctrace's status is the command's\n{}",
                 ctx()
             );

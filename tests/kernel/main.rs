@@ -12,6 +12,7 @@ mod bats;
 mod errors;
 mod faults;
 mod fds;
+mod hang;
 mod hostile;
 mod html;
 mod ingest;

@@ -228,6 +228,27 @@ per_mode!(setpgid_self_and_children:
     setpgid_self_and_children_perf => Perf,
 );
 
+/// A parent's setpgid on its already-exited (zombie) child succeeds in the
+/// kernel, after the child's Exit; the recording must not bring the child
+/// back: its events are its Fork and its Exit, nothing after.
+fn setpgid_on_an_exited_child(mode: Mode) {
+    if !have_root() {
+        return;
+    }
+    let run = record(mode, &[workload("late_setpgid")]);
+    assert_eq!(run.code(), 0, "workload failed: {}", run.text);
+    let root = run.root();
+    let kids = run.children(root);
+    assert_eq!(kids.len(), 1, "{}", run.text);
+    assert_eq!(run.kinds(kids[0]), ["Fork", "Exit"], "{}", run.text);
+    assert_eq!(run.kinds(root), ["Exec", "Exit"], "{}", run.text);
+}
+
+per_mode!(setpgid_on_an_exited_child:
+    setpgid_on_an_exited_child_ring => Ring,
+    setpgid_on_an_exited_child_perf => Perf,
+);
+
 /// env tries each PATH entry; only the successful exec is an event.
 #[test]
 fn failed_path_lookups_are_not_execs() {

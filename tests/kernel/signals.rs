@@ -36,12 +36,18 @@ fn ctrl_c(mode: Mode) {
     assert_eq!((trailer.root_exit_code, trailer.root_signal), (None, None));
     assert_eq!(run.code(), 130, "{}", run.stderr);
     let root = run.root();
-    assert_eq!(run.kinds(root), ["Exec"], "{}", run.text);
+    // The snapshot of the live tree comes first (issue #12).
+    assert_eq!(run.kinds(root), ["Exec", "Snapshot"], "{}", run.text);
     let kids = run.children(root);
     assert_eq!(kids.len(), 1);
-    assert_eq!(run.kinds(kids[0]), ["Fork", "Exec"], "{}", run.text);
+    assert_eq!(
+        run.kinds(kids[0]),
+        ["Fork", "Exec", "Snapshot"],
+        "{}",
+        run.text
+    );
     assert_eq!(run.argvs(kids[0]), [strings(&["sleep", "30"])]);
-    assert_eq!(run.events().len(), 3, "{}", run.text);
+    assert_eq!(run.events().len(), 5, "{}", run.text);
 }
 
 per_mode!(ctrl_c:
@@ -138,7 +144,19 @@ fn forwarded(signal: Signal) {
     assert_eq!(run.code(), 128 + sig, "{}", run.stderr);
     let kids = run.children(root);
     assert_eq!(kids.len(), 1);
-    assert_eq!(run.kinds(kids[0]), ["Fork", "Exec"], "{}", run.text);
+    // Snapshot first, then the signal is passed on (issue #12).
+    assert_eq!(
+        run.kinds(root),
+        ["Exec", "Snapshot", "Exit"],
+        "{}",
+        run.text
+    );
+    assert_eq!(
+        run.kinds(kids[0]),
+        ["Fork", "Exec", "Snapshot"],
+        "{}",
+        run.text
+    );
     assert_eq!(run.argvs(kids[0]), [strings(&["sleep", "30"])]);
 }
 
