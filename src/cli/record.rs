@@ -1,19 +1,18 @@
 //! `proctrace record`: runs or attaches, writes the recording.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
-use proctrace::event::{Record, Snapshot, Trailer};
+use proctrace::event::{Record, Snapshot};
 use proctrace::processes::Growing;
 use proctrace::record::{
     self, BufferChoice, HookChoice, Lingerer, Notice, Recorder, Recording, Totals,
 };
-use proctrace::recording::Writer;
+use proctrace::recording::Output;
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
@@ -78,7 +77,7 @@ pub struct RecordArgs {
 
 /// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
-    let (output, created) = Output::open(&args.output)?;
+    let (output, created) = open_output(&args.output)?;
     // libbpf narrates its work on stderr, which is the command's terminal
     // too; keep it for debugging only.
     if std::env::var_os("PROCTRACE_DEBUG").is_none() {
@@ -136,7 +135,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 /// recorded. A failing output does not end the recording: the tree runs
 /// on, watched and reaped as before, and its events are counted as lost.
 fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Totals, Output)> {
-    output.write(&Record::Header(recording.header().clone()));
+    let name = output.name().to_owned();
+    tell_failure(&name, output.header(recording.header()));
     let mut forks = 0;
     let mut table = Growing::default();
     let mut snapshot = Pending::default();
@@ -145,7 +145,7 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
         // Whatever has been drained reaches the output before proctrace
         // waits: a kill -9 then loses at most what the kernel still holds.
         if events.is_empty() {
-            output.flush();
+            tell_failure(&name, output.flush());
         }
         crossbeam_channel::select! {
             recv(events) -> record => {
@@ -156,7 +156,7 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
                     snapshot.records.push(s.clone());
                     snapshot.explain_when_whole(&table);
                 }
-                output.write(&record);
+                tell_failure(&name, output.event(&record));
             }
             recv(notices) -> notice => match notice {
                 Ok(Notice::Snapshot { timestamp, records }) => {
@@ -171,22 +171,10 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
     notices.try_iter().for_each(|notice| tell(&notice));
     snapshot.explain(&table);
     let totals = recording.finish()?;
-    output.write(&Record::Trailer(Trailer {
-        events: output.events,
-        lost: totals.lost(),
-        lost_buffer_full: totals.lost_buffer_full,
-        lost_tracking_full: totals.lost_tracking_full,
-        end_timestamp: totals.end_timestamp,
-        interrupted: totals.interrupted,
-        root_exit_code: totals.root_exit_code,
-        root_signal: totals.root_signal,
-        lingering: totals.lingering,
-        timed_out: totals.timed_out,
-    }));
+    tell_failure(&name, output.trailer(&totals));
     if totals.timed_out {
         eprintln!("proctrace: timed out; the tree was ended");
     }
-    output.flush();
     Ok((forks + 1, totals, output))
 }
 
@@ -280,7 +268,7 @@ fn report(output: &Output, processes: u64, totals: &Totals) -> Result<()> {
     };
     eprintln!(
         "proctrace: recorded {processes} processes to {}{stopped}",
-        output.name
+        output.name()
     );
     Ok(())
 }
@@ -303,107 +291,23 @@ fn exit_status(totals: &Totals, attached: bool) -> i32 {
         .unwrap_or(128 + SIGINT)
 }
 
-/// The recording's destination, and what became of it.
-struct Output {
-    name: String,
-    writer: Writer<Box<dyn Write>>,
-    /// The file written, when it is one: a failed write is cut back to
-    /// the last whole line.
-    file: Option<File>,
-    /// Events handed over, written or not.
-    events: u64,
-    /// The first write that failed; nothing is written after it.
-    failure: Option<io::Error>,
+/// Opens the recording's destination ('-' for stdout); says whether
+/// proctrace created it. Under sudo a file it creates belongs to the user
+/// who asked for it.
+fn open_output(path: &Path) -> Result<(Output, bool)> {
+    if path.as_os_str() == "-" {
+        return Ok((Output::stream(Box::new(io::stdout()), "-"), false));
+    }
+    let owner = proctrace::record::sudo_owner().map(|(uid, gid)| (uid.as_raw(), gid.as_raw()));
+    Output::create(path, owner).with_context(|| format!("cannot create {}", path.display()))
 }
 
-impl Output {
-    /// Opens `path` ('-' for stdout); says whether proctrace created it,
-    /// since only a file it created is its to chown or to remove: `-o
-    /// /dev/null` or an existing file keep their owner and their existence.
-    fn open(path: &Path) -> Result<(Self, bool)> {
-        let name = path.display().to_string();
-        let (sink, file, created): (Box<dyn Write>, _, _) = if path.as_os_str() == "-" {
-            (Box::new(io::stdout()), None, false)
-        } else {
-            let (file, created) =
-                open_file(path).with_context(|| format!("cannot create {name}"))?;
-            let regular = file.metadata().is_ok_and(|m| m.is_file());
-            let cut = if regular { file.try_clone().ok() } else { None };
-            (Box::new(file), cut, created)
-        };
-        let output = Output {
-            name,
-            writer: Writer::new(sink),
-            file,
-            events: 0,
-            failure: None,
-        };
-        Ok((output, created))
-    }
-
-    fn write(&mut self, record: &Record) {
-        let event = !matches!(record, Record::Header(_) | Record::Trailer(_));
-        self.events += u64::from(event);
-        if self.failure.is_none() {
-            if let Err(err) = self.writer.write(record) {
-                self.fail(err);
-            }
-        }
-    }
-
-    fn flush(&mut self) {
-        if self.failure.is_none() {
-            if let Err(err) = self.writer.flush() {
-                self.fail(err);
-            }
-        }
-    }
-
-    /// Ends writing at the last whole line and says so at once; the
-    /// command is not told, and runs on.
-    fn fail(&mut self, err: io::Error) {
-        if let Some(file) = &self.file {
-            let _ = file.set_len(self.writer.delivered_bytes());
-        }
+/// Says at once that the output failed; the command is not told, and runs on.
+fn tell_failure(name: &str, written: io::Result<()>) {
+    if let Err(err) = written {
         eprintln!(
-            "proctrace: error: writing {}: {err}; the command runs on, its events are no longer recorded",
-            self.name
+            "proctrace: error: writing {name}: {err}; the command runs on, its events are no longer recorded"
         );
-        self.failure = Some(err);
-    }
-
-    /// How writing went: an error saying what the recording holds and
-    /// what it lost, once a write failed.
-    fn result(&self) -> Result<()> {
-        let Some(err) = &self.failure else {
-            return Ok(());
-        };
-        // The header comes first: every other whole line is an event.
-        let kept = self.writer.delivered().saturating_sub(1);
-        anyhow::bail!(
-            "writing {} failed: {err}; it holds the first {kept} events and no trailer, the {} \
-             events after them were lost",
-            self.name,
-            self.events.saturating_sub(kept)
-        )
-    }
-}
-
-/// Creates `path`, or truncates it if it exists; says whether it was created.
-fn open_file(path: &Path) -> io::Result<(File, bool)> {
-    match OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(file) => {
-            // Under sudo the recording belongs to the user who asked for it.
-            if let Some((uid, gid)) = proctrace::record::sudo_owner() {
-                let _ = nix::unistd::fchown(&file, Some(uid), Some(gid));
-            }
-            Ok((file, true))
-        }
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            let file = OpenOptions::new().write(true).truncate(true).open(path)?;
-            Ok((file, false))
-        }
-        Err(err) => Err(err),
     }
 }
 

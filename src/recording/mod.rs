@@ -2,10 +2,12 @@
 
 mod events;
 mod legacy;
+mod output;
 mod reader;
 mod writer;
 
 pub use events::{Events, Lines};
+pub use output::{Output, OutputError};
 pub use reader::{Keep, ReadError, Reader, Recording, Warning};
 pub use writer::Writer;
 
