@@ -8,13 +8,19 @@
 //! kind, grouped by process.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 
 use nix::sys::signal::Signal;
 use serde::ser::{Serialize, Serializer};
 
-use crate::event::{shell_join, Exec, Exit, Fd, Lingering, Pid, Record, SetPgid, SetSid, Snapshot};
+mod builder;
+mod storage;
+
+pub(crate) use builder::Builder;
+pub use builder::Growing;
+use storage::{ExecRow, Grouped, Row, Strings, Text};
+
+use crate::event::{shell_join, Fd, Lingering, Pid, SetPgid, SetSid, Snapshot};
 
 /// One process: everything between its fork and its exit, as a view into
 /// the [`Processes`] table.
@@ -275,7 +281,7 @@ impl<'a> Execs<'a> {
     }
 }
 
-/// One exec of a process: what the table keeps of an [`Exec`] event.
+/// One exec of a process: what the table keeps of an [`Exec`](crate::event::Exec) event.
 #[derive(Debug, Clone, Copy)]
 pub struct ExecView<'a> {
     /// Nanoseconds since the recording started.
@@ -354,258 +360,11 @@ pub fn command_line<'a>(exec: &ExecView<'a>) -> Cow<'a, str> {
     }
 }
 
-/// What the table keeps of each process besides its lists, packed (a
-/// table holds hundreds of thousands): an optional field is there when
-/// its bit in `set` is.
-#[derive(Debug, Clone, Default)]
-struct Row {
-    start: u64,
-    fork: u64,
-    exit: u64,
-    pid: Pid,
-    parent_pid: Pid,
-    parent: u32,
-    pgid: Pid,
-    sid: Pid,
-    exit_code: i32,
-    signal: i32,
-    set: u16,
-}
-
-impl Row {
-    const PARENT_PID: u16 = 1;
-    const PARENT: u16 = 1 << 1;
-    const FORK: u16 = 1 << 2;
-    const EXIT: u16 = 1 << 3;
-    const PGID: u16 = 1 << 4;
-    const SID: u16 = 1 << 5;
-    const EXIT_CODE: u16 = 1 << 6;
-    const SIGNAL: u16 = 1 << 7;
-    const CORE_DUMPED: u16 = 1 << 8;
-
-    fn get<T>(&self, bit: u16, value: T) -> Option<T> {
-        (self.set & bit != 0).then_some(value)
-    }
-
-    /// Sets `field` to `value` if there is one, marking it there.
-    fn put<T>(set: &mut u16, bit: u16, field: &mut T, value: Option<T>) {
-        if let Some(value) = value {
-            *field = value;
-            *set |= bit;
-        }
-    }
-
-    fn parent(&self) -> Option<usize> {
-        self.get(Row::PARENT, self.parent as usize)
-    }
-
-    fn exit(&self) -> Option<Ended> {
-        self.get(Row::EXIT, ()).map(|()| Ended {
-            timestamp: self.exit,
-            exit_code: self.get(Row::EXIT_CODE, self.exit_code),
-            signal: self.get(Row::SIGNAL, self.signal),
-            core_dumped: self.set & Row::CORE_DUMPED != 0,
-        })
-    }
-
-    fn set_exit(&mut self, exit: &Exit) {
-        let set = &mut self.set;
-        Row::put(set, Row::EXIT, &mut self.exit, Some(exit.timestamp));
-        Row::put(set, Row::EXIT_CODE, &mut self.exit_code, exit.exit_code);
-        Row::put(set, Row::SIGNAL, &mut self.signal, exit.signal);
-        if exit.core_dumped {
-            *set |= Row::CORE_DUMPED;
-        }
-    }
-}
-
-/// What the table keeps of an exec; its strings are in [`Text`]: the
-/// filename, the arguments, then the command line if it is not
-/// `shell_join(argv)`.
-#[derive(Debug, Clone)]
-struct ExecRow {
-    timestamp: u64,
-    strings: Run,
-    argc: u32,
-    /// Where its descriptors start in [`Processes::fds`], and how many.
-    fds: u32,
-    fd_count: u32,
-    pgid: Pid,
-    sid: Pid,
-    /// [`ExecRow::SID`]...
-    set: u16,
-}
-
-impl ExecRow {
-    const SID: u16 = 1;
-    const ARGV_TRUNCATED: u16 = 1 << 1;
-    const CMDLINE: u16 = 1 << 2;
-
-    fn view<'a>(&'a self, table: &'a Processes) -> ExecView<'a> {
-        let mut strings = table.text.strings(self.strings);
-        let filename = strings.next().unwrap_or_default();
-        let argc = self.argc as usize;
-        let fds = self.fds as usize;
-        ExecView {
-            timestamp: self.timestamp,
-            pgid: self.pgid,
-            sid: (self.set & ExecRow::SID != 0).then_some(self.sid),
-            filename,
-            argv: Argv { strings, len: argc },
-            argv_truncated: self.set & ExecRow::ARGV_TRUNCATED != 0,
-            fds: &table.fds[fds..fds + self.fd_count as usize],
-            cmdline: if self.set & ExecRow::CMDLINE != 0 {
-                strings.nth(argc)
-            } else {
-                None
-            },
-        }
-    }
-}
-
-/// Strings, one after the other in one buffer, their lengths apart and
-/// LEB128-coded (one byte each, for most): read in order from where a
-/// run of them starts.
-#[derive(Debug, Clone, Default)]
-struct Text {
-    buffer: String,
-    lengths: Vec<u8>,
-}
-
-/// Where a run of strings starts in [`Text`].
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    buffer: usize,
-    lengths: usize,
-}
-
-impl Text {
-    /// Where the strings pushed next start.
-    fn run(&self) -> Run {
-        Run {
-            buffer: self.buffer.len(),
-            lengths: self.lengths.len(),
-        }
-    }
-
-    fn push(&mut self, text: &str) {
-        self.buffer.push_str(text);
-        let mut len = text.len();
-        while len >= 0x80 {
-            self.lengths.push((len & 0x7f) as u8 | 0x80);
-            len >>= 7;
-        }
-        self.lengths.push(len as u8);
-    }
-
-    fn strings(&self, run: Run) -> Strings<'_> {
-        Strings {
-            buffer: &self.buffer[run.buffer..],
-            lengths: &self.lengths[run.lengths..],
-        }
-    }
-}
-
-/// The strings of a [`Text`] from a [`Run`] on.
-#[derive(Debug, Clone, Copy)]
-struct Strings<'a> {
-    buffer: &'a str,
-    lengths: &'a [u8],
-}
-
-impl<'a> Iterator for Strings<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let mut len = 0;
-        let mut shift = 0;
-        loop {
-            let (&byte, rest) = self.lengths.split_first()?;
-            self.lengths = rest;
-            len |= usize::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                break;
-            }
-        }
-        let (string, rest) = self.buffer.split_at(len);
-        self.buffer = rest;
-        Some(string)
-    }
-}
-
-/// Items of all processes, those of each process together and in order.
-#[derive(Debug, Clone)]
-struct Grouped<T> {
-    items: Vec<T>,
-    /// Where the items of each process start in `items`, and the end.
-    starts: Vec<u32>,
-}
-
-impl<T> Grouped<T> {
-    /// Groups `items`, each given with its process and in order; there
-    /// are fewer than 2^32 (the builder checks).
-    ///
-    /// In place, with four bytes per item aside: a sort would take half
-    /// the list again.
-    fn new(mut items: Vec<(u32, T)>, processes: usize) -> Self {
-        let starts = group_starts(items.iter().map(|(process, _)| *process), processes);
-        // Each item's place: after those of the processes before its own
-        // and those of its own that came before it.
-        let mut next = starts.clone();
-        let mut places: Vec<u32> = items
-            .iter()
-            .map(|(process, _)| {
-                let place = next[*process as usize];
-                next[*process as usize] += 1;
-                place
-            })
-            .collect();
-        drop(next);
-        for i in 0..items.len() {
-            // Swaps the item here to its place until the one that belongs
-            // here arrives.
-            while places[i] as usize != i {
-                let place = places[i] as usize;
-                items.swap(i, place);
-                places.swap(i, place);
-            }
-        }
-        drop(places);
-        // Collected in place: the list is not copied.
-        let items = items.into_iter().map(|(_, item)| item).collect();
-        Grouped { items, starts }
-    }
-
-    fn of(&self, process: usize) -> &[T] {
-        &self.items[self.starts[process] as usize..self.starts[process + 1] as usize]
-    }
-}
-
-/// Where the items of each group start, and where the last group ends,
-/// when items in the groups `keys` says are put together, group by group:
-/// the first half of a counting sort.
-fn group_starts(keys: impl Iterator<Item = u32>, groups: usize) -> Vec<u32> {
-    let mut starts = vec![0; groups + 1];
-    for key in keys {
-        starts[key as usize + 1] += 1;
-    }
-    for i in 1..starts.len() {
-        starts[i] += starts[i - 1];
-    }
-    starts
-}
-
 /// A recording with more processes, execs or descriptors than the table
 /// counts (2^32 of each).
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("more than 2^32 processes, execs or descriptors")]
 pub struct TooLarge;
-
-/// `n` as the table stores counts and indices.
-fn small(n: usize) -> Result<u32, TooLarge> {
-    u32::try_from(n).map_err(|_| TooLarge)
-}
 
 /// Every process of a recording, in the order they were created.
 #[derive(Debug, Clone)]
@@ -622,194 +381,6 @@ pub struct Processes {
     fds: Vec<Fd>,
     /// End of the recording, for processes that never exited.
     end: u64,
-}
-
-/// A table that grows as a recording is made, for what a recorder says
-/// while it runs (the hang explanation at a snapshot).
-#[derive(Debug, Default)]
-pub struct Growing(Builder);
-
-impl Growing {
-    /// Adds the next record; a table too large to grow stays as it was.
-    pub fn add(&mut self, record: &Record) {
-        let _ = self.0.add(record);
-    }
-
-    /// The table as it stands.
-    pub fn table(&self) -> Processes {
-        self.0.clone().finish(None)
-    }
-}
-
-/// Builds the table from the events, given in causal order.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Builder {
-    rows: Vec<Row>,
-    execs: Vec<(u32, ExecRow)>,
-    session_changes: Vec<(u32, SessionChange)>,
-    lingering: Vec<(u32, Lingering)>,
-    snapshots: Vec<(u32, Snapshot)>,
-    text: Text,
-    fds: Vec<Fd>,
-    /// The newest process known under each pid.
-    by_pid: HashMap<Pid, u32>,
-    last_timestamp: Option<u64>,
-}
-
-impl Builder {
-    /// Adds the next event; returns the index of the process it belongs
-    /// to (`None` for header and trailer).
-    pub(crate) fn add(&mut self, event: &Record) -> Result<Option<usize>, TooLarge> {
-        let Some(index) = self.index_for(event)? else {
-            return Ok(None);
-        };
-        self.last_timestamp = self.last_timestamp.max(event.timestamp());
-        let row = &mut self.rows[index as usize];
-        Row::put(&mut row.set, Row::PGID, &mut row.pgid, group_of(event));
-        Row::put(&mut row.set, Row::SID, &mut row.sid, session_of(event));
-        match event {
-            Record::Fork(fork) => {
-                Row::put(&mut row.set, Row::FORK, &mut row.fork, Some(fork.timestamp))
-            }
-            Record::Exec(exec) => self.add_exec(index, exec)?,
-            Record::Exit(exit) => row.set_exit(exit),
-            Record::Lingering(lingering) => self.lingering.push((index, lingering.clone())),
-            Record::Snapshot(snapshot) => self.snapshots.push((index, snapshot.clone())),
-            Record::SetSid(e) => self
-                .session_changes
-                .push((index, SessionChange::SetSid(e.clone()))),
-            Record::SetPgid(e) => self
-                .session_changes
-                .push((index, SessionChange::SetPgid(e.clone()))),
-            Record::Header(_) | Record::Trailer(_) => {}
-        }
-        Ok(Some(index as usize))
-    }
-
-    fn add_exec(&mut self, process: u32, exec: &Exec) -> Result<(), TooLarge> {
-        let strings = self.text.run();
-        self.text.push(&exec.filename);
-        for arg in &exec.argv {
-            self.text.push(arg);
-        }
-        // Usually the command line is argv joined: kept once, as argv.
-        let has_cmdline = exec.cmdline != shell_join(&exec.argv);
-        if has_cmdline {
-            self.text.push(&exec.cmdline);
-        }
-        let fds = small(self.fds.len())?;
-        self.fds.extend_from_slice(&exec.fds);
-        small(self.fds.len())?;
-        let mut set = 0;
-        let mut sid = 0;
-        Row::put(&mut set, ExecRow::SID, &mut sid, exec.sid);
-        if exec.argv_truncated {
-            set |= ExecRow::ARGV_TRUNCATED;
-        }
-        if has_cmdline {
-            set |= ExecRow::CMDLINE;
-        }
-        let row = ExecRow {
-            timestamp: exec.timestamp,
-            strings,
-            argc: small(exec.argv.len())?,
-            fds,
-            fd_count: small(exec.fds.len())?,
-            pgid: exec.pgid,
-            sid,
-            set,
-        };
-        small(self.execs.len() + 1)?;
-        self.execs.push((process, row));
-        Ok(())
-    }
-
-    /// The process an event belongs to, created on its first event. After
-    /// an exit the pid is free again, so a later event is a new process.
-    fn index_for(&mut self, event: &Record) -> Result<Option<u32>, TooLarge> {
-        let Some(pid) = event.pid() else {
-            return Ok(None);
-        };
-        if let Some(&index) = self.by_pid.get(&pid) {
-            if self.rows[index as usize].exit().is_none() {
-                return Ok(Some(index));
-            }
-        }
-        let parent_pid = match event {
-            Record::Fork(f) => Some(f.parent_pid),
-            Record::Exec(e) => Some(e.ppid),
-            Record::Exit(e) => Some(e.ppid),
-            _ => None,
-        };
-        let index = small(self.rows.len())?;
-        let mut row = Row {
-            pid,
-            start: event.timestamp().unwrap_or(0),
-            ..Row::default()
-        };
-        let parent = parent_pid.and_then(|p| self.by_pid.get(&p).copied());
-        Row::put(
-            &mut row.set,
-            Row::PARENT_PID,
-            &mut row.parent_pid,
-            parent_pid,
-        );
-        Row::put(&mut row.set, Row::PARENT, &mut row.parent, parent);
-        self.rows.push(row);
-        self.by_pid.insert(pid, index);
-        Ok(Some(index))
-    }
-
-    /// The table; `end` is the end of the recording if the trailer says.
-    pub(crate) fn finish(self, end: Option<u64>) -> Processes {
-        let count = self.rows.len();
-        drop(self.by_pid);
-        // One after the other: each takes memory aside while it groups.
-        let execs = Grouped::new(self.execs, count);
-        let children = (0..)
-            .zip(&self.rows)
-            .filter_map(|(child, row)| row.parent().map(|parent| (parent as u32, child)))
-            .collect();
-        let children = Grouped::new(children, count);
-        let mut lingering = self.lingering;
-        // The last report about a process is what it was found doing.
-        lingering.reverse();
-        lingering.sort_by_key(|(index, _)| *index);
-        lingering.dedup_by_key(|(index, _)| *index);
-        Processes {
-            execs,
-            children,
-            session_changes: Grouped::new(self.session_changes, count),
-            lingering,
-            snapshots: self.snapshots,
-            text: self.text,
-            fds: self.fds,
-            end: end.max(self.last_timestamp).unwrap_or(0),
-            rows: self.rows,
-        }
-    }
-}
-
-/// The process group an event shows its process in, if it shows one.
-fn group_of(event: &Record) -> Option<Pid> {
-    match event {
-        Record::Fork(f) => Some(f.child_pgid.unwrap_or(f.parent_pgid)),
-        Record::Exec(e) => Some(e.pgid),
-        Record::Exit(e) => Some(e.pgid),
-        Record::SetPgid(e) => Some(e.pgid),
-        _ => None,
-    }
-}
-
-/// The session an event shows its process in, if it shows one.
-fn session_of(event: &Record) -> Option<Pid> {
-    match event {
-        Record::Fork(f) => f.child_sid,
-        Record::Exec(e) => e.sid,
-        Record::Exit(e) => e.sid,
-        Record::SetSid(e) => Some(e.sid),
-        _ => None,
-    }
 }
 
 impl Processes {
@@ -989,7 +560,7 @@ impl Processes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Fork;
+    use crate::event::{Exec, Fork, Record};
 
     fn exec(pid: Pid, timestamp: u64, argv: &[&str], cmdline: Option<&str>) -> Record {
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
