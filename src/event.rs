@@ -336,6 +336,40 @@ pub struct Exit {
     /// Whether the signal dumped core.
     #[serde(default)]
     pub core_dumped: bool,
+    /// What the whole process used, read in the kernel as its last thread
+    /// exited; absent in recordings made before proctrace recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+}
+
+/// What a process (all its threads, over every program it ran) used, as
+/// the kernel accounts it for getrusage() and /proc/PID/io.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    /// CPU time, user and system together, in nanoseconds.
+    pub cpu_ns: u64,
+    /// The part of it in user mode, in nanoseconds (split as getrusage
+    /// splits it: by the tick-sampled user/system ratio).
+    pub user_ns: u64,
+    /// The part of it in the kernel, in nanoseconds.
+    pub system_ns: u64,
+    /// Peak resident set size, in bytes.
+    pub max_rss_bytes: u64,
+    /// Bytes it caused to be read from storage; absent where the kernel
+    /// does not account I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+    /// Bytes it caused to be written to storage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes: Option<u64>,
+    /// Times it gave up the CPU (waiting for I/O, a lock, a child).
+    pub voluntary_switches: u64,
+    /// Times it was preempted.
+    pub involuntary_switches: u64,
+    /// Some threads, still exiting in their hundreds, were not added up:
+    /// the figures are a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// A process called setsid() and leads a new session.
@@ -641,6 +675,7 @@ mod tests {
             exit_code: None,
             signal: Some(9),
             core_dumped: false,
+            resources: None,
         };
         let json = serde_json::to_string(&Record::Exit(exit.clone())).unwrap();
         assert!(json.contains(r#""exit_code":null,"signal":9"#), "{json}");

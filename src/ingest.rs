@@ -239,6 +239,7 @@ mod tests {
             exit_code: Some(0),
             signal: None,
             core_dumped: false,
+            resources: None,
         })
     }
 

@@ -13,6 +13,7 @@
 #include "arch.h"
 #include "emit.h"
 #include "pidns.h"
+#include "resources.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -197,6 +198,7 @@ static __always_inline int on_exit(void *ctx, struct task_struct *task)
 	event.pgid = pgid_of(task);
 	event.sid = sid_of(task);
 	event.status = group_status(task);
+	read_resources(&event.resources, task);
 	/* The last process of the tree going: wake userspace to finish. */
 	emit(ctx, &event, sizeof(event), tracked_exit && exited + 1 >= forked + seeded);
 	/* Counted only once the event is in the buffer: when userspace sees

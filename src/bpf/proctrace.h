@@ -64,6 +64,27 @@ struct fork_event {
 	__u32 _pad;
 };
 
+/* What a whole thread group used, read at the exit of its last thread. */
+struct resources {
+	/* CPU time on the scheduler's precise clock (sum_exec_runtime). */
+	__u64 cpu_ns;
+	/* The tick-sampled user and system split of it (utime, stime). */
+	__u64 user_ticks_ns;
+	__u64 system_ticks_ns;
+	/* Peak resident set, in pages, over every program it ran. */
+	__u64 max_rss_pages;
+	/* Bytes it made storage read and write (task I/O accounting);
+	 * ~0 where the kernel does not account them. */
+	__u64 read_bytes;
+	__u64 write_bytes;
+	/* Context switches: it gave up the CPU, it was preempted. */
+	__u64 voluntary_switches;
+	__u64 involuntary_switches;
+	/* 1 when more threads were listed than were added up. */
+	__u32 threads_skipped;
+	__u32 _pad;
+};
+
 struct exit_event {
 	struct event_header header;
 	__s32 ppid;
@@ -71,6 +92,7 @@ struct exit_event {
 	__s32 sid;
 	/* wait(2)-style status of the whole thread group. */
 	__s32 status;
+	struct resources resources;
 };
 
 /* SetSID and SetPGID share a layout: the process and its new id. */

@@ -5,15 +5,18 @@ use std::mem::size_of;
 use plain::Plain;
 
 use crate::bpf::types::{
-    event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event,
+    event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event, resources,
 };
-use crate::event::{shell_join, Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, SetPgid, SetSid};
+use crate::event::{
+    shell_join, Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, Resources, SetPgid, SetSid,
+};
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl Plain for event_header {}
 unsafe impl Plain for fork_event {}
 unsafe impl Plain for exec_event {}
 unsafe impl Plain for exit_event {}
+unsafe impl Plain for resources {}
 unsafe impl Plain for id_event {}
 
 /// A kernel record that does not match the shared layout; only a build of
@@ -91,6 +94,7 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
                 exit_code,
                 signal,
                 core_dumped,
+                resources: Some(decode_resources(&e.resources)),
             })
         }
         event_kind::EVENT_SETSID => {
@@ -178,6 +182,36 @@ fn fd(entry: &fd_entry, names: &[u8]) -> Fd {
         dev: user_dev(entry.dev),
         ino: entry.ino,
     }
+}
+
+/// The kernel's figures as getrusage() reports them: the precise CPU time
+/// split by the tick-sampled user/system ratio (cputime_adjust), pages as
+/// bytes.
+fn decode_resources(r: &resources) -> Resources {
+    let ticks = r.user_ticks_ns.saturating_add(r.system_ticks_ns);
+    let user_ns = if ticks == 0 {
+        r.cpu_ns
+    } else {
+        (u128::from(r.cpu_ns) * u128::from(r.user_ticks_ns) / u128::from(ticks)) as u64
+    };
+    let accounted = |bytes: u64| (bytes != u64::MAX).then_some(bytes);
+    Resources {
+        cpu_ns: r.cpu_ns,
+        user_ns,
+        system_ns: r.cpu_ns - user_ns,
+        max_rss_bytes: r.max_rss_pages.saturating_mul(page_size()),
+        read_bytes: accounted(r.read_bytes),
+        write_bytes: accounted(r.write_bytes),
+        voluntary_switches: r.voluntary_switches,
+        involuntary_switches: r.involuntary_switches,
+        partial: r.threads_skipped != 0,
+    }
+}
+
+fn page_size() -> u64 {
+    static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *PAGE.get_or_init(|| (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as u64)
 }
 
 /// The kernel's device numbers are major << 20 | minor.

@@ -359,6 +359,7 @@ pub(crate) mod tests {
             exit_code: Some(0),
             signal: None,
             core_dumped: false,
+            resources: None,
         })
     }
 

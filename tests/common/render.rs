@@ -204,6 +204,7 @@ impl Synthetic {
                 exit_code: Some(code),
                 signal: None,
                 core_dumped: false,
+                resources: None,
             }),
             step,
         );

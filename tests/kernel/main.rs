@@ -18,5 +18,6 @@ mod html;
 mod ingest;
 mod perfetto;
 mod record;
+mod resources;
 mod signals;
 mod threads;
