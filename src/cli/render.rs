@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
 use proctrace::recording::Recording;
-use proctrace::render::{self, Mode, Options};
+use proctrace::render::{self, Mode, Options, Weight};
 
 /// Arguments of `proctrace render`.
 #[derive(Debug, Args)]
@@ -28,6 +28,9 @@ pub struct RenderArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// What `-d folded` weighs each process by.
+    #[arg(long, value_enum, default_value_t, value_name = "WEIGHT")]
+    pub weight: Weight,
 }
 
 /// Runs `proctrace render`; returns the exit code.
@@ -36,9 +39,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
     let recording = Recording::read(&mut reader, args.mode.keep());
     print_warnings(&reader);
     let recording = recording?;
-    let options = match &args.output {
-        None => terminal_options(),
-        Some(_) => Options::default(),
+    let options = Options {
+        weight: args.weight,
+        ..match &args.output {
+            None => terminal_options(),
+            Some(_) => Options::default(),
+        }
     };
     let mut out = open_output(args.output.as_deref())?;
     let written =
@@ -57,5 +63,6 @@ fn terminal_options() -> Options {
     Options {
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         width: terminal_size::terminal_size_of(&stdout).map(|(w, _)| usize::from(w.0)),
+        ..Options::default()
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::storage::{small, ExecRow, Grouped, Row, Text};
 use super::{Processes, SessionChange, TooLarge};
-use crate::event::{shell_join, Exec, Fd, Lingering, Pid, Record, Snapshot};
+use crate::event::{shell_join, Exec, Fd, Lingering, Pid, Record, Resources, Snapshot};
 
 /// A table that grows as a recording is made, for what a recorder says
 /// while it runs (the hang explanation at a snapshot).
@@ -30,6 +30,7 @@ pub(crate) struct Builder {
     pub(super) execs: Vec<(u32, ExecRow)>,
     pub(super) session_changes: Vec<(u32, SessionChange)>,
     pub(super) lingering: Vec<(u32, Lingering)>,
+    pub(super) resources: Vec<(u32, Resources)>,
     pub(super) snapshots: Vec<(u32, Snapshot)>,
     pub(super) text: Text,
     pub(super) fds: Vec<Fd>,
@@ -54,7 +55,12 @@ impl Builder {
                 Row::put(&mut row.set, Row::FORK, &mut row.fork, Some(fork.timestamp))
             }
             Record::Exec(exec) => self.add_exec(index, exec)?,
-            Record::Exit(exit) => row.set_exit(exit),
+            Record::Exit(exit) => {
+                row.set_exit(exit);
+                if let Some(used) = exit.resources {
+                    self.resources.push((index, used));
+                }
+            }
             Record::Lingering(lingering) => self.lingering.push((index, lingering.clone())),
             Record::Snapshot(snapshot) => self.snapshots.push((index, snapshot.clone())),
             Record::SetSid(e) => self
@@ -158,8 +164,11 @@ impl Builder {
         lingering.reverse();
         lingering.sort_by_key(|(index, _)| *index);
         lingering.dedup_by_key(|(index, _)| *index);
+        let mut resources = self.resources;
+        resources.sort_unstable_by_key(|(index, _)| *index);
         Processes {
             execs,
+            resources,
             children,
             session_changes: Grouped::new(self.session_changes, count),
             lingering,

@@ -20,7 +20,7 @@ pub(crate) use builder::Builder;
 pub use builder::Growing;
 use storage::{ExecRow, Grouped, Row, Strings, Text};
 
-use crate::event::{shell_join, Fd, Lingering, Pid, SetPgid, SetSid, Snapshot};
+use crate::event::{shell_join, Fd, Lingering, Pid, Resources, SetPgid, SetSid, Snapshot};
 
 /// One process: everything between its fork and its exit, as a view into
 /// the [`Processes`] table.
@@ -41,6 +41,9 @@ pub struct Process<'a> {
     pub exit: Option<Ended>,
     /// Why `record --linger` reported it lingering, if it did.
     pub lingering: Option<&'a Lingering>,
+    /// What it used, if its Exit says (recordings before proctrace read it
+    /// do not, nor processes still running at the end).
+    pub resources: Option<&'a Resources>,
     /// Its setsid and setpgid calls, in order.
     pub session_changes: &'a [SessionChange],
     /// The processes it forked, in order.
@@ -375,12 +378,21 @@ pub struct Processes {
     session_changes: Grouped<SessionChange>,
     /// By process index, each process once.
     lingering: Vec<(u32, Lingering)>,
+    /// By process index: what each process used, where its Exit says.
+    resources: Vec<(u32, Resources)>,
     /// In recording order: the records of one snapshot are adjacent.
     snapshots: Vec<(u32, Snapshot)>,
     text: Text,
     fds: Vec<Fd>,
     /// End of the recording, for processes that never exited.
     end: u64,
+}
+
+/// The item of process `index` in a list sorted by process index.
+fn of_process<T>(list: &[(u32, T)], index: usize) -> Option<&T> {
+    list.binary_search_by_key(&index, |(i, _)| *i as usize)
+        .ok()
+        .map(|at| &list[at].1)
 }
 
 impl Processes {
@@ -412,11 +424,8 @@ impl Processes {
                 table: self,
             },
             exit: row.exit(),
-            lingering: self
-                .lingering
-                .binary_search_by_key(&index, |(i, _)| *i as usize)
-                .ok()
-                .map(|at| &self.lingering[at].1),
+            lingering: of_process(&self.lingering, index),
+            resources: of_process(&self.resources, index),
             session_changes: self.session_changes.of(index),
             children: Children(self.children.of(index)),
             row,

@@ -4,6 +4,7 @@
 //! in memory.
 
 mod by_process;
+mod folded;
 mod hang;
 mod html;
 mod leaks;
@@ -48,6 +49,20 @@ pub enum Mode {
     /// For each snapshot of the live tree (`record --timeout`, `--hang-after`,
     /// a signal): who waits for whom, down to the culprits.
     Hang,
+    /// Collapsed stacks (`root;make;cc 1234`) for flame graph tools,
+    /// weighted by CPU or wall time in microseconds (see [`Weight`]).
+    Folded,
+}
+
+/// What a flame graph's widths measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Weight {
+    /// Each process's own CPU time (user and system), as its Exit records it.
+    #[default]
+    Cpu,
+    /// Each process's wall time while none of its children ran.
+    Wall,
 }
 
 /// How the terminal renderers may present their output.
@@ -57,6 +72,8 @@ pub struct Options {
     pub color: bool,
     /// Shorten lines to this many columns.
     pub width: Option<usize>,
+    /// What flame graphs weigh.
+    pub weight: Weight,
 }
 
 impl Mode {
@@ -89,6 +106,7 @@ pub fn render(
         Mode::Perfetto => perfetto::render(recording, processes, out),
         Mode::Leaks => leaks::render(processes, out),
         Mode::Hang => hang::render(processes, out),
+        Mode::Folded => folded::render(processes, options, out),
     }
 }
 

@@ -11,7 +11,7 @@ use std::process::Command;
 use crate::common::*;
 use proctrace::event::{shell_join, Exec, Record};
 
-const MODES: [&str; 8] = [
+const MODES: [&str; 10] = [
     "sequential",
     "by-process",
     "mermaid",
@@ -20,6 +20,8 @@ const MODES: [&str; 8] = [
     "html",
     "perfetto",
     "leaks",
+    "hang",
+    "folded",
 ];
 
 /// An argv to break things with; the first is argv[0], so that it leads
@@ -186,6 +188,7 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
             "by-process" => assert_by_process(&text),
             "mermaid" => assert_mermaid(&text, &out),
             "html" => assert_html(&text),
+            "folded" => assert_folded(&text),
             "perfetto" => {
                 let _: serde_json::Value = serde_json::from_str(&text).expect("perfetto JSON");
             }
@@ -201,6 +204,21 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
 fn assert_terminal_safe(what: &str, text: &str) {
     if let Some((n, line)) = (text.lines().enumerate()).find(|(_, l)| l.contains(terminal_unsafe)) {
         panic!("{what}: line {} holds a control character: {line:?}", n + 1);
+    }
+}
+
+/// Every line is one stack of non-empty frames and a count.
+pub fn assert_folded(text: &str) {
+    assert_terminal_safe("folded", text);
+    for line in text.lines() {
+        let (stack, count) = line.rsplit_once(' ').expect("stack and count");
+        count
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("folded: count {count:?}: {e}"));
+        assert!(
+            stack.split(';').all(|frame| !frame.is_empty()),
+            "folded: empty frame in {line:?}"
+        );
     }
 }
 

@@ -1,0 +1,46 @@
+//! Collapsed stacks, the input of flame graph tools (FlameGraph's
+//! flamegraph.pl, inferno, speedscope): one line per process,
+//! `root;parent;process weight`, its frames the programs from the root
+//! down. The weight is the process's own share: its CPU time, or the wall
+//! time none of its children was running.
+
+use std::io::{self, Write};
+
+use super::{Options, Weight};
+use crate::processes::Processes;
+use crate::text::visible;
+
+/// Writes one line per process with a non-zero weight, in tree order.
+pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let end = processes.end();
+    let mut stack: Vec<String> = Vec::new();
+    for (index, depth) in processes.depth_first() {
+        stack.truncate(depth);
+        stack.push(frame(processes, index));
+        let process = processes.get(index);
+        let weight = match options.weight {
+            Weight::Cpu => process.resources.map_or(0, |r| r.cpu_ns),
+            Weight::Wall => {
+                let children: u64 = process
+                    .children
+                    .iter()
+                    .map(|child| processes.get(child).duration(end))
+                    .sum();
+                process.duration(end).saturating_sub(children)
+            }
+        };
+        // Microseconds: what the tools show as samples.
+        let weight = weight / 1_000;
+        if weight > 0 {
+            writeln!(out, "{} {weight}", stack.join(";"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A process as one frame: its program, `<fork>` if it never exec'd. The
+/// format has no escapes: `;` would split the frame, so it becomes `:`.
+fn frame(processes: &Processes, index: usize) -> String {
+    let program = processes.get(index).program().unwrap_or("<fork>");
+    visible(program).replace(';', ":")
+}
