@@ -31,7 +31,7 @@ use crate::common::terminal_unsafe;
 use proctrace::event::Record;
 use proctrace::ingest;
 use proctrace::recording::{Keep, Reader, Recording};
-use proctrace::render::{self, Mode, Options};
+use proctrace::render::{self, Mode, Options, Weight};
 
 /// Cases in the pass `cargo test` runs.
 const SHORT_PASS: u64 = 2_000;
@@ -117,6 +117,7 @@ fn exercise(input: &[u8]) -> bool {
             let options = Options {
                 color: false,
                 width: Some(100),
+                weight: Weight::Wall,
             };
             let mut out = Checked::new(mode);
             render::render(mode, recording, options, &mut out).expect("rendering to memory");
