@@ -503,6 +503,27 @@ impl Processes {
         self.end.saturating_sub(first)
     }
 
+    /// The chain of processes that set the run's wall time: from the root
+    /// that ended last, each process's child that ended last (the one it
+    /// was left waiting for), down to a process with no children. Each
+    /// link comes with its own share: its time not covered by the next.
+    pub fn critical_path(&self) -> Vec<(usize, u64)> {
+        let end = self.end;
+        let ends_last = |candidates: &mut dyn Iterator<Item = usize>| {
+            candidates.max_by_key(|&i| (self.get(i).end(end), std::cmp::Reverse(i)))
+        };
+        let mut path = Vec::new();
+        let mut at = ends_last(&mut self.roots());
+        while let Some(index) = at {
+            let process = self.get(index);
+            let next = ends_last(&mut process.children.iter());
+            let covered = next.map_or(0, |child| self.get(child).duration(end));
+            path.push((index, process.duration(end).saturating_sub(covered)));
+            at = next;
+        }
+        path
+    }
+
     /// Every process in tree order, each with its depth (0 for the roots):
     /// a parent, then its children's subtrees in the order they were forked.
     pub fn depth_first(&self) -> Vec<(usize, usize)> {

@@ -10,6 +10,7 @@ mod html;
 mod leaks;
 mod mermaid;
 mod perfetto;
+mod profile;
 mod sequential;
 mod summary;
 mod tree;
@@ -49,6 +50,9 @@ pub enum Mode {
     /// For each snapshot of the live tree (`record --timeout`, `--hang-after`,
     /// a signal): who waits for whom, down to the culprits.
     Hang,
+    /// Where the time went: commands and tests by CPU, wall time, count
+    /// and peak RSS, and the critical path.
+    Profile,
     /// Collapsed stacks (`root;make;cc 1234`) for flame graph tools,
     /// weighted by CPU or wall time in microseconds (see [`Weight`]).
     Folded,
@@ -106,6 +110,7 @@ pub fn render(
         Mode::Perfetto => perfetto::render(recording, processes, out),
         Mode::Leaks => leaks::render(processes, out),
         Mode::Hang => hang::render(processes, out),
+        Mode::Profile => profile::render(processes, options, out),
         Mode::Folded => folded::render(processes, options, out),
     }
 }

@@ -42,6 +42,8 @@ pub fn render(
     let failed = listed(|p| p.outcome().failed());
     let running = listed(|p| p.outcome() == Outcome::Running);
     write_list(processes, "Slowest", &slowest, options, out)?;
+    writeln!(out)?;
+    super::profile::write_critical_path(processes, options, out)?;
     write_list(processes, "Failed", &failed, options, out)?;
     write_list(
         processes,

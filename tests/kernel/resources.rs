@@ -161,3 +161,51 @@ fn folded_stacks_weigh_each_process_by_its_cpu() {
         .sum();
     assert_eq!(folded, total, "{text}");
 }
+
+/// The critical path of a known tree: the root waits for a short sleep and
+/// a subshell whose sleep is the longest, so the path runs root → subshell
+/// → its sleep; `-d profile` lists it after the commands.
+#[test]
+fn critical_path_follows_the_slowest_chain() {
+    if !have_root() {
+        return;
+    }
+    let script = "sleep 0.1 & sh -c 'sleep 0.4; true'; wait";
+    let run = record(Mode::Ring, &["sh", "-c", script]);
+    let pid_of = |argv: &[&str]| {
+        run.all_execs()
+            .into_iter()
+            .find(|e| e.argv == argv)
+            .map(|e| e.pid)
+            .unwrap_or_else(|| panic!("no exec of {argv:?}"))
+    };
+    let subshell = pid_of(&["sh", "-c", "sleep 0.4; true"]);
+    let slow = pid_of(&["sleep", "0.4"]);
+    let input = run.dir.path().join("rec.ndjson");
+    let recording = proctrace::recording::Recording::read(
+        &mut proctrace::recording::Reader::new(
+            std::io::BufReader::new(std::fs::File::open(&input).unwrap()),
+            "rec",
+        ),
+        proctrace::recording::Keep::Processes,
+    )
+    .unwrap();
+    let processes = &recording.processes;
+    let path: Vec<i32> = processes
+        .critical_path()
+        .iter()
+        .map(|&(i, _)| processes.get(i).pid)
+        .collect();
+    assert_eq!(path, [run.root(), subshell, slow], "{}", run.text);
+    let out = run.dir.path().join("profile");
+    render(&input, "profile", &out);
+    let profile = std::fs::read_to_string(&out).unwrap();
+    let critical = profile.split("Critical path").nth(1).expect(&profile);
+    let pids: Vec<i32> = critical
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(3).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(pids, path, "{profile}");
+    assert!(profile.contains("  sleep N\n"), "{profile}");
+}

@@ -1,0 +1,180 @@
+//! `profile`: where the time went. Commands grouped by what they ran (the
+//! program and its arguments with file names, numbers and repeats folded:
+//! `gcc -c *.c`), the same by test, each by total wall time, CPU, count
+//! and peak RSS; then the critical path, the chain of processes that set
+//! the run's wall time.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use super::{seconds, shorten, Options};
+use crate::processes::Processes;
+use crate::testname::test_of;
+use crate::text::visible;
+
+/// Groups listed in each table.
+const TOP: usize = 15;
+/// Arguments kept in a command's group name; the rest become `…`.
+const ARGS_KEPT: usize = 6;
+
+/// What the processes of one group used together.
+#[derive(Debug, Default)]
+struct Group {
+    count: u64,
+    wall_ns: u64,
+    cpu_ns: u64,
+    max_rss_bytes: u64,
+    failed: u64,
+}
+
+/// Writes the profile.
+pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let mut by_command: HashMap<String, Group> = HashMap::new();
+    let mut by_test: HashMap<String, Group> = HashMap::new();
+    let end = processes.end();
+    for (index, process) in processes.all().enumerate() {
+        let add = |group: &mut Group| {
+            group.count += 1;
+            group.wall_ns += process.duration(end);
+            if let Some(used) = process.resources {
+                group.cpu_ns += used.cpu_ns;
+                group.max_rss_bytes = group.max_rss_bytes.max(used.max_rss_bytes);
+            }
+            group.failed += u64::from(process.outcome().failed());
+        };
+        add(by_command
+            .entry(command_group(processes, index))
+            .or_default());
+        if let Some(test) = test_of(processes, index) {
+            add(by_test.entry(test).or_default());
+        }
+    }
+    write_table(out, "Commands", by_command, options)?;
+    if !by_test.is_empty() {
+        write_table(out, "Tests", by_test, options)?;
+    }
+    write_critical_path(processes, options, out)
+}
+
+/// The top groups by total CPU (by wall time where no CPU was recorded).
+fn write_table(
+    out: &mut dyn Write,
+    title: &str,
+    groups: HashMap<String, Group>,
+    options: Options,
+) -> io::Result<()> {
+    let total = groups.len();
+    let mut groups: Vec<(String, Group)> = groups.into_iter().collect();
+    groups.sort_by(|(a, x), (b, y)| (y.cpu_ns, y.wall_ns, a).cmp(&(x.cpu_ns, x.wall_ns, b)));
+    writeln!(out, "{title} by CPU ({} of {total}):", TOP.min(total))?;
+    writeln!(
+        out,
+        "  {:>9} {:>9} {:>6} {:>6} {:>9}  what",
+        "cpu", "wall", "count", "failed", "peak rss"
+    )?;
+    for (name, group) in groups.iter().take(TOP) {
+        let line = format!(
+            "  {:>9} {:>9} {:>6} {:>6} {:>9}  {}",
+            seconds(group.cpu_ns),
+            seconds(group.wall_ns),
+            group.count,
+            group.failed,
+            mebibytes(group.max_rss_bytes),
+            visible(name)
+        );
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    writeln!(out)
+}
+
+/// The chain from the root down, each link with its own share.
+pub(super) fn write_critical_path(
+    processes: &Processes,
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let path = processes.critical_path();
+    let end = processes.end();
+    writeln!(out, "Critical path ({}):", seconds(processes.wall_time()))?;
+    for (index, own) in path {
+        let process = processes.get(index);
+        let line = format!(
+            "  {:>9} {:>9} own  {} {}",
+            seconds(process.duration(end)),
+            seconds(own),
+            process.pid,
+            visible(&processes.describe(index))
+        );
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    Ok(())
+}
+
+fn mebibytes(bytes: u64) -> String {
+    if bytes == 0 {
+        return "-".into();
+    }
+    format!("{:.1}M", bytes as f64 / f64::from(1 << 20))
+}
+
+/// The group a process belongs to: its program, then its arguments with
+/// what differs from run to run folded: numbers become `N`, file names
+/// `*.ext` (or `*` without an extension when they are paths), and repeats
+/// of the same folded argument are kept once.
+fn command_group(processes: &Processes, index: usize) -> String {
+    let process = processes.get(index);
+    let Some(exec) = process.execs.last() else {
+        return "<fork>".into();
+    };
+    let program = process.program().unwrap_or("?");
+    let mut words: Vec<String> = vec![program.to_string()];
+    let args = exec.argv.iter().skip(1);
+    for arg in args.map(fold_argument) {
+        if words.last() != Some(&arg) {
+            words.push(arg);
+        }
+        if words.len() > ARGS_KEPT {
+            words.push("…".into());
+            break;
+        }
+    }
+    words.join(" ")
+}
+
+fn fold_argument(arg: &str) -> String {
+    if arg.starts_with('-') {
+        return arg.to_string();
+    }
+    let name = arg.rsplit('/').next().unwrap_or(arg);
+    let numeric = name.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && name.chars().any(|c| c.is_ascii_digit());
+    match name.rsplit_once('.') {
+        _ if numeric => "N".into(),
+        Some((stem, ext))
+            if !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(char::is_alphanumeric) =>
+        {
+            format!("*.{ext}")
+        }
+        _ if arg.contains('/') => "*".into(),
+        _ => arg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_argument;
+
+    #[test]
+    fn arguments_fold_what_differs_between_runs() {
+        assert_eq!(fold_argument("src/main.c"), "*.c");
+        assert_eq!(fold_argument("42"), "N");
+        assert_eq!(fold_argument("0.5"), "N");
+        assert_eq!(fold_argument("-O2"), "-O2");
+        assert_eq!(fold_argument("/tmp/x/y"), "*");
+        assert_eq!(fold_argument("install"), "install");
+        assert_eq!(fold_argument(".hidden"), ".hidden");
+        assert_eq!(fold_argument("/opt/python/3.11.7"), "N");
+    }
+}
