@@ -1008,6 +1008,7 @@ mod tests {
             filename_raw: None,
             fds: Vec::new(),
             fds_truncated: false,
+            env: Default::default(),
         })
     }
 
