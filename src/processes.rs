@@ -294,9 +294,19 @@ pub struct ExecView<'a> {
     pub fds: &'a [Fd],
     /// The recorded command line where it is not `shell_join(argv)`.
     cmdline: Option<&'a str>,
+    /// The recorded environment variables, name then value.
+    env: Argv<'a>,
 }
 
 impl<'a> ExecView<'a> {
+    /// The value of environment variable `name`, if the recording kept it
+    /// (see [`Exec::env`]).
+    pub fn env(&self, name: &str) -> Option<&'a str> {
+        let mut words = self.env.iter();
+        std::iter::from_fn(|| Some((words.next()?, words.next()?)))
+            .find_map(|(n, value)| (n == name).then_some(value))
+    }
+
     /// The recorded command line: `argv` as one shell-quoted line.
     pub fn cmdline(&self) -> Cow<'a, str> {
         match self.cmdline {
@@ -420,8 +430,8 @@ impl Row {
 }
 
 /// What the table keeps of an exec; its strings are in [`Text`]: the
-/// filename, the arguments, then the command line if it is not
-/// `shell_join(argv)`.
+/// filename, the arguments, the command line if it is not
+/// `shell_join(argv)`, then the environment's names and values.
 #[derive(Debug, Clone)]
 struct ExecRow {
     timestamp: u64,
@@ -434,6 +444,8 @@ struct ExecRow {
     sid: Pid,
     /// [`ExecRow::SID`]...
     set: u16,
+    /// Environment variables kept.
+    env_count: u16,
 }
 
 impl ExecRow {
@@ -446,6 +458,11 @@ impl ExecRow {
         let filename = strings.next().unwrap_or_default();
         let argc = self.argc as usize;
         let fds = self.fds as usize;
+        let has_cmdline = self.set & ExecRow::CMDLINE != 0;
+        let mut env = strings;
+        for _ in 0..argc + usize::from(has_cmdline) {
+            env.next();
+        }
         ExecView {
             timestamp: self.timestamp,
             pgid: self.pgid,
@@ -454,10 +471,10 @@ impl ExecRow {
             argv: Argv { strings, len: argc },
             argv_truncated: self.set & ExecRow::ARGV_TRUNCATED != 0,
             fds: &table.fds[fds..fds + self.fd_count as usize],
-            cmdline: if self.set & ExecRow::CMDLINE != 0 {
-                strings.nth(argc)
-            } else {
-                None
+            cmdline: if has_cmdline { strings.nth(argc) } else { None },
+            env: Argv {
+                strings: env,
+                len: 2 * usize::from(self.env_count),
             },
         }
     }
@@ -697,6 +714,10 @@ impl Builder {
         if has_cmdline {
             self.text.push(&exec.cmdline);
         }
+        for (name, value) in &exec.env {
+            self.text.push(name);
+            self.text.push(value);
+        }
         let fds = small(self.fds.len())?;
         self.fds.extend_from_slice(&exec.fds);
         small(self.fds.len())?;
@@ -718,6 +739,7 @@ impl Builder {
             pgid: exec.pgid,
             sid,
             set,
+            env_count: u16::try_from(exec.env.len()).map_err(|_| TooLarge)?,
         };
         small(self.execs.len() + 1)?;
         self.execs.push((process, row));
@@ -1048,5 +1070,28 @@ mod tests {
         assert_eq!(commands, ["recorded otherwise", "true"]);
         assert_eq!(child.execs.first().unwrap().argv.get(1), Some("a b"));
         assert_eq!(table.describe(1), "recorded otherwise → true");
+    }
+
+    #[test]
+    fn execs_keep_their_variables_after_their_command_line() {
+        let mut builder = Builder::default();
+        let Record::Exec(mut with_env) = exec(1, 1, &["env", "a b"], Some("other")) else {
+            unreachable!()
+        };
+        with_env.env = [("A", "1"), ("B", "")]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .into();
+        for event in [Record::Exec(with_env), exec(1, 2, &["true"], None)] {
+            builder.add(&event).unwrap();
+        }
+        let table = builder.finish(Some(3));
+        let execs: Vec<_> = table.get(0).execs.iter().collect();
+        assert_eq!(
+            (execs[0].env("A"), execs[0].env("B")),
+            (Some("1"), Some(""))
+        );
+        assert_eq!((execs[0].env("a b"), execs[0].env("other")), (None, None));
+        assert_eq!(execs[0].cmdline(), "other");
+        assert_eq!(execs[1].env("A"), None);
     }
 }
