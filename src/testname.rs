@@ -8,12 +8,13 @@ use crate::processes::Processes;
 /// The environment variables a recording keeps by default: those by which
 /// test runners tell a test's processes which test they run. pytest sets
 /// `PYTEST_CURRENT_TEST` (`path::test (call)`) in its own environment, so
-/// every process a test starts inherits it; bats exports
-/// `BATS_TEST_DESCRIPTION`; nextest gives each test process the test
-/// binary's `NEXTEST_BINARY_ID` (the test itself is in its argv).
+/// every process a test starts inherits it; bats exports the test's file
+/// and function name (not its description); nextest gives each test
+/// process the test binary's `NEXTEST_BINARY_ID` (the test is in argv).
 pub const RUNNER_VARIABLES: &[&str] = &[
     "PYTEST_CURRENT_TEST",
-    "BATS_TEST_DESCRIPTION",
+    "BATS_TEST_FILENAME",
+    "BATS_TEST_NAME",
     "NEXTEST_BINARY_ID",
 ];
 
@@ -30,7 +31,15 @@ fn own_test(processes: &Processes, index: usize) -> Option<String> {
     let process = processes.get(index);
     let exec = process.execs.last()?;
     if process.program() == Some("bats-exec-test") {
-        return bats_test(exec.argv);
+        let file = exec.argv.iter().position(|a| a.ends_with(".bats"))?;
+        return bats_test(exec.argv.get(file)?, exec.argv.get(file + 1)?);
+    }
+    // What a bats test starts, also where bats-exec-test was not
+    // recorded (`record --pid`).
+    if let (Some(file), Some(function)) =
+        (exec.env("BATS_TEST_FILENAME"), exec.env("BATS_TEST_NAME"))
+    {
+        return bats_test(file, function);
     }
     if let Some(current) = exec.env("PYTEST_CURRENT_TEST") {
         return Some(pytest_node_id(current).to_string());
@@ -124,10 +133,8 @@ fn is_cargo_test_binary(program: &str) -> bool {
 /// bats prints (`leaks a sleeper`): the description is the `@test` line
 /// of that file whose encoding is the name, or the name if the file
 /// cannot be read.
-fn bats_test(argv: crate::processes::Argv<'_>) -> Option<String> {
-    let file = argv.iter().position(|a| a.ends_with(".bats"))?;
-    let function = argv.get(file + 1)?;
-    let descriptions = bats_descriptions(argv.get(file)?);
+fn bats_test(file: &str, function: &str) -> Option<String> {
+    let descriptions = bats_descriptions(file);
     let description = descriptions
         .iter()
         .find(|d| bats_function_name(d) == function);
@@ -219,6 +226,20 @@ mod tests {
         );
         assert_eq!(bats_function_name("a_b-c"), "test_a-2d5fb-2dc");
         assert_eq!(bats_function_name("it's 100%"), "test_it-27s_100-25");
+    }
+
+    #[test]
+    fn bats_tests_are_their_description_else_their_function() {
+        let dir = std::env::temp_dir().join(format!("testname-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.bats");
+        std::fs::write(&file, "@test \"it's 100%\" {\n}\n").unwrap();
+        let file = file.to_str().unwrap();
+        let named = bats_test(file, "test_it-27s_100-25");
+        let unknown = bats_test(file, "test_other");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(named.as_deref(), Some("it's 100%"));
+        assert_eq!(unknown.as_deref(), Some("test_other"));
     }
 
     #[test]

@@ -61,8 +61,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     hang_after: Option<std::time::Duration>,
     /// Also keep environment variable NAME of every exec (repeatable); by default only
-    /// the test runners' (PYTEST_CURRENT_TEST, BATS_TEST_DESCRIPTION, NEXTEST_BINARY_ID)
-    /// are kept, and the rest of each environment is never recorded.
+    /// the test runners' (PYTEST_CURRENT_TEST, BATS_TEST_FILENAME, BATS_TEST_NAME,
+    /// NEXTEST_BINARY_ID) are kept, and the rest of each environment is never recorded.
     #[arg(long = "env", value_name = "NAME", value_parser = env_name)]
     env: Vec<String>,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.

@@ -13,7 +13,8 @@ const SECRET: &str = "proctrace-test-secret-5e1f";
 fn runner_env() -> Vec<(String, String)> {
     [
         ("PYTEST_CURRENT_TEST", "t/test_a.py::test_b (call)"),
-        ("BATS_TEST_DESCRIPTION", "a bats test"),
+        ("BATS_TEST_FILENAME", "/t/a.bats"),
+        ("BATS_TEST_NAME", "test_a"),
         ("NEXTEST_BINARY_ID", "proctrace::kernel"),
     ]
     .map(|(k, v)| (k.to_string(), v.to_string()))
