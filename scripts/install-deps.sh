@@ -20,10 +20,11 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 # - chromium, nodejs, npm: the Mermaid charts through the real mermaid-cli,
 #   the HTML report in headless chromium;
 # - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
-#   of the hang and leak tests; git: the tests' clean checkouts;
+#   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
+#   git: the tests' clean checkouts;
 # - the kernel matrix: qemu, the guest's static busybox, cpio, the static
 #   build, and the key of Debian's kernel packages.
-test_packages=(chromium nodejs npm util-linux procps bats git
+test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git
     qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;

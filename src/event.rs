@@ -158,6 +158,11 @@ pub struct Exec {
     /// More descriptors were open than proctrace records (16 of the first 64).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fds_truncated: bool,
+    /// The environment variables the recording was asked to keep (test
+    /// runners' by default, see `record --env`), as `NAME` → value; never
+    /// the whole environment, which holds secrets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 impl Exec {

@@ -5,6 +5,19 @@ use std::collections::HashMap;
 
 use crate::processes::Processes;
 
+/// The environment variables a recording keeps by default: those by which
+/// test runners tell a test's processes which test they run. pytest sets
+/// `PYTEST_CURRENT_TEST` (`path::test (call)`) in its own environment, so
+/// every process a test starts inherits it; bats exports the test's file
+/// and function name (not its description); nextest gives each test
+/// process the test binary's `NEXTEST_BINARY_ID` (the test is in argv).
+pub const RUNNER_VARIABLES: &[&str] = &[
+    "PYTEST_CURRENT_TEST",
+    "BATS_TEST_FILENAME",
+    "BATS_TEST_NAME",
+    "NEXTEST_BINARY_ID",
+];
+
 /// The test that `index` runs or was started by: the nearest process, from
 /// `index` up through its ancestors, that a test runner marks as a test.
 pub fn test_of(processes: &Processes, index: usize) -> Option<String> {
@@ -14,21 +27,114 @@ pub fn test_of(processes: &Processes, index: usize) -> Option<String> {
 }
 
 /// The test a process itself runs, if a runner marks it as one.
-///
+fn own_test(processes: &Processes, index: usize) -> Option<String> {
+    let process = processes.get(index);
+    let exec = process.execs.last()?;
+    if process.program() == Some("bats-exec-test") {
+        let file = exec.argv.iter().position(|a| a.ends_with(".bats"))?;
+        return bats_test(exec.argv.get(file)?, exec.argv.get(file + 1)?);
+    }
+    // What a bats test starts, also where bats-exec-test was not
+    // recorded (`record --pid`).
+    if let (Some(file), Some(function)) =
+        (exec.env("BATS_TEST_FILENAME"), exec.env("BATS_TEST_NAME"))
+    {
+        return bats_test(file, function);
+    }
+    if let Some(current) = exec.env("PYTEST_CURRENT_TEST") {
+        return Some(pytest_node_id(current).to_string());
+    }
+    let args: Vec<&str> = exec.argv.iter().collect();
+    go_test(&args).or_else(|| rust_test(&args, exec.env("NEXTEST_BINARY_ID")))
+}
+
+/// pytest: `PYTEST_CURRENT_TEST` is the test's node id and its phase,
+/// `tests/test_a.py::test_b (call)`; the node id is how pytest names it.
+fn pytest_node_id(current: &str) -> &str {
+    [" (setup)", " (call)", " (teardown)"]
+        .iter()
+        .find_map(|phase| current.strip_suffix(phase))
+        .unwrap_or(current)
+}
+
+/// go test: the package's `pkg.test` binary runs the tests its
+/// `-test.run` pattern selects (`go test -run '^TestX$'`); the pattern,
+/// without the anchors, is the test when it names one.
+fn go_test(argv: &[&str]) -> Option<String> {
+    if !argv.first()?.ends_with(".test") {
+        return None;
+    }
+    let pattern = argv.iter().enumerate().find_map(|(i, arg)| {
+        let arg = arg
+            .strip_prefix("-test.run")
+            .or(arg.strip_prefix("--test.run"))?;
+        match arg.strip_prefix('=') {
+            Some(value) => Some(value),
+            None if arg.is_empty() => argv.get(i + 1).copied(),
+            None => None,
+        }
+    })?;
+    let name = pattern.strip_prefix('^').unwrap_or(pattern);
+    let name = name.strip_suffix('$').unwrap_or(name);
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// cargo test: a test binary (`target/.../deps/NAME-<hash>`, or any
+/// program nextest started with `--exact`) runs the tests
+/// its filter selects; nextest starts one per test as `BINARY --exact
+/// TEST`, and prints it as `BINARY_ID TEST`. Plain `cargo test` runs all
+/// tests of a binary in one process: it names none unless one filter
+/// was given.
+fn rust_test(argv: &[&str], binary_id: Option<&str>) -> Option<String> {
+    // The processes a test starts inherit NEXTEST_BINARY_ID too: only
+    // the test binary has `--exact`.
+    let nextest = binary_id.is_some() && argv.contains(&"--exact");
+    if !nextest && !is_cargo_test_binary(argv.first()?) {
+        return None;
+    }
+    // libtest's options that take a value, which is no filter.
+    const VALUED: [&str; 7] = [
+        "--test-threads",
+        "--skip",
+        "--logfile",
+        "--format",
+        "--color",
+        "-Z",
+        "--shuffle-seed",
+    ];
+    let mut filters = Vec::new();
+    let mut args = argv[1..].iter();
+    while let Some(arg) = args.next() {
+        if VALUED.contains(arg) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            filters.push(*arg);
+        }
+    }
+    let [test] = filters[..] else {
+        return None;
+    };
+    Some(match binary_id {
+        Some(binary) if nextest => format!("{binary} {test}"),
+        _ => test.to_string(),
+    })
+}
+
+/// `.../deps/NAME-<16 hex digits>`, as cargo names test binaries.
+fn is_cargo_test_binary(program: &str) -> bool {
+    let mut parts = program.rsplit('/');
+    let file = parts.next().unwrap_or_default();
+    let hash = file.rsplit_once('-').map_or("", |(_, hash)| hash);
+    parts.next() == Some("deps") && hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// bats: `bats-exec-test` takes the .bats file and then the test's
 /// function name (`test_leaks_a_sleeper`), which encodes the description
 /// bats prints (`leaks a sleeper`): the description is the `@test` line
 /// of that file whose encoding is the name, or the name if the file
 /// cannot be read.
-fn own_test(processes: &Processes, index: usize) -> Option<String> {
-    let process = processes.get(index);
-    if process.program() != Some("bats-exec-test") {
-        return None;
-    }
-    let argv = process.execs.last()?.argv;
-    let file = argv.iter().position(|a| a.ends_with(".bats"))?;
-    let function = argv.get(file + 1)?;
-    let descriptions = bats_descriptions(argv.get(file)?);
+fn bats_test(file: &str, function: &str) -> Option<String> {
+    let descriptions = bats_descriptions(file);
     let description = descriptions
         .iter()
         .find(|d| bats_function_name(d) == function);
@@ -120,6 +226,77 @@ mod tests {
         );
         assert_eq!(bats_function_name("a_b-c"), "test_a-2d5fb-2dc");
         assert_eq!(bats_function_name("it's 100%"), "test_it-27s_100-25");
+    }
+
+    #[test]
+    fn bats_tests_are_their_description_else_their_function() {
+        let dir = std::env::temp_dir().join(format!("testname-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.bats");
+        std::fs::write(&file, "@test \"it's 100%\" {\n}\n").unwrap();
+        let file = file.to_str().unwrap();
+        let named = bats_test(file, "test_it-27s_100-25");
+        let unknown = bats_test(file, "test_other");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(named.as_deref(), Some("it's 100%"));
+        assert_eq!(unknown.as_deref(), Some("test_other"));
+    }
+
+    #[test]
+    fn pytest_tests_are_their_node_id() {
+        assert_eq!(
+            pytest_node_id("t/test_a.py::test_b (call)"),
+            "t/test_a.py::test_b"
+        );
+        assert_eq!(
+            pytest_node_id("t.py::C::test[x (call)] (setup)"),
+            "t.py::C::test[x (call)]"
+        );
+        assert_eq!(pytest_node_id("t.py::test_c (teardown)"), "t.py::test_c");
+        assert_eq!(pytest_node_id("t.py::test_d"), "t.py::test_d");
+    }
+
+    #[test]
+    fn go_tests_are_the_run_pattern_of_a_test_binary() {
+        let run = |argv: &[&str]| go_test(argv);
+        assert_eq!(
+            run(&[
+                "/tmp/go-build1/b001/pkg.test",
+                "-test.paniconexit0",
+                "-test.run=^TestHang$"
+            ]),
+            Some("TestHang".into())
+        );
+        assert_eq!(
+            run(&["./pkg.test", "-test.run", "TestA|TestB"]),
+            Some("TestA|TestB".into())
+        );
+        assert_eq!(run(&["./pkg.test", "-test.v=true"]), None);
+        assert_eq!(run(&["/bin/grep", "-test.run=x"]), None);
+    }
+
+    #[test]
+    fn rust_tests_are_the_filter_of_a_test_binary() {
+        let nextest = Some("proctrace::kernel");
+        let binary = "/src/target/debug/deps/kernel-0123456789abcdef";
+        assert_eq!(
+            rust_test(&[binary, "--exact", "hang::names", "--nocapture"], nextest),
+            Some("proctrace::kernel hang::names".into())
+        );
+        // What a test starts inherits the variable, not the name.
+        assert_eq!(rust_test(&["/bin/sleep", "1000"], nextest), None);
+        assert_eq!(
+            rust_test(&[binary, "--test-threads", "1", "hang::"], None),
+            Some("hang::".into())
+        );
+        // All tests in one process, or in one thread each: no one test.
+        assert_eq!(rust_test(&[binary], None), None);
+        assert_eq!(rust_test(&[binary, "a", "b"], None), None);
+        assert_eq!(rust_test(&["/usr/bin/sleep", "5"], None), None);
+        assert_eq!(
+            rust_test(&["/x/deps/kernel-nothex0123456789", "t"], None),
+            None
+        );
     }
 
     #[test]

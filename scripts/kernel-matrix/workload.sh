@@ -1,12 +1,13 @@
 #!/bin/sh
 # The recorded tree (every child forked by this shell):
-#   /bin/echo 'hello world' x         exec, exit 0
+#   /bin/echo 'hello world' x         exec, exit 0, with PYTEST_CURRENT_TEST
+#                                     (recorded) and SECRET (never recorded)
 #   /bin/sh -c 'exit 3'               exec, exit 3
 #   ( exit 5 )                        fork without exec, exit 5
 #   /bin/setsid /bin/sh -c 'exit 7'   setsid(), two execs, exit 7
 #   /threads arg1                     setpgid(0, 0), a thread, exit 4
 # and this shell exits 9.
-/bin/echo 'hello world' x >/dev/null
+PYTEST_CURRENT_TEST='w.py::t (call)' SECRET=matrix-secret /bin/echo 'hello world' x >/dev/null
 /bin/sh -c 'exit 3'
 (exit 5)
 /bin/setsid /bin/sh -c 'exit 7'

@@ -56,7 +56,7 @@ static __always_inline __u32 write_path(struct exec_record *record, struct fd_en
 		 * across the spills of a loop. */
 		pos = (__u64)base + at;
 		barrier_var(pos);
-		if (pos > FILENAME_CAP + ARGS_CAP + PATHS_CAP - NAME_CAP)
+		if (pos > STRINGS_CAP + PATHS_CAP - NAME_CAP)
 			break;
 		len = bpf_probe_read_kernel_str(record->data + pos, NAME_CAP,
 						BPF_CORE_READ(dentry, d_name.name));
@@ -84,7 +84,7 @@ __noinline int record_fd(__u64 files_addr, __s32 fd, __u32 base)
 	__u32 slot, type;
 
 	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
-	if (!record || base > FILENAME_CAP + ARGS_CAP || fd < 0 || fd >= FDS_SCANNED)
+	if (!record || base > STRINGS_CAP || fd < 0 || fd >= FDS_SCANNED)
 		return 0;
 	bpf_probe_read_kernel(&file, sizeof(file), (struct file **)files_addr + fd);
 	if (!file)

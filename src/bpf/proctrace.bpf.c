@@ -19,6 +19,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Raw recordings emit every process's events; tracking still runs. */
 const volatile bool raw_mode = false;
+/* Copy the environment at exec, for userspace to keep the variables it was
+ * asked for (set when that list is not empty). */
+const volatile bool capture_env = false;
 
 /* include/linux/sched/signal.h; not in BTF because it is a macro. */
 #define SIGNAL_GROUP_EXIT 0x00000004
@@ -114,10 +117,10 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 				   struct linux_binprm *bprm)
 {
 	struct exec_record *record;
-	unsigned long arg_start, arg_end;
+	unsigned long arg_start, arg_end, env_start, env_end;
 	struct mm_struct *mm;
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u64 args_len, size;
+	__u64 args_len, env_len, strings_len, size;
 	long name_len;
 	__s32 pid;
 
@@ -155,8 +158,29 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	}
 	record->event.filename_len = name_len;
 	record->event.args_len = args_len;
-	capture_open_fds(record, task, name_len + args_len);
-	size = sizeof(record->event) + name_len + args_len + record->event.paths_len;
+
+	env_start = BPF_CORE_READ(mm, env_start);
+	env_end = BPF_CORE_READ(mm, env_end);
+	env_len = capture_env && env_end > env_start ? env_end - env_start : 0;
+	record->event.env_truncated = env_len > ENV_CAP;
+	/* Runners add their variables after the environment they inherit
+	 * (putenv, Python's os.environ): of a long one, its end is kept. */
+	if (env_len > ENV_CAP) {
+		env_start = env_end - ENV_CAP;
+		env_len = ENV_CAP;
+	}
+	barrier_var(env_len);
+	if (bpf_probe_read_user(record->data + name_len + args_len, env_len, (void *)env_start)) {
+		env_len = 0;
+		record->event.env_truncated = 1;
+	}
+	record->event.env_len = env_len;
+	strings_len = name_len + args_len + env_len;
+	barrier_var(strings_len);
+	if (strings_len > STRINGS_CAP)
+		strings_len = STRINGS_CAP;
+	capture_open_fds(record, task, strings_len);
+	size = sizeof(record->event) + strings_len + record->event.paths_len;
 	barrier_var(size);
 	if (size > sizeof(*record))
 		size = sizeof(*record);

@@ -11,6 +11,11 @@
 #define FILENAME_CAP 4096
 /* argv bytes copied per exec; beyond this the event says it was truncated. */
 #define ARGS_CAP 32768
+/* Environment bytes copied per exec when userspace asks for variables: the
+ * last ENV_CAP bytes of a longer one (see on_exec). */
+#define ENV_CAP 16384
+/* Where the fds' path area starts, at the most, in an exec record's data. */
+#define STRINGS_CAP (FILENAME_CAP + ARGS_CAP + ENV_CAP)
 /* Inherited file descriptors recorded per exec, among the first FDS_SCANNED. */
 #define MAX_FDS 16
 #define FDS_SCANNED 64
@@ -122,7 +127,8 @@ struct fd_entry {
 };
 
 /* Fixed part of an exec record; filename_len bytes of filename (with its
- * NUL), args_len bytes of NUL-separated argv, then the fds' paths (see
+ * NUL), args_len bytes of NUL-separated argv, env_len bytes of the
+ * environment's NAME=value strings, then the fds' paths (see
  * fd_entry.path_len) follow it directly. */
 struct exec_event {
 	struct event_header header;
@@ -133,6 +139,11 @@ struct exec_event {
 	__u32 args_len;
 	/* Non-zero when argv was longer than ARGS_CAP or could not be read. */
 	__u32 args_truncated;
+	/* 0 unless userspace asked for variables (capture_env). */
+	__u32 env_len;
+	/* Non-zero when only the end of the environment was copied: its first
+	 * string is then a fragment. */
+	__u32 env_truncated;
 	/* Entries used in fds[], whether more fds were open than fit, and the
 	 * bytes of their paths after argv. */
 	__u32 fd_count;
@@ -146,7 +157,7 @@ struct exec_event {
  * of data[] is sent. */
 struct exec_record {
 	struct exec_event event;
-	__u8 data[FILENAME_CAP + ARGS_CAP + PATHS_CAP + NAME_CAP];
+	__u8 data[STRINGS_CAP + PATHS_CAP + NAME_CAP];
 };
 
 #endif /* PROCTRACE_H */

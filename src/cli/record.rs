@@ -59,6 +59,11 @@ pub struct RecordArgs {
     /// goes on (another snapshot only after new events and another quiet DURATION).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     hang_after: Option<std::time::Duration>,
+    /// Also keep environment variable NAME of every exec (repeatable); by default only
+    /// the test runners' (PYTEST_CURRENT_TEST, BATS_TEST_FILENAME, BATS_TEST_NAME,
+    /// NEXTEST_BINARY_ID) are kept, and the rest of each environment is never recorded.
+    #[arg(long = "env", value_name = "NAME", value_parser = env_name)]
+    env: Vec<String>,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -111,6 +116,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .hang_after(args.hang_after)
         .subreaper(true)
         .capture_fds(!args.no_fds)
+        .env(args.env.iter().cloned())
         .start();
     let recording = match recording {
         Ok(recording) => recording,
@@ -356,4 +362,13 @@ impl Signals {
             }
         });
     }
+}
+
+/// A variable name as `NAME=value` strings can hold it: `=` would make the
+/// name match the start of another variable's value.
+fn env_name(name: &str) -> Result<String, String> {
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Err(format!("not a variable name: {name:?}"));
+    }
+    Ok(name.to_string())
 }

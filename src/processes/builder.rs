@@ -85,6 +85,10 @@ impl Builder {
         if has_cmdline {
             self.text.push(&exec.cmdline);
         }
+        for (name, value) in &exec.env {
+            self.text.push(name);
+            self.text.push(value);
+        }
         let fds = small(self.fds.len())?;
         self.fds.extend_from_slice(&exec.fds);
         small(self.fds.len())?;
@@ -106,6 +110,7 @@ impl Builder {
             pgid: exec.pgid,
             sid,
             set,
+            env_count: u16::try_from(exec.env.len()).map_err(|_| TooLarge)?,
         };
         small(self.execs.len() + 1)?;
         self.execs.push((process, row));

@@ -303,9 +303,19 @@ pub struct ExecView<'a> {
     pub fds: &'a [Fd],
     /// The recorded command line where it is not `shell_join(argv)`.
     cmdline: Option<&'a str>,
+    /// The recorded environment variables, name then value.
+    env: Argv<'a>,
 }
 
 impl<'a> ExecView<'a> {
+    /// The value of environment variable `name`, if the recording kept it
+    /// (see [`Exec::env`]).
+    pub fn env(&self, name: &str) -> Option<&'a str> {
+        let mut words = self.env.iter();
+        std::iter::from_fn(|| Some((words.next()?, words.next()?)))
+            .find_map(|(n, value)| (n == name).then_some(value))
+    }
+
     /// The recorded command line: `argv` as one shell-quoted line.
     pub fn cmdline(&self) -> Cow<'a, str> {
         match self.cmdline {
@@ -609,6 +619,7 @@ mod tests {
             filename_raw: None,
             fds: Vec::new(),
             fds_truncated: false,
+            env: Default::default(),
         })
     }
 
@@ -648,5 +659,28 @@ mod tests {
         assert_eq!(commands, ["recorded otherwise", "true"]);
         assert_eq!(child.execs.first().unwrap().argv.get(1), Some("a b"));
         assert_eq!(table.describe(1), "recorded otherwise → true");
+    }
+
+    #[test]
+    fn execs_keep_their_variables_after_their_command_line() {
+        let mut builder = Builder::default();
+        let Record::Exec(mut with_env) = exec(1, 1, &["env", "a b"], Some("other")) else {
+            unreachable!()
+        };
+        with_env.env = [("A", "1"), ("B", "")]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .into();
+        for event in [Record::Exec(with_env), exec(1, 2, &["true"], None)] {
+            builder.add(&event).unwrap();
+        }
+        let table = builder.finish(Some(3));
+        let execs: Vec<_> = table.get(0).execs.iter().collect();
+        assert_eq!(
+            (execs[0].env("A"), execs[0].env("B")),
+            (Some("1"), Some(""))
+        );
+        assert_eq!((execs[0].env("a b"), execs[0].env("other")), (None, None));
+        assert_eq!(execs[0].cmdline(), "other");
+        assert_eq!(execs[1].env("A"), None);
     }
 }

@@ -70,8 +70,8 @@ impl Row {
 }
 
 /// What the table keeps of an exec; its strings are in [`Text`]: the
-/// filename, the arguments, then the command line if it is not
-/// `shell_join(argv)`.
+/// filename, the arguments, the command line if it is not
+/// `shell_join(argv)`, then the environment's names and values.
 #[derive(Debug, Clone)]
 pub(super) struct ExecRow {
     pub(super) timestamp: u64,
@@ -84,6 +84,8 @@ pub(super) struct ExecRow {
     pub(super) sid: Pid,
     /// [`ExecRow::SID`]...
     pub(super) set: u16,
+    /// Environment variables kept.
+    pub(super) env_count: u16,
 }
 
 impl ExecRow {
@@ -96,6 +98,11 @@ impl ExecRow {
         let filename = strings.next().unwrap_or_default();
         let argc = self.argc as usize;
         let fds = self.fds as usize;
+        let has_cmdline = self.set & ExecRow::CMDLINE != 0;
+        let mut env = strings;
+        for _ in 0..argc + usize::from(has_cmdline) {
+            env.next();
+        }
         ExecView {
             timestamp: self.timestamp,
             pgid: self.pgid,
@@ -104,10 +111,10 @@ impl ExecRow {
             argv: Argv { strings, len: argc },
             argv_truncated: self.set & ExecRow::ARGV_TRUNCATED != 0,
             fds: &table.fds[fds..fds + self.fd_count as usize],
-            cmdline: if self.set & ExecRow::CMDLINE != 0 {
-                strings.nth(argc)
-            } else {
-                None
+            cmdline: if has_cmdline { strings.nth(argc) } else { None },
+            env: Argv {
+                strings: env,
+                len: 2 * usize::from(self.env_count),
             },
         }
     }

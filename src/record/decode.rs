@@ -1,5 +1,6 @@
 //! Kernel records (the layouts of `src/bpf/proctrace.h`) into the event model.
 
+use std::collections::BTreeMap;
 use std::mem::size_of;
 
 use plain::Plain;
@@ -30,7 +31,9 @@ pub struct Malformed {
 
 /// Decodes one record; `start` is the monotonic time the recording began,
 /// so timestamps come out relative to it. `seq` is left 0 for the caller.
-pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
+/// Of an exec's environment, only the variables named in `env_names` are
+/// kept: the rest is never copied out of `data`.
+pub fn decode(data: &[u8], start: u64, env_names: &[String]) -> Result<Record, Malformed> {
     let header: event_header = copy(data).ok_or(Malformed {
         len: data.len(),
         kind: 0,
@@ -61,7 +64,12 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
             let (filename, args) = exec_strings(tail, &e).ok_or_else(malformed)?;
             let (filename, filename_raw) = RawBytes::text(filename);
             let (argv, argv_raw) = RawBytes::words(args.iter().copied());
-            let paths_at = (e.filename_len + e.args_len) as usize;
+            let env_at = (e.filename_len + e.args_len) as usize;
+            let env_window = tail
+                .get(env_at..env_at + e.env_len as usize)
+                .ok_or_else(malformed)?;
+            let env = kept_env(env_window, e.env_truncated != 0, env_names);
+            let paths_at = env_at + e.env_len as usize;
             let fds =
                 exec_fds(tail.get(paths_at..).ok_or_else(malformed)?, &e).ok_or_else(malformed)?;
             Record::Exec(Exec {
@@ -79,6 +87,7 @@ pub fn decode(data: &[u8], start: u64) -> Result<Record, Malformed> {
                 argv_truncated: e.args_truncated != 0,
                 fds,
                 fds_truncated: e.fds_truncated != 0,
+                env,
             })
         }
         event_kind::EVENT_EXIT => {
@@ -141,6 +150,23 @@ fn exec_strings<'a>(tail: &'a [u8], e: &exec_event) -> Option<(&'a [u8], Vec<&'a
         args.split(|&b| b == 0).collect()
     };
     Some((name, argv))
+}
+
+/// The `NAME=value` strings of an environment window whose name is one of
+/// `names`. A `truncated` window is the end of the environment, so its
+/// first string is a fragment of a variable and is never taken for one.
+fn kept_env(window: &[u8], truncated: bool, names: &[String]) -> BTreeMap<String, String> {
+    let mut strings = window.split(|&b| b == 0);
+    if truncated {
+        strings.next();
+    }
+    strings
+        .filter_map(|string| {
+            let eq = string.iter().position(|&b| b == b'=')?;
+            let name = names.iter().find(|n| n.as_bytes() == &string[..eq])?;
+            Some((name.clone(), lossy(&string[eq + 1..])))
+        })
+        .collect()
 }
 
 /// The fd entries of an exec, each with its path from the path area.
@@ -258,22 +284,71 @@ mod tests {
     /// An exec record as the kernel writes it: the fixed part, then the
     /// NUL-terminated filename and arguments.
     fn exec_record(timestamp: u64, name: &[u8], args: &[u8]) -> Vec<u8> {
+        exec_record_with_env(timestamp, name, args, b"", false)
+    }
+
+    fn exec_record_with_env(
+        timestamp: u64,
+        name: &[u8],
+        args: &[u8],
+        env: &[u8],
+        env_truncated: bool,
+    ) -> Vec<u8> {
         let mut fixed = exec_event::default();
         fixed.header.kind = event_kind::EVENT_EXEC.0;
         fixed.header.pid = 42;
         fixed.header.timestamp = timestamp;
         fixed.filename_len = name.len() as u32;
         fixed.args_len = args.len() as u32;
+        fixed.env_len = env.len() as u32;
+        fixed.env_truncated = env_truncated.into();
         let mut data = bytes_of(&fixed);
         data.extend_from_slice(name);
         data.extend_from_slice(args);
+        data.extend_from_slice(env);
         data
+    }
+
+    fn env_of(data: &[u8], names: &[&str]) -> BTreeMap<String, String> {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let Record::Exec(exec) = decode(data, 0, &names).unwrap() else {
+            panic!("not an exec")
+        };
+        exec.env
+    }
+
+    #[test]
+    fn only_the_named_variables_are_kept() {
+        let env = b"SECRET=hunter2\0PYTEST_CURRENT_TEST=t.py::a (call)\0PYTEST=x=y\0";
+        let data = exec_record_with_env(0, b"/bin/true\0", b"true\0", env, false);
+        let kept = env_of(&data, &["PYTEST_CURRENT_TEST", "PYTEST", "HOME"]);
+        let expected = [
+            ("PYTEST".to_string(), "x=y".to_string()),
+            (
+                "PYTEST_CURRENT_TEST".to_string(),
+                "t.py::a (call)".to_string(),
+            ),
+        ];
+        assert_eq!(kept, BTreeMap::from(expected));
+        assert_eq!(env_of(&data, &[]), BTreeMap::new());
+    }
+
+    #[test]
+    fn the_cut_first_string_of_a_truncated_window_is_not_a_variable() {
+        // The window starts inside `XNAME=secret`: its tail must not read
+        // as NAME=secret.
+        let data = exec_record_with_env(0, b"/bin/true\0", b"", b"NAME=secret\0NAME=ok\0", true);
+        let kept = env_of(&data, &["NAME"]);
+        assert_eq!(
+            kept,
+            BTreeMap::from([("NAME".to_string(), "ok".to_string())])
+        );
     }
 
     #[test]
     fn exec_records_carry_filename_and_every_argument() {
         let data = exec_record(1_500, b"/bin/echo\0", b"echo\0\0two words\0");
-        let Record::Exec(exec) = decode(&data, 500).unwrap() else {
+        let Record::Exec(exec) = decode(&data, 500, &[]).unwrap() else {
             panic!("not an exec")
         };
         assert_eq!(exec.timestamp, 1_000);
@@ -285,7 +360,7 @@ mod tests {
     #[test]
     fn bytes_that_are_not_utf8_are_kept_exactly() {
         let data = exec_record(0, b"/tmp/\xff\n\0", b"ok\0\xc3(\x1b\0\xe6\x97\0");
-        let Record::Exec(exec) = decode(&data, 0).unwrap() else {
+        let Record::Exec(exec) = decode(&data, 0, &[]).unwrap() else {
             panic!("not an exec")
         };
         assert_eq!(exec.filename, "/tmp/\u{fffd}\n");
@@ -313,11 +388,11 @@ mod tests {
 
     #[test]
     fn short_records_are_errors_not_panics() {
-        assert!(decode(&[1, 0, 0], 0).is_err());
+        assert!(decode(&[1, 0, 0], 0, &[]).is_err());
         let header = event_header {
             kind: event_kind::EVENT_FORK.0,
             ..Default::default()
         };
-        assert!(decode(&bytes_of(&header), 0).is_err());
+        assert!(decode(&bytes_of(&header), 0, &[]).is_err());
     }
 }

@@ -65,6 +65,7 @@ pub fn run(
         control,
         outputs,
         reorder: RefCell::default(),
+        env_names: config.env_names.clone(),
     };
     drain.run(&target)
 }
@@ -76,6 +77,7 @@ struct Drain<'a, 'obj> {
     control: Arc<Control>,
     outputs: Outputs,
     reorder: RefCell<Reorder>,
+    env_names: Vec<String>,
 }
 
 enum Buffer<'cb> {
@@ -140,7 +142,7 @@ impl Drain<'_, '_> {
     fn run(&self, target: &Prepared) -> Result<Totals, RecordError> {
         let malformed = RefCell::new(0u64);
         let start_ns = monotonic_ns();
-        let on_record = |data: &[u8]| match decode(data, start_ns) {
+        let on_record = |data: &[u8]| match decode(data, start_ns, &self.env_names) {
             Ok(record) => self.reorder.borrow_mut().push(record),
             Err(_) => *malformed.borrow_mut() += 1,
         };

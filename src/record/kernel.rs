@@ -52,6 +52,9 @@ pub struct KernelConfig {
     pub perf_pages: usize,
     pub btf: Option<PathBuf>,
     pub capture_fds: bool,
+    /// The environment variables kept at exec; the kernel copies the
+    /// environment only when there are some.
+    pub env_names: Vec<String>,
 }
 
 /// The loaded and attached program.
@@ -157,6 +160,7 @@ fn configure(
     rodata.pidns_min_level = min_level;
     rodata.pidns_inum = inum;
     rodata.capture_fds = config.capture_fds;
+    rodata.capture_env = !config.env_names.is_empty();
     rodata.wakeup_bytes = u64::from(config.ring_bytes / 2);
 
     let map_error = RecordError::bpf("sizing the BPF maps");

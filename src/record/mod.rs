@@ -85,6 +85,10 @@ impl Recorder {
                 perf_pages: 256,
                 btf: None,
                 capture_fds: true,
+                env_names: crate::testname::RUNNER_VARIABLES
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect(),
             },
         }
     }
@@ -171,6 +175,18 @@ impl Recorder {
     /// Records the file descriptors each program starts with (the default).
     pub fn capture_fds(mut self, capture: bool) -> Self {
         self.kernel.capture_fds = capture;
+        self
+    }
+
+    /// Keeps these environment variables of every exec too, besides the
+    /// test runners' ([`crate::testname::RUNNER_VARIABLES`]). The rest of
+    /// an environment is dropped as it is decoded, never recorded.
+    pub fn env<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        for name in names.into_iter().map(Into::into) {
+            if !self.kernel.env_names.contains(&name) {
+                self.kernel.env_names.push(name);
+            }
+        }
         self
     }
 

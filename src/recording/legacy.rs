@@ -96,6 +96,7 @@ fn legacy_exec(seq: u64, timestamp: u64, pid: Pid, ppid: Pid, pgid: Pid) -> Exec
         argv_truncated: false,
         fds: Vec::new(),
         fds_truncated: false,
+        env: Default::default(),
     }
 }
 

@@ -173,6 +173,7 @@ impl Synthetic {
                 argv_truncated: false,
                 fds: Vec::new(),
                 fds_truncated: false,
+                env: Default::default(),
             }),
             step,
         );

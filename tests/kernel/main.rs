@@ -9,6 +9,7 @@ mod common;
 mod argv;
 mod attach;
 mod bats;
+mod env;
 mod errors;
 mod faults;
 mod fds;

@@ -182,9 +182,13 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
         return Err(format!("trailer counts {} events", trailer.events));
     }
     let root = header.root_pid;
+    if body.contains("matrix-secret") {
+        return Err("a variable outside the allowlist was recorded".into());
+    }
 
     let mut forks = BTreeMap::new();
     let mut execs: BTreeMap<Pid, Vec<Vec<String>>> = BTreeMap::new();
+    let mut envs = BTreeMap::new();
     let mut exits = BTreeMap::new();
     let mut setsids = Vec::new();
     let mut setpgids = Vec::new();
@@ -198,10 +202,17 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
                     return Err(format!("pid {} forked twice", f.child_pid));
                 }
             }
-            Record::Exec(e) => execs.entry(e.pid).or_default().push(e.argv.clone()),
+            Record::Exec(e) => {
+                execs.entry(e.pid).or_default().push(e.argv.clone());
+                envs.insert(e.pid, e.env.clone());
+            }
             Record::Exit(e) => {
                 if exits.insert(e.pid, (e.exit_code, e.signal)).is_some() {
                     return Err(format!("pid {} exited twice", e.pid));
+                }
+                // Every process ran, so its CPU time is never zero.
+                if e.resources.is_none_or(|r| r.cpu_ns == 0) {
+                    return Err(format!("pid {} exited without resources", e.pid));
                 }
             }
             Record::SetSid(s) => setsids.push((s.pid, s.sid)),
@@ -270,6 +281,19 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
             ));
         }
     }
+    let pytest = BTreeMap::from([(
+        "PYTEST_CURRENT_TEST".to_string(),
+        "w.py::t (call)".to_string(),
+    )]);
+    if envs[&echo] != pytest
+        || envs
+            .iter()
+            .any(|(pid, env)| *pid != echo && !env.is_empty())
+    {
+        return Err(format!(
+            "variables {envs:?}, expected {pytest:?} for echo only"
+        ));
+    }
     if setsids != [(setsid, setsid)] {
         return Err(format!(
             "SetSID events {setsids:?}, expected [({setsid}, {setsid})]"
@@ -307,6 +331,8 @@ fn checker_rejects_wrong_recordings() {
         ("no SetPGID", without("SetPGID")),
         ("no SetSID", without("SetSID")),
         ("no trailer", without("Trailer")),
+        ("no variable", good.replace("w.py::t (call)", "w.py::u (call)")),
+        ("a secret", good.replace("w.py::t (call)", "matrix-secret")),
         (
             "a thread as a process",
             good.replacen(
