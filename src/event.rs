@@ -351,7 +351,8 @@ pub struct Exit {
 /// the kernel accounts it for getrusage() and /proc/PID/io.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {
-    /// CPU time, user and system together, in nanoseconds.
+    /// CPU time, user and system together, in nanoseconds, as of the
+    /// scheduler's last update of it (within a tick of the exit).
     pub cpu_ns: u64,
     /// The part of it in user mode, in nanoseconds (split as getrusage
     /// splits it: by the tick-sampled user/system ratio).

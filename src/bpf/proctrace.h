@@ -71,7 +71,9 @@ struct fork_event {
 
 /* What a whole thread group used, read at the exit of its last thread. */
 struct resources {
-	/* CPU time on the scheduler's precise clock (sum_exec_runtime). */
+	/* CPU time on the scheduler's precise clock (sum_exec_runtime), as of
+	 * its last update: the running slice since the last tick or switch is
+	 * not in it. */
 	__u64 cpu_ns;
 	/* The tick-sampled user and system split of it (utime, stime). */
 	__u64 user_ticks_ns;
