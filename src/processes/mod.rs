@@ -309,7 +309,7 @@ pub struct ExecView<'a> {
 
 impl<'a> ExecView<'a> {
     /// The value of environment variable `name`, if the recording kept it
-    /// (see [`Exec::env`]).
+    /// (see [`Exec::env`](crate::event::Exec::env)).
     pub fn env(&self, name: &str) -> Option<&'a str> {
         let mut words = self.env.iter();
         std::iter::from_fn(|| Some((words.next()?, words.next()?)))
