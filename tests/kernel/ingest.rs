@@ -7,7 +7,9 @@ use crate::common::*;
 /// differ between two recordings of one run, grouped per process. Each
 /// recorder stamps its own time, so two processes' events that happen at
 /// nearly the same moment on different CPUs may come out in either order;
-/// what must agree is each process's own history.
+/// what must agree is each process's own history. CPU time is read by each
+/// recorder's own program at the exit, a scheduler update apart, so only
+/// its presence must agree.
 fn events(
     path: &std::path::Path,
 ) -> std::collections::BTreeMap<proctrace::event::Pid, Vec<serde_json::Value>> {
@@ -16,10 +18,13 @@ fn events(
         let Some(pid) = r.pid() else { continue };
         r.set_seq(0);
         r.set_timestamp(0);
-        per_process
-            .entry(pid)
-            .or_default()
-            .push(serde_json::to_value(r).unwrap());
+        let mut value = serde_json::to_value(r).unwrap();
+        if let Some(resources) = value.pointer_mut("/Exit/resources") {
+            for cpu in ["cpu_ns", "user_ns", "system_ns"] {
+                resources[cpu] = serde_json::Value::Null;
+            }
+        }
+        per_process.entry(pid).or_default().push(value);
     }
     per_process
 }
