@@ -18,7 +18,7 @@ packages=(clang libelf-dev zlib1g-dev pkg-config make gcc libc6-dev ca-certifica
 static_packages=(autoconf automake autopoint libtool flex bison gawk)
 # The test suite:
 # - chromium, nodejs, npm: the Mermaid charts through the real mermaid-cli,
-#   the HTML report in headless chromium;
+#   the HTML report, flame graphs and speedscope in headless chromium;
 # - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
 #   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
 #   git: the tests' clean checkouts;
@@ -60,15 +60,16 @@ install_packages() {
         "${missing[@]}" >/dev/null
 }
 
-# mermaid-cli from npm in tests/.node, driving Debian's chromium: puppeteer's
-# own browser download is skipped, CI machines often cannot reach it.
+# mermaid-cli and speedscope from npm in tests/.node, both driven by Debian's
+# chromium: puppeteer's own browser download is skipped, CI machines often
+# cannot reach it.
 install_node_tools() {
     local dir=$repo/tests/.node
-    if [ ! -x "$dir/node_modules/.bin/mmdc" ]; then
-        echo "install-deps: installing mermaid-cli into $dir" >&2
+    if [ ! -x "$dir/node_modules/.bin/mmdc" ] || [ ! -f "$dir/node_modules/speedscope/dist/release/index.html" ]; then
+        echo "install-deps: installing mermaid-cli and speedscope into $dir" >&2
         mkdir -p "$dir"
         PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-            @mermaid-js/mermaid-cli@11 >/dev/null
+            @mermaid-js/mermaid-cli@11 speedscope@1 >/dev/null
     fi
     cat >"$dir/puppeteer.json" <<JSON
 {"executablePath":"/usr/bin/chromium","args":["--no-sandbox","--headless","--disable-gpu","--disable-background-networking","--disable-component-update","--disable-sync","--no-first-run"]}

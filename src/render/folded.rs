@@ -12,13 +12,25 @@ use crate::text::visible;
 
 /// Writes one line per process with a non-zero weight, in tree order.
 pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    each_stack(processes, options.weight, |stack, weight| {
+        writeln!(out, "{stack} {weight}")
+    })
+}
+
+/// Calls `each` with every process's stack, in tree order, and its weight
+/// in microseconds (what the tools show as samples) where that is not 0.
+pub(super) fn each_stack(
+    processes: &Processes,
+    weight: Weight,
+    mut each: impl FnMut(&str, u64) -> io::Result<()>,
+) -> io::Result<()> {
     let end = processes.end();
     let mut stack: Vec<String> = Vec::new();
     for (index, depth) in processes.depth_first() {
         stack.truncate(depth);
         stack.push(frame(processes, index));
         let process = processes.get(index);
-        let weight = match options.weight {
+        let ns = match weight {
             Weight::Cpu => process.resources.map_or(0, |r| r.cpu_ns),
             Weight::Wall => {
                 let children: u64 = process
@@ -29,18 +41,19 @@ pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> i
                 process.duration(end).saturating_sub(children)
             }
         };
-        // Microseconds: what the tools show as samples.
-        let weight = weight / 1_000;
-        if weight > 0 {
-            writeln!(out, "{} {weight}", stack.join(";"))?;
+        if ns >= 1_000 {
+            each(&stack.join(";"), ns / 1_000)?;
         }
     }
     Ok(())
 }
 
 /// A process as one frame: its program, `<fork>` if it never exec'd. The
-/// format has no escapes: `;` would split the frame, so it becomes `:`.
+/// format has no escapes: `;` would split the frame, so it becomes `:`; an
+/// empty name would vanish from the stack, so it is the shell's `''`.
 fn frame(processes: &Processes, index: usize) -> String {
-    let program = processes.get(index).program().unwrap_or("<fork>");
-    visible(program).replace(';', ":")
+    match processes.get(index).program().unwrap_or("<fork>") {
+        "" => "''".to_owned(),
+        program => visible(program).replace(';', ":"),
+    }
 }

@@ -4,6 +4,8 @@
 //! in memory.
 
 mod by_process;
+#[cfg(feature = "flamegraph")]
+mod flamegraph;
 mod folded;
 mod hang;
 mod html;
@@ -56,6 +58,10 @@ pub enum Mode {
     /// Collapsed stacks (`root;make;cc 1234`) for flame graph tools,
     /// weighted by CPU or wall time in microseconds (see [`Weight`]).
     Folded,
+    /// A flame graph (an icicle: the root on top) as an SVG, weighted like
+    /// `folded`.
+    #[cfg(feature = "flamegraph")]
+    Flamegraph,
 }
 
 /// What a flame graph's widths measure.
@@ -112,6 +118,8 @@ pub fn render(
         Mode::Hang => hang::render(processes, out),
         Mode::Profile => profile::render(processes, options, out),
         Mode::Folded => folded::render(processes, options, out),
+        #[cfg(feature = "flamegraph")]
+        Mode::Flamegraph => flamegraph::render(recording, processes, options, out),
     }
 }
 

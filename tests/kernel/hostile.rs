@@ -11,7 +11,7 @@ use std::process::Command;
 use crate::common::*;
 use proctrace::event::{shell_join, Exec, Record};
 
-const MODES: [&str; 10] = [
+const MODES: [&str; 11] = [
     "sequential",
     "by-process",
     "mermaid",
@@ -22,6 +22,7 @@ const MODES: [&str; 10] = [
     "leaks",
     "hang",
     "folded",
+    "flamegraph",
 ];
 
 /// An argv to break things with; the first is argv[0], so that it leads
@@ -187,8 +188,9 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
             }
             "by-process" => assert_by_process(&text),
             "mermaid" => assert_mermaid(&text, &out),
-            "html" => assert_html(&text),
+            "html" => assert_markup_is_own(mode, &text),
             "folded" => assert_folded(&text),
+            "flamegraph" => assert_svg(&text, &out),
             "perfetto" => {
                 let _: serde_json::Value = serde_json::from_str(&text).expect("perfetto JSON");
             }
@@ -286,21 +288,40 @@ fn strip_entities(name: &str) -> String {
     bare + rest
 }
 
-/// The page has exactly the script elements of any report, and the data
-/// closes none of them.
-fn assert_html(page: &str) {
+/// A page (`html`, `flamegraph`) whose markup is only its own: as many
+/// scripts, comments and images as in the page of a benign recording.
+fn assert_markup_is_own(mode: &str, page: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let benign_path = dir.path().join("benign.html");
-    render(&repo().join("tests/data/demo.ndjson"), "html", &benign_path);
+    let benign_path = dir.path().join("benign");
+    let sample = repo().join("tests/data/kernel-matrix-6.1-ring.ndjson");
+    render(&sample, mode, &benign_path);
     let benign = std::fs::read_to_string(benign_path).unwrap();
     let count = |text: &str, what: &str| text.to_ascii_lowercase().matches(what).count();
-    for tag in ["<script", "</script", "<!--", "<img"] {
+    for tag in ["<script", "</script", "<!--", "<img", "<b>"] {
         assert_eq!(
             count(page, tag),
             count(&benign, tag),
-            "html: {tag} injected"
+            "{mode}: {tag} injected"
         );
     }
+}
+
+/// A well-formed SVG with no markup but its own.
+fn assert_svg(svg: &str, path: &Path) {
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])",
+        ])
+        .arg(path)
+        .output()
+        .expect("running python3");
+    assert!(
+        parsed.status.success(),
+        "flamegraph: not well-formed XML: {}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    assert_markup_is_own("flamegraph", svg);
 }
 
 /// The report's data, parsed as the page's script parses it.

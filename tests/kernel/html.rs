@@ -10,65 +10,11 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
+use crate::browser::{chromium, have_chromium, screenshot, screenshot_path};
 use crate::common::{big_recording, matching, process_count, record_demo, render, Synthetic};
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const WINDOW: &str = "--window-size=1400,900";
-
-/// Whether chromium is there (`crate::common::prerequisite`).
-fn have_chromium() -> bool {
-    crate::common::prerequisite(Path::new(CHROMIUM).exists(), CHROMIUM)
-}
-
-/// Runs headless chromium on `page` (with `#fragment`) and returns its stdout.
-fn chromium(page: &Path, fragment: &str, extra: &[&str]) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let url = format!("file://{}{fragment}", page.display());
-    let mut child = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--virtual-time-budget=5000",
-            WINDOW,
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg(&url)
-        // Files, not pipes: a page's DOM is megabytes, more than a pipe
-        // holds while nobody reads it.
-        .stdout(fs::File::create(profile.path().join("stdout")).unwrap())
-        .stderr(fs::File::create(profile.path().join("stderr")).unwrap())
-        .spawn()
-        .expect("starting chromium");
-    // A browser that hangs must not hang the test suite.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("chromium did not finish within 120s on {url}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = child.wait().unwrap();
-    let read = |name: &str| fs::read_to_string(profile.path().join(name)).unwrap();
-    assert!(
-        status.success(),
-        "chromium failed on {url}: {}",
-        read("stderr")
-    );
-    read("stdout")
-}
 
 /// What the page reported in `#status`.
 #[derive(Debug)]
@@ -120,18 +66,6 @@ fn load(page: &Path, fragment: &str) -> Status {
     );
     assert_eq!(status.number("errors"), 0, "errors: {}", status.text);
     status
-}
-
-fn screenshot(page: &Path, png: &Path) {
-    let arg = format!("--screenshot={}", png.display());
-    chromium(page, "", &[&arg]);
-    let size = fs::metadata(png).map(|m| m.len()).unwrap_or(0);
-    assert!(size > 10_000, "the screenshot {} is empty", png.display());
-}
-
-/// Where screenshots go: the target directory, to look at after a run.
-fn screenshot_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
 }
 
 #[test]

@@ -1,0 +1,69 @@
+//! `flamegraph`: the collapsed stacks of [`folded`](super::folded) drawn
+//! as an SVG by inferno, upside down (an icicle): the root on top, each
+//! process below its parent, as wide as it and its descendants weigh.
+
+use std::io::{self, Write};
+
+use inferno::flamegraph::{self, Direction};
+
+use super::{folded, shorten, Options, Weight};
+use crate::event::shell_join;
+use crate::processes::Processes;
+use crate::recording::Recording;
+
+/// Longest command line the title shows.
+const TITLE_WIDTH: usize = 100;
+
+/// Writes the SVG. inferno sorts and merges the stacks itself, so they are
+/// all held, one line per process.
+pub fn render(
+    recording: &Recording,
+    processes: &Processes,
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut lines = Vec::new();
+    folded::each_stack(processes, options.weight, |stack, weight| {
+        lines.push(format!("{stack} {weight}"));
+        Ok(())
+    })?;
+    let mut settings = flamegraph::Options::default();
+    settings.direction = Direction::Inverted;
+    settings.deterministic = true;
+    settings.hash = true;
+    settings.count_name = match options.weight {
+        Weight::Cpu => "µs of CPU",
+        Weight::Wall => "µs of wall time",
+    }
+    .to_owned();
+    settings.name_type = "Process:".to_owned();
+    settings.title = title(recording);
+    if lines.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            nothing_to_draw(options.weight),
+        ));
+    }
+    flamegraph::from_lines(&mut settings, lines.iter().map(String::as_str), out)
+}
+
+/// Why a recording has no stack to draw: inferno would only say "No stack
+/// counts found".
+fn nothing_to_draw(weight: Weight) -> &'static str {
+    match weight {
+        Weight::Cpu => "no process has a CPU time of 1µs or more (older recordings have none); try --weight wall",
+        Weight::Wall => "no process ran for 1µs or more",
+    }
+}
+
+/// `proctrace: make -j4`, the command as a shell would read it.
+fn title(recording: &Recording) -> String {
+    let command = recording
+        .header
+        .as_ref()
+        .map(|header| shell_join(&header.command));
+    match command {
+        Some(command) => format!("proctrace: {}", shorten(&command, Some(TITLE_WIDTH))),
+        None => "proctrace".to_owned(),
+    }
+}
