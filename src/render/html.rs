@@ -17,7 +17,7 @@ use std::io::{self, BufWriter, Write};
 use serde::{Serialize, Serializer};
 
 use super::seconds;
-use crate::event::{shell_join, Pid};
+use crate::event::{shell_join, Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
 
@@ -71,6 +71,11 @@ struct Row<'a> {
     lingering: Option<String>,
     label: String,
     execs: Vec<Segment<'a>>,
+    /// What it used, from its Exit; `None` while it ran or in recordings
+    /// made before proctrace read it.
+    resources: Option<&'a Resources>,
+    /// Its own share of the critical path, if it is on it.
+    critical: Option<u64>,
 }
 
 /// One exec of a process and how long it ran.
@@ -126,9 +131,16 @@ impl Serialize for Rows<'_> {
         for (row, &(index, _)) in order.iter().enumerate() {
             row_of[index] = row;
         }
+        let mut critical = vec![None; processes.len()];
+        for (index, share) in processes.critical_path() {
+            critical[index] = Some(share);
+        }
         serializer.collect_seq(order.iter().map(|&(index, depth)| {
             let parent = processes.get(index).parent.map(|p| row_of[p]);
-            row(processes, index, depth, parent)
+            Row {
+                critical: critical[index],
+                ..row(processes, index, depth, parent)
+            }
         }))
     }
 }
@@ -169,6 +181,8 @@ fn row<'a>(processes: &'a Processes, index: usize, depth: usize, parent: Option<
         }),
         label: processes.describe(index),
         execs,
+        resources: process.resources,
+        critical: None,
     }
 }
 

@@ -24,6 +24,10 @@
   const FAILED = "#d62728";
   const RUNNING = "#6a3d9a";
   const LINGERING = "#d97706";
+  const CRITICAL = "#1d2330";
+  const ALIVE = "rgba(47,111,219,0.28)";
+  const BUSY = "#e36209";
+  const LOAD_H = 56;
   // Mid-light colours that dark text reads well on; red is left out
   // because it means failure here.
   const PALETTE = ["#7aa6d6", "#f2a65a", "#7cc47f", "#b39ddb", "#e6c74c", "#6cc4c0",
@@ -34,6 +38,8 @@
   const spacer = $("spacer");
   const canvas = $("chart");
   const ctx = canvas.getContext("2d");
+  const loadCanvas = $("load");
+  const loadCtx = loadCanvas.getContext("2d");
   const tooltip = $("tooltip");
   const details = $("details");
   const status = $("status");
@@ -54,6 +60,60 @@
     for (const i of open) subtreeEnd[i] = N;
   }
   const hasChildren = (i) => subtreeEnd[i] > i + 1;
+
+  const cpuOf = (p) => p.resources ? p.resources.cpu_ns : 0;
+  // CPU of each row's whole subtree, from prefix sums over tree order.
+  const subtreeCpu = (() => {
+    const prefix = new Float64Array(N + 1);
+    for (let i = 0; i < N; i++) prefix[i + 1] = prefix[i] + cpuOf(procs[i]);
+    return (i) => prefix[subtreeEnd[i]] - prefix[i];
+  })();
+
+  // The rows in tree order with each parent's children sorted by `weight`,
+  // heaviest first; subtrees stay whole, so collapsing still skips one.
+  function sortedOrder(weight) {
+    const kids = Array.from({ length: N + 1 }, () => []);
+    for (let i = 0; i < N; i++) kids[procs[i].parent === null ? N : procs[i].parent].push(i);
+    const byWeight = (a, b) => weight(b) - weight(a) || a - b;
+    const order = [];
+    const stack = kids[N].sort(byWeight).reverse();
+    while (stack.length) {
+      const i = stack.pop();
+      order.push(i);
+      stack.push(...kids[i].sort(byWeight).reverse());
+    }
+    return order;
+  }
+  const orders = {
+    tree: Array.from({ length: N }, (_, i) => i),
+    heaviest: null,
+    longest: null,
+  };
+  const weights = { heaviest: subtreeCpu, longest: (i) => procs[i].end - procs[i].start };
+
+  // Processes alive and CPUs busy over time, as steps sorted by time. A
+  // process's CPU is known only in total, so it counts as spread evenly
+  // over its life: an estimate, labelled as one.
+  const steps = [];
+  for (const p of procs) {
+    const life = Math.max(p.end - p.start, 1);
+    const busy = cpuOf(p) / life;
+    steps.push([p.start, 1, busy], [p.end, -1, -busy]);
+  }
+  // At one instant ends come first: a process that ends as another starts
+  // never ran beside it.
+  steps.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let peakAlive = 0, peakBusy = 0;
+  {
+    let alive = 0, busy = 0;
+    for (const [, dAlive, dBusy] of steps) {
+      alive += dAlive;
+      busy += dBusy;
+      peakAlive = Math.max(peakAlive, alive);
+      peakBusy = Math.max(peakBusy, busy);
+    }
+  }
+  const hasCpu = procs.some((p) => p.resources);
 
   const haystack = procs.map((p) =>
     [p.label].concat(p.execs.map((e) => e.command + " " + e.filename)).join("\n").toLowerCase());
@@ -97,6 +157,8 @@
   let selected = -1;
   let width = 0, height = 0, labelW = 0, plotX = 0, plotW = 0;
   let rowsDrawn = 0;
+  let sortBy = "tree";
+  let order = orders.tree;
   let pending = false;
 
   // ---- Time ---------------------------------------------------------------
@@ -148,6 +210,13 @@
     return Math.floor(s / 60) + "m " + (s % 60) + "s";
   }
 
+  function bytes(n) {
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let k = 0;
+    while (n >= 1024 && k < units.length - 1) { n /= 1024; k++; }
+    return (k ? n.toFixed(1) : String(n)) + " " + units[k];
+  }
+
   // Ticks a round number of units apart, about 110 pixels.
   function ticks() {
     const raw = (view.t1 - view.t0) * 110 / Math.max(plotW, 1);
@@ -179,6 +248,7 @@
           if (value === "failed") return p.failed;
           if (value === "running") return p.running;
           if (value === "lingering") return p.lingering;
+          if (value === "critical") return p.critical !== null;
           break;
         case "pid": case "ppid": case "pgid": case "sid":
           if (/^\d+$/.test(value)) return String(p[key]) === value;
@@ -194,7 +264,11 @@
     if (!terms.length) {
       matched = null;
       matchCount = N;
-      for (let i = 0; i < N; i = collapsed[i] ? subtreeEnd[i] : i + 1) visible.push(i);
+      for (let k = 0; k < N; ) {
+        const i = order[k];
+        visible.push(i);
+        k += collapsed[i] ? subtreeEnd[i] - i : 1;
+      }
     } else {
       matched = new Uint8Array(N);
       const shown = new Uint8Array(N);
@@ -205,7 +279,7 @@
         matchCount++;
         for (let j = i; j !== null && !shown[j]; j = procs[j].parent) shown[j] = 1;
       }
-      for (let i = 0; i < N; i++) if (shown[i]) visible.push(i);
+      for (const i of order) if (shown[i]) visible.push(i);
     }
     $("matches").textContent = terms.length ? matchCount + " of " + N + " processes" : "";
     layout();
@@ -225,10 +299,21 @@
     }
   }
 
-  // `#search=TEXT` filters, `#select=PID` opens a process's details: links
-  // into a report, and how the browser test drives it.
+  function setSort(by) {
+    if (!(by in orders)) by = "tree";
+    if (!orders[by]) orders[by] = sortedOrder(weights[by]);
+    sortBy = by;
+    order = orders[by];
+    $("sort").value = by;
+    rebuild();
+  }
+
+  // `#search=TEXT` filters, `#select=PID` opens a process's details,
+  // `#sort=heaviest` orders: links into a report, and how the browser
+  // test drives it.
   function applyHash() {
     const params = new URLSearchParams(location.hash.slice(1));
+    if (params.has("sort")) setSort(params.get("sort"));
     setQuery(params.get("search") || "", false);
     const pid = Number(params.get("select"));
     const row = params.has("select") ? procs.findIndex((p) => p.pid === pid) : -1;
@@ -257,6 +342,11 @@
     canvas.style.width = width + "px";
     canvas.style.height = height + "px";
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    loadCanvas.width = Math.round(width * ratio);
+    loadCanvas.height = Math.round(LOAD_H * ratio);
+    loadCanvas.style.width = width + "px";
+    loadCanvas.style.height = LOAD_H + "px";
+    loadCtx.setTransform(ratio, 0, 0, ratio, 0, 0);
     spacer.style.height = Math.max(height, AXIS_H + visible.length * ROW_H) + "px";
     schedule();
   }
@@ -310,12 +400,56 @@
       rowsDrawn++;
     }
     drawAxis(tickList);
+    drawLoad();
     if (!N) {
       ctx.fillStyle = MUTED;
       ctx.font = FONT;
       ctx.fillText("The recording holds no processes.", 12, AXIS_H + ROW_H);
     }
     report();
+  }
+
+  // The strip above the timeline, on its time axis: processes alive as an
+  // area, CPUs busy as a line, each pixel column showing its peak.
+  function drawLoad() {
+    const c = loadCtx;
+    c.clearRect(0, 0, width, LOAD_H);
+    c.font = FONT;
+    c.textBaseline = "middle";
+    c.fillStyle = MUTED;
+    c.fillText(fit("Processes alive, peak " + peakAlive, labelW - 12), 8, LOAD_H / 3);
+    if (hasCpu) {
+      c.fillStyle = BUSY;
+      c.fillText(fit("CPUs busy (est.), peak " + peakBusy.toFixed(1), labelW - 12), 8, 2 * LOAD_H / 3);
+    }
+    c.fillStyle = "#c9ced8";
+    c.fillRect(labelW, 0, 1, LOAD_H);
+    const scale = (LOAD_H - 8) / Math.max(peakAlive, peakBusy, 1);
+    const y = (v) => LOAD_H - 2 - v * scale;
+    const columns = Math.ceil(plotW);
+    const alive = new Float64Array(columns), busy = new Float64Array(columns);
+    let a = 0, b = 0, j = 0;
+    for (let x = 0; x < columns; x++) {
+      const until = tOf(plotX + x + 1);
+      let peakA = a, peakB = b;
+      while (j < steps.length && steps[j][0] < until) {
+        a += steps[j][1];
+        b += steps[j][2];
+        peakA = Math.max(peakA, a);
+        peakB = Math.max(peakB, b);
+        j++;
+      }
+      alive[x] = peakA;
+      busy[x] = peakB;
+    }
+    c.fillStyle = ALIVE;
+    for (let x = 0; x < columns; x++) if (alive[x]) c.fillRect(plotX + x, y(alive[x]), 1, alive[x] * scale);
+    if (!hasCpu) return;
+    c.strokeStyle = BUSY;
+    c.lineWidth = 1.5;
+    c.beginPath();
+    for (let x = 0; x < columns; x++) c.lineTo(plotX + x + 0.5, y(busy[x]));
+    c.stroke();
   }
 
   function drawBackground(k, y) {
@@ -455,6 +589,10 @@
         ctx.fillText(fit(e.short, room), left, y + ROW_H / 2);
       }
     });
+    if (p.critical !== null) {
+      ctx.fillStyle = CRITICAL;
+      ctx.fillRect(x0, top + h, x1 - x0, 3);
+    }
     if (p.lingering) {
       ctx.strokeStyle = LINGERING;
       ctx.lineWidth = 2;
@@ -493,6 +631,10 @@
     status.dataset.rows = visible.length;
     status.dataset.rowsDrawn = rowsDrawn;
     status.dataset.matches = matchCount;
+    status.dataset.sort = sortBy;
+    status.dataset.order = visible.slice(0, 20).map((i) => procs[i].pid).join(",");
+    status.dataset.critical = procs.filter((p) => p.critical !== null).length;
+    status.dataset.peakAlive = peakAlive;
   }
 
   // ---- Header -------------------------------------------------------------
@@ -568,6 +710,7 @@
     marker("failed-swatch", "failed (non-zero exit or signal)");
     marker("running-swatch", "still running at the end");
     if (procs.some((p) => p.lingering)) marker("lingering-swatch", "lingering (outlived its parent: a leak)");
+    if (procs.some((p) => p.critical !== null)) marker("critical-swatch", "critical path (set the run's wall time)");
     const light = el("span", undefined, "item note");
     const swatch = el("span", undefined, "swatch");
     swatch.style.background = PALETTE[0];
@@ -596,6 +739,14 @@
     row("duration", duration(p.end - p.start) + (p.running ? " so far" : ""));
     row("status", p.status, p.failed ? "failed" : p.running ? "running" : "");
     if (p.lingering) row("lingering", p.lingering, "lingering");
+    if (p.critical !== null) row("critical path", duration(p.critical) + " of its own");
+    const r = p.resources;
+    if (r) {
+      row("CPU", duration(r.cpu_ns) + "  (user " + duration(r.user_ns) + ", system " + duration(r.system_ns) + ")");
+      row("peak RSS", bytes(r.max_rss_bytes));
+      if (r.read_bytes !== undefined && r.read_bytes !== null) row("storage I/O", "read " + bytes(r.read_bytes) + ", written " + bytes(r.write_bytes));
+      row("context switches", r.voluntary_switches + " voluntary, " + r.involuntary_switches + " involuntary");
+    }
     if (hasChildren(i)) row("children", procs.filter((q) => q.parent === i).length);
     box.append(dl);
     if (!p.execs.length) box.append(el("div", "Never exec'd: it ran its parent's program.", "hint"));
@@ -783,6 +934,7 @@
   $("zoom-out").addEventListener("click", () => zoom(2));
   $("zoom-fit").addEventListener("click", fitView);
   $("close-details").addEventListener("click", hideDetails);
+  $("sort").addEventListener("change", (event) => setSort(event.target.value));
   new ResizeObserver(layout).observe(scroller);
 
   header();

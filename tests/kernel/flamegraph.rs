@@ -11,7 +11,7 @@ use crate::common::*;
 use proctrace::event::Pid;
 
 /// Records two processes of known CPU cost and a pipeline under sh.
-fn record_cpu_tree() -> Run {
+pub fn record_cpu_tree() -> Run {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let usage = workload("usage");
     let d = dir.path().display();

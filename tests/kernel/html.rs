@@ -225,3 +225,53 @@ fn reports_of_the_fixtures_open() {
         screenshot(&page, &screenshot_path(&format!("{fixture}-report.png")));
     }
 }
+
+/// A tree of known shape and cost (two `usage` burning CPU side by side,
+/// then `head | sha256sum`): each process's CPU and RSS in its details,
+/// the heaviest children first, the critical path marked, and the load
+/// strip's peak of processes alive.
+#[test]
+fn report_shows_what_processes_used_and_the_critical_path() {
+    if !crate::common::have_root() || !have_chromium() {
+        return;
+    }
+    let run = crate::flamegraph::record_cpu_tree();
+    let page = run.dir.path().join("report.html");
+    render(&run.dir.path().join("rec.ndjson"), "html", &page);
+    let root = run.root();
+    let children = run.children(root);
+    assert_eq!(children.len(), 4, "{}", run.text);
+    let cpu = |pid| run.exit(pid).resources.unwrap().cpu_ns;
+
+    let status = load(&page, &format!("#select={root}"));
+    let details = &status.dom[status.dom.find(r#"<aside id="details""#).unwrap()..];
+    for shown in [
+        "<dt>CPU</dt>",
+        "<dt>peak RSS</dt>",
+        "<dt>critical path</dt>",
+    ] {
+        assert!(details.contains(shown), "the details lack {shown}");
+    }
+    // The root, then the child that ended last: what the root waited for.
+    let last = *children
+        .iter()
+        .max_by_key(|&&pid| run.exit(pid).timestamp)
+        .unwrap();
+    assert!(run.children(last).is_empty());
+    let status = load(&page, "#search=is:critical");
+    assert_eq!(status.number("critical"), 2);
+    assert_eq!(status.attributes["order"], format!("{root},{last}"));
+    // sh, both usage, then head and sha256sum: three at once at most.
+    assert_eq!(status.number("peak-alive"), 3);
+
+    let mut heaviest = children.clone();
+    heaviest.sort_by_key(|&pid| std::cmp::Reverse(cpu(pid)));
+    let expected: Vec<String> = std::iter::once(root)
+        .chain(heaviest)
+        .map(|pid| pid.to_string())
+        .collect();
+    let status = load(&page, "#sort=heaviest");
+    assert_eq!(status.attributes["sort"], "heaviest");
+    assert_eq!(status.attributes["order"], expected.join(","));
+    screenshot(&page, &screenshot_path("resources-report.png"));
+}
