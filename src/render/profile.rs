@@ -16,6 +16,9 @@ use crate::text::visible;
 const TOP: usize = 15;
 /// Arguments kept in a command's group name; the rest become `…`.
 const ARGS_KEPT: usize = 6;
+/// Widest a critical path line gets when no terminal sets the width: its
+/// commands can be linker lines of kilobytes.
+const PATH_WIDTH: usize = 160;
 
 /// What the processes of one group used together.
 #[derive(Debug, Default)]
@@ -105,7 +108,8 @@ pub(super) fn write_critical_path(
             process.pid,
             visible(&processes.describe(index))
         );
-        writeln!(out, "{}", shorten(&line, options.width))?;
+        let width = options.width.unwrap_or(PATH_WIDTH);
+        writeln!(out, "{}", shorten(&line, Some(width)))?;
     }
     Ok(())
 }
@@ -143,7 +147,14 @@ fn command_group(processes: &Processes, index: usize) -> String {
 
 fn fold_argument(arg: &str) -> String {
     if arg.starts_with('-') {
-        return arg.to_string();
+        // An option's value folds like an argument: `-o=/tmp/cc1.res` is
+        // `-o=*.res`, in every run.
+        return match arg.rsplit_once('=') {
+            Some((option, value)) if !value.is_empty() && !value.starts_with('-') => {
+                format!("{option}={}", fold_argument(value))
+            }
+            _ => arg.to_string(),
+        };
     }
     let name = arg.rsplit('/').next().unwrap_or(arg);
     let numeric = name.chars().all(|c| c.is_ascii_digit() || c == '.')
@@ -176,5 +187,11 @@ mod tests {
         assert_eq!(fold_argument("install"), "install");
         assert_eq!(fold_argument(".hidden"), ".hidden");
         assert_eq!(fold_argument("/opt/python/3.11.7"), "N");
+        assert_eq!(fold_argument("--jobs=4"), "--jobs=N");
+        assert_eq!(
+            fold_argument("-plugin-opt=-fresolution=/tmp/ccz13pf.res"),
+            "-plugin-opt=-fresolution=*.res"
+        );
+        assert_eq!(fold_argument("--color=auto"), "--color=auto");
     }
 }
