@@ -12,7 +12,7 @@ W2 filter  W1 traced while an untraced loop outside the tree spawns as fast
            may reach the recording.
 W3 burst   8 parallel spawners, 20,000 processes: 0 lost, exact counts, for
            the ring buffer and the perf buffer.
-W4 offline render by-process/tree/html and ingest of 1,000,000 events:
+W4 offline render by-process/tree/html, ingest and diff of 1,000,000 events:
            wall time and peak RSS.
 """
 
@@ -335,13 +335,14 @@ class Bench:
                         "wall_ratio": median([r["wall"] / r["base"] for r in rows])}
         self.results["W3"] = res
 
-    def data(self, name, raw):
+    def data(self, name, raw, seed=None):
         path = os.path.join(self.args.data_dir, name)
         if not os.path.exists(path):
             log(f"generating {path}")
             os.makedirs(self.args.data_dir, exist_ok=True)
             subprocess.run([sys.executable, os.path.join(HERE, "gen_recording.py"),
                             "--events", str(self.args.w4_events), *(["--raw"] if raw else []),
+                            *(["--seed", str(seed)] if seed is not None else []),
                             "-o", path + ".part"], check=True)
             os.rename(path + ".part", path)
         return path
@@ -351,15 +352,20 @@ class Bench:
         ev = self.args.w4_events
         rec = self.data(f"recording-{ev}.ndjson", raw=False)
         raw = self.data(f"raw-{ev}.ndjson", raw=True)
+        other = self.data(f"recording-{ev}-seed2.ndjson", raw=False, seed=2)
         jobs = [(f"render -d {mode}", [self.pt, "render", "-i", rec, "-d", mode, "-o", "/dev/null"])
                 for mode in ("by-process", "tree", "html")]
         jobs.append(("ingest", [self.pt, "ingest", "-i", raw, "--root-pid", "1000",
                                 "-o", "/dev/null"]))
+        # The same run twice (every process pairs up), and two different
+        # runs (every difference found and written as JSON).
+        jobs.append(("diff A A", [self.pt, "diff", rec, rec, "-o", "/dev/null"]))
+        jobs.append(("diff A B --json", [self.pt, "diff", "--json", rec, other, "-o", "/dev/null"]))
         log(f"W4 offline: {n} runs each on {ev}-event recordings")
         res = {"events": ev, "recording_mb": os.path.getsize(rec) / 2**20,
                "raw_mb": os.path.getsize(raw) / 2**20}
         # Warm the page cache once, so that every run reads from memory.
-        for path in (rec, raw):
+        for path in (rec, raw, other):
             with open(path, "rb") as f:
                 while f.read(1 << 24):
                     pass
@@ -372,7 +378,8 @@ class Bench:
                 tf = os.path.join(self.tmp, "time.out")
                 dt, _, rc = timed(["/usr/bin/time", "-o", tf, "-f", "%U %S %M", *cmd],
                                   stdout=subprocess.DEVNULL)
-                assert rc == 0, f"{cmd} exited {rc}"
+                # diff says with 1 that the runs differ.
+                assert rc == 0 or (rc == 1 and cmd[1] == "diff"), f"{cmd} exited {rc}"
                 with open(tf) as f:
                     user, sys_, kb = f.read().split()[-3:]
                 rows.append({"wall": dt, "cpu": float(user) + float(sys_),
@@ -470,7 +477,8 @@ def table(r):
             f"{w['ns_per_syscall']:.0f} ns", "")
     if "W4" in r:
         w = r["W4"]
-        for name in ("render -d by-process", "render -d tree", "render -d html", "ingest"):
+        for name in ("render -d by-process", "render -d tree", "render -d html", "ingest",
+                     "diff A A", "diff A B --json"):
             j = w.get(name)
             if j is None:
                 continue

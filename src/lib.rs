@@ -43,6 +43,7 @@
 //! - [`testname`]: which test of a suite a process belongs to.
 //! - [`text`]: making command lines and other traced text safe to show.
 
+pub mod diff;
 pub mod event;
 pub mod ingest;
 pub mod processes;

@@ -1,5 +1,6 @@
 //! The command line: one subcommand per file, this one dispatches.
 
+mod diff;
 mod files;
 mod ingest;
 mod record;
@@ -25,6 +26,9 @@ enum Command {
     Render(render::RenderArgs),
     /// Extract one process tree from a raw (system-wide) recording.
     Ingest(ingest::IngestArgs),
+    /// Compare two recordings of one command: processes in one run only, changed exit statuses,
+    /// slower steps, processes that lingered or hung in one run only. Exit status 1 if any.
+    Diff(diff::DiffArgs),
 }
 
 impl Cli {
@@ -34,6 +38,7 @@ impl Cli {
             Command::Record(args) => record::run(args),
             Command::Render(args) => render::run(args),
             Command::Ingest(args) => ingest::run(args),
+            Command::Diff(args) => diff::run(args),
         }
     }
 }

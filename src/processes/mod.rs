@@ -14,6 +14,7 @@ use nix::sys::signal::Signal;
 use serde::ser::{Serialize, Serializer};
 
 mod builder;
+mod command;
 mod storage;
 
 pub(crate) use builder::Builder;

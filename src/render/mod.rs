@@ -140,7 +140,7 @@ fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
 }
 
 /// Nanoseconds as seconds with millisecond precision: `1.234s`.
-fn seconds(ns: u64) -> String {
+pub(crate) fn seconds(ns: u64) -> String {
     format!(
         "{}.{:03}s",
         ns / 1_000_000_000,
@@ -167,7 +167,7 @@ fn paint(options: Options, style: Style, text: &str) -> String {
 }
 
 /// Cuts `text` to `width` characters, marking the cut with '…'.
-fn shorten(text: &str, width: Option<usize>) -> String {
+pub(crate) fn shorten(text: &str, width: Option<usize>) -> String {
     let Some(width) = width.map(|w| w.max(MIN_WIDTH)) else {
         return text.to_string();
     };

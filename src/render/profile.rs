@@ -14,8 +14,6 @@ use crate::text::visible;
 
 /// Groups listed in each table.
 const TOP: usize = 15;
-/// Arguments kept in a command's group name; the rest become `…`.
-const ARGS_KEPT: usize = 6;
 /// Widest a critical path line gets when no terminal sets the width: its
 /// commands can be linker lines of kilobytes.
 const PATH_WIDTH: usize = 160;
@@ -46,7 +44,7 @@ pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> i
             group.failed += u64::from(process.outcome().failed());
         };
         add(by_command
-            .entry(command_group(processes, index))
+            .entry(processes.command_group(index))
             .or_default());
         if let Some(test) = test_of(processes, index) {
             add(by_test.entry(test).or_default());
@@ -119,79 +117,4 @@ fn mebibytes(bytes: u64) -> String {
         return "-".into();
     }
     format!("{:.1}M", bytes as f64 / f64::from(1 << 20))
-}
-
-/// The group a process belongs to: its program, then its arguments with
-/// what differs from run to run folded: numbers become `N`, file names
-/// `*.ext` (or `*` without an extension when they are paths), and repeats
-/// of the same folded argument are kept once.
-fn command_group(processes: &Processes, index: usize) -> String {
-    let process = processes.get(index);
-    let Some(exec) = process.execs.last() else {
-        return "<fork>".into();
-    };
-    let program = process.program().unwrap_or("?");
-    let mut words: Vec<String> = vec![program.to_string()];
-    let args = exec.argv.iter().skip(1);
-    for arg in args.map(fold_argument) {
-        if words.last() != Some(&arg) {
-            words.push(arg);
-        }
-        if words.len() > ARGS_KEPT {
-            words.push("…".into());
-            break;
-        }
-    }
-    words.join(" ")
-}
-
-fn fold_argument(arg: &str) -> String {
-    if arg.starts_with('-') {
-        // An option's value folds like an argument: `-o=/tmp/cc1.res` is
-        // `-o=*.res`, in every run.
-        return match arg.rsplit_once('=') {
-            Some((option, value)) if !value.is_empty() && !value.starts_with('-') => {
-                format!("{option}={}", fold_argument(value))
-            }
-            _ => arg.to_string(),
-        };
-    }
-    let name = arg.rsplit('/').next().unwrap_or(arg);
-    let numeric = name.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && name.chars().any(|c| c.is_ascii_digit());
-    match name.rsplit_once('.') {
-        _ if numeric => "N".into(),
-        Some((stem, ext))
-            if !stem.is_empty()
-                && (1..=5).contains(&ext.len())
-                && ext.chars().all(char::is_alphanumeric) =>
-        {
-            format!("*.{ext}")
-        }
-        _ if arg.contains('/') => "*".into(),
-        _ => arg.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fold_argument;
-
-    #[test]
-    fn arguments_fold_what_differs_between_runs() {
-        assert_eq!(fold_argument("src/main.c"), "*.c");
-        assert_eq!(fold_argument("42"), "N");
-        assert_eq!(fold_argument("0.5"), "N");
-        assert_eq!(fold_argument("-O2"), "-O2");
-        assert_eq!(fold_argument("/tmp/x/y"), "*");
-        assert_eq!(fold_argument("install"), "install");
-        assert_eq!(fold_argument(".hidden"), ".hidden");
-        assert_eq!(fold_argument("/opt/python/3.11.7"), "N");
-        assert_eq!(fold_argument("--jobs=4"), "--jobs=N");
-        assert_eq!(
-            fold_argument("-plugin-opt=-fresolution=/tmp/ccz13pf.res"),
-            "-plugin-opt=-fresolution=*.res"
-        );
-        assert_eq!(fold_argument("--color=auto"), "--color=auto");
-    }
 }

@@ -10,6 +10,7 @@ mod argv;
 mod attach;
 mod bats;
 mod browser;
+mod diff;
 mod env;
 mod errors;
 mod faults;

@@ -1,0 +1,93 @@
+//! What a process ran, as a name that is the same from run to run: the
+//! key that groups processes in `profile` and aligns two runs in `diff`.
+
+use super::Processes;
+
+/// Arguments kept in a command's group name; the rest become `…`.
+const ARGS_KEPT: usize = 6;
+
+impl Processes {
+    /// The group the process at `index` belongs to: its program, then its
+    /// arguments with what differs from run to run folded: numbers become
+    /// `N`, file names `*.ext` (or `*` without an extension when they are
+    /// paths), option values likewise, and repeats of the same folded
+    /// argument are kept once. `<fork>` for a process that never exec'd.
+    pub fn command_group(&self, index: usize) -> String {
+        let process = self.get(index);
+        let Some(exec) = process.execs.last() else {
+            return "<fork>".into();
+        };
+        let program = process.program().unwrap_or("?");
+        let mut words: Vec<String> = vec![program.to_string()];
+        // `sh ./run.sh x` is `run.sh x`: the script is the program.
+        let base = |word: &str| word.rsplit('/').next().unwrap_or(word).to_owned();
+        let interpreted = match (exec.argv.get(0), exec.argv.get(1)) {
+            (Some(interpreter), Some(script)) => {
+                base(interpreter) != program && base(script) == program
+            }
+            _ => false,
+        };
+        let args = exec.argv.iter().skip(1 + usize::from(interpreted));
+        for arg in args.map(fold_argument) {
+            if words.last() != Some(&arg) {
+                words.push(arg);
+            }
+            if words.len() > ARGS_KEPT {
+                words.push("…".into());
+                break;
+            }
+        }
+        words.join(" ")
+    }
+}
+
+fn fold_argument(arg: &str) -> String {
+    if arg.starts_with('-') {
+        // An option's value folds like an argument: `-o=/tmp/cc1.res` is
+        // `-o=*.res`, in every run.
+        return match arg.rsplit_once('=') {
+            Some((option, value)) if !value.is_empty() && !value.starts_with('-') => {
+                format!("{option}={}", fold_argument(value))
+            }
+            _ => arg.to_string(),
+        };
+    }
+    let name = arg.rsplit('/').next().unwrap_or(arg);
+    let numeric = name.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && name.chars().any(|c| c.is_ascii_digit());
+    match name.rsplit_once('.') {
+        _ if numeric => "N".into(),
+        Some((stem, ext))
+            if !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(char::is_alphanumeric) =>
+        {
+            format!("*.{ext}")
+        }
+        _ if arg.contains('/') => "*".into(),
+        _ => arg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fold_argument;
+
+    #[test]
+    fn arguments_fold_what_differs_between_runs() {
+        assert_eq!(fold_argument("src/main.c"), "*.c");
+        assert_eq!(fold_argument("42"), "N");
+        assert_eq!(fold_argument("0.5"), "N");
+        assert_eq!(fold_argument("-O2"), "-O2");
+        assert_eq!(fold_argument("/tmp/x/y"), "*");
+        assert_eq!(fold_argument("install"), "install");
+        assert_eq!(fold_argument(".hidden"), ".hidden");
+        assert_eq!(fold_argument("/opt/python/3.11.7"), "N");
+        assert_eq!(fold_argument("--jobs=4"), "--jobs=N");
+        assert_eq!(
+            fold_argument("-plugin-opt=-fresolution=/tmp/ccz13pf.res"),
+            "-plugin-opt=-fresolution=*.res"
+        );
+        assert_eq!(fold_argument("--color=auto"), "--color=auto");
+    }
+}

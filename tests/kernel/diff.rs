@@ -1,0 +1,184 @@
+//! `proctrace diff` on real recordings of one flaky script: two good runs
+//! do not differ; a run where one step fails and one process leaks differs
+//! by exactly that, named with its test; a step that grew slower is found
+//! beyond the thresholds and not below them.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A suite of steps, each marked as a pytest test would be. With `$FLAKY`
+/// naming a file that exists, the check fails and a process is left behind;
+/// `$DELAY` is how long the slow step sleeps.
+const SCRIPT: &str = r#"
+PYTEST_CURRENT_TEST='t/test_suite.py::test_setup (call)' /bin/echo setting up
+PYTEST_CURRENT_TEST='t/test_suite.py::test_check (call)' sh -c 'test ! -e "$FLAKY"'
+if [ -e "$FLAKY" ]; then
+    PYTEST_CURRENT_TEST='t/test_suite.py::test_check (call)' sleep 30 &
+fi
+PYTEST_CURRENT_TEST='t/test_suite.py::test_slow (call)' sleep "$DELAY"
+exit 0
+"#;
+
+/// Records the script into `dir/name.ndjson`, lingering processes killed.
+fn record_suite(dir: &Path, name: &str, flaky: bool, delay: &str) -> std::path::PathBuf {
+    let mut opts = Opts::new(Mode::Ring);
+    let flag = dir.join(if flaky { "flag" } else { "absent" });
+    std::fs::write(dir.join("flag"), "").unwrap();
+    opts.env = vec![
+        ("FLAKY".into(), flag.display().to_string()),
+        ("DELAY".into(), delay.into()),
+    ];
+    opts.args = strings(&["--linger", "500ms", "--kill-lingering"]);
+    let run = record_with(&opts, &["sh", "-c", SCRIPT]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let path = dir.join(format!("{name}.ndjson"));
+    std::fs::copy(run.dir.path().join("rec.ndjson"), &path).unwrap();
+    path
+}
+
+fn diff(args: &[&str], a: &Path, b: &Path) -> (Output, Value) {
+    let mut all = vec!["diff", "--json"];
+    all.extend(args);
+    all.extend([a.to_str().unwrap(), b.to_str().unwrap()]);
+    let output = proctrace(&all);
+    let json = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "diff --json: {e}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output, json)
+}
+
+fn entries<'a>(json: &'a Value, list: &str) -> &'a [Value] {
+    json[list].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// The lists of a diff and how many entries each has.
+fn counts(json: &Value) -> Vec<(&'static str, usize)> {
+    [
+        "status_changed",
+        "only_in_a",
+        "only_in_b",
+        "slower",
+        "hung_only_in_a",
+        "hung_only_in_b",
+    ]
+    .map(|list| (list, entries(json, list).len()))
+    .to_vec()
+}
+
+#[test]
+fn a_failed_step_and_a_leak_are_the_only_differences() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = record_suite(dir.path(), "good", false, "0.05");
+    let again = record_suite(dir.path(), "again", false, "0.05");
+    let flaky = record_suite(dir.path(), "flaky", true, "0.05");
+
+    let (output, json) = diff(&[], &good, &again);
+    assert_eq!(output.status.code(), Some(0), "{json:#}");
+    assert!(counts(&json).iter().all(|&(_, n)| n == 0), "{json:#}");
+
+    let (output, json) = diff(&[], &good, &flaky);
+    assert_eq!(output.status.code(), Some(1), "{json:#}");
+    let expected = [
+        ("status_changed", 1),
+        ("only_in_a", 0),
+        ("only_in_b", 1),
+        ("slower", 0),
+        ("hung_only_in_a", 0),
+        ("hung_only_in_b", 1),
+    ];
+    assert_eq!(counts(&json), expected, "{json:#}");
+    let failed = &json["status_changed"][0];
+    assert_eq!(failed["a"]["status"], "exit 0");
+    assert_eq!(failed["b"]["status"], "exit 1");
+    assert_eq!(failed["b"]["command"], r#"sh -c 'test ! -e "$FLAKY"'"#);
+    assert_eq!(failed["b"]["test"], "t/test_suite.py::test_check");
+    for list in ["only_in_b", "hung_only_in_b"] {
+        let leak = &json[list][0];
+        assert_eq!(leak["process"]["command"], "sleep 30", "{list}");
+        assert_eq!(leak["process"]["test"], "t/test_suite.py::test_check");
+        assert_eq!(
+            leak["path"][1], "sleep N",
+            "{list}: aligned under the script"
+        );
+    }
+
+    let text = proctrace(&["diff", good.to_str().unwrap(), flaky.to_str().unwrap()]);
+    assert_eq!(text.status.code(), Some(1));
+    let text = String::from_utf8(text.stdout).unwrap();
+    for shown in [
+        "Ended differently (1):",
+        "exit 0 → exit 1",
+        "[test: t/test_suite.py::test_check]",
+        "Only in B (1):\n  sleep 30: killed by SIGTERM",
+    ] {
+        assert!(text.contains(shown), "{shown:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn a_slower_step_is_found_beyond_the_thresholds_only() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fast = record_suite(dir.path(), "fast", false, "0.05");
+    let slow = record_suite(dir.path(), "slow", false, "0.5");
+
+    let (output, json) = diff(&[], &fast, &slow);
+    assert_eq!(output.status.code(), Some(1), "{json:#}");
+    // The slow step, and the script that waited for it.
+    let slower: Vec<&Value> = entries(&json, "slower")
+        .iter()
+        .map(|pair| &pair["b"]["command"])
+        .collect();
+    assert!(slower.contains(&&Value::from("sleep 0.5")), "{json:#}");
+    let step = entries(&json, "slower")
+        .iter()
+        .find(|pair| pair["b"]["command"] == "sleep 0.5")
+        .unwrap();
+    assert_eq!(step["a"]["command"], "sleep 0.05");
+    assert_eq!(step["b"]["test"], "t/test_suite.py::test_slow");
+    assert_eq!(
+        counts(&json)[..3],
+        [("status_changed", 0), ("only_in_a", 0), ("only_in_b", 0)]
+    );
+
+    // 10x longer is beyond neither 20x nor +1s.
+    for threshold in ["20x", "+1s"] {
+        let (output, json) = diff(&["--slower", threshold], &fast, &slow);
+        assert_eq!(output.status.code(), Some(0), "{threshold}: {json:#}");
+    }
+}
+
+#[test]
+fn bad_input_is_exit_status_2_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = repo().join("tests/data/demo.ndjson");
+    let bad = dir.path().join("bad.ndjson");
+    let mut text = std::fs::read_to_string(&good).unwrap();
+    text.insert_str(text.find('\n').unwrap() + 1, "{not json\n");
+    std::fs::write(&bad, text).unwrap();
+    let output = proctrace(&["diff", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("{}:2", bad.display())), "{stderr}");
+    let output = proctrace(&[
+        "diff",
+        "--slower",
+        "2",
+        good.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+}
