@@ -8,6 +8,7 @@ mod folded;
 mod hang;
 mod html;
 mod leaks;
+mod markdown;
 mod mermaid;
 mod perfetto;
 mod profile;
@@ -56,6 +57,10 @@ pub enum Mode {
     /// Collapsed stacks (`root;make;cc 1234`) for flame graph tools,
     /// weighted by CPU or wall time in microseconds (see [`Weight`]).
     Folded,
+    /// One Markdown page for a CI job's summary (`$GITHUB_STEP_SUMMARY`):
+    /// how the command ended, failed, slowest and lingering processes, and
+    /// the hang, each table cut short.
+    Markdown,
 }
 
 /// What a flame graph's widths measure.
@@ -112,6 +117,7 @@ pub fn render(
         Mode::Hang => hang::render(processes, out),
         Mode::Profile => profile::render(processes, options, out),
         Mode::Folded => folded::render(processes, options, out),
+        Mode::Markdown => markdown::render(recording, processes, out),
     }
 }
 

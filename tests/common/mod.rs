@@ -2,8 +2,11 @@
 //! against the real kernel, parses the recording and checks the invariants
 //! every recording must satisfy.
 
+mod markdown;
 mod mermaid;
 mod render;
+#[allow(unused_imports)]
+pub use markdown::*;
 #[allow(unused_imports)]
 pub use mermaid::*;
 #[allow(unused_imports)]

@@ -1,5 +1,6 @@
 //! Hostile command lines: bytes that are not UTF-8, newlines, terminal
-//! escape sequences, markup, Mermaid syntax, huge and countless arguments.
+//! escape sequences, markup, Mermaid and Markdown syntax, huge and
+//! countless arguments.
 //! Recorded from real processes they come back byte for byte; rendered in
 //! every mode they can neither break the output nor escape into it.
 
@@ -11,7 +12,7 @@ use std::process::Command;
 use crate::common::*;
 use proctrace::event::{shell_join, Exec, Record};
 
-const MODES: [&str; 10] = [
+const MODES: [&str; 11] = [
     "sequential",
     "by-process",
     "mermaid",
@@ -22,6 +23,7 @@ const MODES: [&str; 10] = [
     "leaks",
     "hang",
     "folded",
+    "markdown",
 ];
 
 /// An argv to break things with; the first is argv[0], so that it leads
@@ -41,6 +43,7 @@ fn hostile_words() -> Vec<Vec<u8>> {
         b"#35; &amp; section x\ntitle y\ngantt",
         b"\"}]}\n{\"Exit\":{\"pid\":1}}",
         b"it's \"quoted\" $HOME `id` \\",
+        b"| a | b |\\| c [x](javascript:alert(3)) ![i](x) **b** _i_ ~~s~~ $x$ &lt; &#60; \\`",
         b"",
     ]
     .map(<[u8]>::to_vec)
@@ -189,6 +192,7 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
             "mermaid" => assert_mermaid(&text, &out),
             "html" => assert_html(&text),
             "folded" => assert_folded(&text),
+            "markdown" => assert_markdown(&text),
             "perfetto" => {
                 let _: serde_json::Value = serde_json::from_str(&text).expect("perfetto JSON");
             }

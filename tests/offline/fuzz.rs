@@ -27,7 +27,7 @@ use std::time::Instant;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use crate::common::terminal_unsafe;
+use crate::common::{assert_markdown, terminal_unsafe};
 use proctrace::event::Record;
 use proctrace::ingest;
 use proctrace::recording::{Keep, Reader, Recording};
@@ -157,7 +157,10 @@ impl Checked {
     }
 
     fn terminal(&self) -> bool {
-        !matches!(self.mode, Mode::Html | Mode::Perfetto | Mode::Mermaid)
+        !matches!(
+            self.mode,
+            Mode::Html | Mode::Perfetto | Mode::Mermaid | Mode::Markdown
+        )
     }
 
     fn finish(self) {
@@ -177,6 +180,7 @@ impl Checked {
                 let chart = String::from_utf8(self.bytes).expect("mermaid is UTF-8");
                 assert!(!chart.contains(['`', '\r']), "mermaid: unescaped text");
             }
+            Mode::Markdown => assert_markdown(&String::from_utf8(self.bytes).unwrap()),
             _ => assert!(self.bytes.is_empty(), "{mode:?}: ends mid-character"),
         }
     }

@@ -36,11 +36,12 @@ fn stderr(output: &Output) -> String {
 /// Each mode of each fixture against its expected output in tests/data/expected.
 #[test]
 fn every_mode_renders_as_expected() {
+    let demo_modes: Vec<&str> = MODES.iter().copied().chain(["markdown"]).collect();
     let cases = [
-        ("demo", &MODES[..]),
+        ("demo", &demo_modes[..]),
         ("legacy", &MODES[..]),
-        ("interrupted", &["tree", "summary"][..]),
-        ("leak", &["leaks", "summary"][..]),
+        ("interrupted", &["tree", "summary", "markdown"][..]),
+        ("leak", &["leaks", "summary", "markdown"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
