@@ -10,6 +10,7 @@ mod html;
 mod leaks;
 mod markdown;
 mod mermaid;
+mod otlp;
 mod perfetto;
 mod profile;
 mod sequential;
@@ -21,6 +22,7 @@ use std::io::{self, Write};
 use anstyle::Style;
 
 pub use hang::explain as explain_hang;
+pub use otlp::{TraceParent, OTLP_BATCH};
 
 use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
@@ -61,6 +63,12 @@ pub enum Mode {
     /// how the command ended, failed, slowest and lingering processes, and
     /// the hang, each table cut short.
     Markdown,
+    /// OpenTelemetry traces as OTLP/JSON: one span per process, one
+    /// `ExportTraceServiceRequest` per line of at most
+    /// [`OTLP_BATCH`] spans, each line ready to POST to a collector's
+    /// `/v1/traces`. The trace continues `TRACEPARENT` if set (see
+    /// [`Options::trace_parent`]).
+    Otlp,
 }
 
 /// What a flame graph's widths measure.
@@ -83,6 +91,9 @@ pub struct Options {
     pub width: Option<usize>,
     /// What flame graphs weigh.
     pub weight: Weight,
+    /// The W3C trace context `-d otlp` continues (the `TRACEPARENT` of a
+    /// CI job); without one the trace gets a random id of its own.
+    pub trace_parent: Option<TraceParent>,
 }
 
 impl Mode {
@@ -118,6 +129,7 @@ pub fn render(
         Mode::Profile => profile::render(processes, options, out),
         Mode::Folded => folded::render(processes, options, out),
         Mode::Markdown => markdown::render(recording, processes, out),
+        Mode::Otlp => otlp::render(recording, processes, options, out),
     }
 }
 

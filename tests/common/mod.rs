@@ -4,11 +4,14 @@
 
 mod markdown;
 mod mermaid;
+mod otlp;
 mod render;
 #[allow(unused_imports)]
 pub use markdown::*;
 #[allow(unused_imports)]
 pub use mermaid::*;
+#[allow(unused_imports)]
+pub use otlp::*;
 #[allow(unused_imports)]
 pub use render::*;
 

@@ -118,6 +118,7 @@ fn exercise(input: &[u8]) -> bool {
                 color: false,
                 width: Some(100),
                 weight: Weight::Wall,
+                trace_parent: None,
             };
             let mut out = Checked::new(mode);
             render::render(mode, recording, options, &mut out).expect("rendering to memory");
@@ -159,7 +160,7 @@ impl Checked {
     fn terminal(&self) -> bool {
         !matches!(
             self.mode,
-            Mode::Html | Mode::Perfetto | Mode::Mermaid | Mode::Markdown
+            Mode::Html | Mode::Perfetto | Mode::Mermaid | Mode::Markdown | Mode::Otlp
         )
     }
 
@@ -181,6 +182,14 @@ impl Checked {
                 assert!(!chart.contains(['`', '\r']), "mermaid: unescaped text");
             }
             Mode::Markdown => assert_markdown(&String::from_utf8(self.bytes).unwrap()),
+            Mode::Otlp => {
+                let lines = String::from_utf8(self.bytes).expect("otlp is UTF-8");
+                for line in lines.lines() {
+                    assert!(!line.contains(terminal_unsafe), "otlp: {line:?}");
+                    serde_json::from_str::<serde::de::IgnoredAny>(line)
+                        .unwrap_or_else(|e| panic!("otlp: a line is not JSON: {e}"));
+                }
+            }
             _ => assert!(self.bytes.is_empty(), "{mode:?}: ends mid-character"),
         }
     }
