@@ -64,10 +64,9 @@ pub enum Mode {
     /// the hang, each table cut short.
     Markdown,
     /// OpenTelemetry traces as OTLP/JSON: one span per process, one
-    /// `ExportTraceServiceRequest` per line of at most
-    /// [`OTLP_BATCH`] spans, each line ready to POST to a collector's
-    /// `/v1/traces`. The trace continues `TRACEPARENT` if set (see
-    /// [`Options::trace_parent`]).
+    /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
+    /// per line, each ready to POST to a collector's `/v1/traces`; in the
+    /// trace of `TRACEPARENT` if set.
     Otlp,
 }
 
