@@ -42,6 +42,8 @@ fn every_mode_renders_as_expected() {
         ("legacy", &MODES[..]),
         ("interrupted", &["tree", "summary", "markdown"][..]),
         ("leak", &["leaks", "summary", "markdown"][..]),
+        // A real `record --timeout 1s` of `sleep 30 | cat`: one snapshot.
+        ("hang", &["markdown"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
@@ -53,6 +55,9 @@ fn every_mode_renders_as_expected() {
             );
             let expected = fs::read_to_string(data(&format!("expected/{fixture}.{mode}"))).unwrap();
             assert_eq!(stdout(&output), expected, "{fixture} rendered as {mode}");
+            if *mode == "markdown" {
+                crate::common::assert_markdown(&expected);
+            }
         }
     }
 }
