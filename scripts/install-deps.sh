@@ -3,8 +3,9 @@
 #   install-deps.sh           to build it (what `make build` and `make demo` run)
 #   install-deps.sh --static  also to build the static binary (`make static`)
 #   install-deps.sh --test    also everything the test suite uses (`make test`):
-#                             Debian packages, the npm tools in tests/.node and
-#                             the kernels of the qemu matrix in the cache.
+#                             Debian packages, the npm tools in tests/.node, the
+#                             Python packages in tests/.venv and the kernels of
+#                             the qemu matrix in the cache.
 # Tests never install anything themselves: what they need is listed here.
 # Needs a Debian or Ubuntu machine with apt-get, and a Rust toolchain.
 set -euo pipefail
@@ -21,11 +22,12 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   the HTML report, flame graphs and speedscope in headless chromium;
 # - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
 #   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
-#   git: the tests' clean checkouts;
+#   git: the tests' clean checkouts; python3-venv: tests/.venv, where
+#   opentelemetry-proto checks `render -d otlp` against the real schema;
 # - the kernel matrix: qemu, the guest's static busybox, cpio, the static
 #   build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git
-    qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
+    python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;
 --static) packages+=("${static_packages[@]}") ;;
@@ -76,6 +78,17 @@ install_node_tools() {
 JSON
 }
 
+# opentelemetry-proto from PyPI in tests/.venv, on Debian's python3: the
+# OTLP schema `render -d otlp` is checked against, with the protobuf it needs.
+install_python_tools() {
+    local dir=$repo/tests/.venv
+    if ! "$dir/bin/python3" -c 'import opentelemetry.proto' 2>/dev/null; then
+        echo "install-deps: installing opentelemetry-proto into $dir" >&2
+        /usr/bin/python3 -m venv "$dir"
+        "$dir/bin/pip" install --quiet --disable-pip-version-check 'opentelemetry-proto>=1.27,<2'
+    fi
+}
+
 # The Debian kernels the qemu matrix boots, downloaded once into the cache.
 fetch_kernels() {
     local series
@@ -87,6 +100,7 @@ fetch_kernels() {
 install_packages "${packages[@]}"
 if [ "$mode" = --test ]; then
     install_node_tools
+    install_python_tools
     fetch_kernels
 fi
 

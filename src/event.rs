@@ -219,11 +219,7 @@ impl RawBytes {
 
 impl Serialize for RawBytes {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        let mut hex = String::with_capacity(self.0.len() * 2);
-        for byte in &self.0 {
-            hex.push_str(&format!("{byte:02x}"));
-        }
-        ser.serialize_str(&hex)
+        ser.serialize_str(&to_hex(&self.0))
     }
 }
 
@@ -236,21 +232,31 @@ impl<'de> Deserialize<'de> for RawBytes {
                 f.write_str("a string of hex digit pairs")
             }
             fn visit_str<E: serde::de::Error>(self, hex: &str) -> Result<RawBytes, E> {
-                let digit = |d: u8| char::from(d).to_digit(16);
-                let pair = |p: &[u8]| match *p {
-                    [high, low] => Some((digit(high)? << 4) | digit(low)?),
-                    _ => None,
-                };
-                hex.as_bytes()
-                    .chunks(2)
-                    .map(|p| pair(p).map(|b| b as u8))
-                    .collect::<Option<Vec<u8>>>()
+                from_hex(hex)
                     .map(RawBytes)
                     .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(hex), &self))
             }
         }
         de.deserialize_str(Hex)
     }
+}
+
+/// `bytes` as lowercase hex digits, two per byte.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The bytes of a string of hex digit pairs (either case).
+pub(crate) fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    let digit = |d: u8| char::from(d).to_digit(16);
+    let pair = |p: &[u8]| match *p {
+        [high, low] => Some((digit(high)? << 4) | digit(low)?),
+        _ => None,
+    };
+    hex.as_bytes()
+        .chunks(2)
+        .map(|p| pair(p).map(|b| b as u8))
+        .collect()
 }
 
 /// A file descriptor, and what it refers to.

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
 use proctrace::recording::Recording;
-use proctrace::render::{self, Mode, Options, Weight};
+use proctrace::render::{self, Mode, Options, TraceParent, Weight};
 
 /// Arguments of `proctrace render`.
 #[derive(Debug, Args)]
@@ -41,6 +41,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
     let recording = recording?;
     let options = Options {
         weight: args.weight,
+        trace_parent: trace_parent(),
         ..match &args.output {
             None => terminal_options(),
             Some(_) => Options::default(),
@@ -51,6 +52,20 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
         render::render(args.mode, &recording, options, &mut out).and_then(|()| out.flush());
     quiet_broken_pipe(written).context("writing the output")?;
     Ok(0)
+}
+
+/// The trace context of `TRACEPARENT` (W3C Trace Context, as CI systems
+/// and OpenTelemetry's tools pass it to the commands they run), if set.
+/// A malformed one is ignored, not an error: the spans still make a trace.
+fn trace_parent() -> Option<TraceParent> {
+    let value = std::env::var("TRACEPARENT").ok()?;
+    match value.parse() {
+        Ok(parent) => Some(parent),
+        Err(err) => {
+            eprintln!("proctrace: warning: ignoring TRACEPARENT {value:?}: {err}");
+            None
+        }
+    }
 }
 
 /// Colours and the terminal's width when stdout is a terminal; colours

@@ -147,24 +147,10 @@ impl<'a> Process<'a> {
         self.start() <= at && self.exit.is_none_or(|e| e.timestamp > at)
     }
 
-    /// A short name for what it runs, for lists that name many processes:
-    /// the program's file name, or the script's when the program is an
-    /// interpreter (`bash /usr/libexec/bats-core/bats-exec-test ...` is
-    /// `bats-exec-test`, which says more than `bash`).
+    /// A short name for what it ended up running: its last exec's
+    /// [`program`](ExecView::program).
     pub fn program(&self) -> Option<&'a str> {
-        const INTERPRETERS: [&str; 10] = [
-            "sh", "bash", "dash", "zsh", "env", "python", "python3", "perl", "ruby", "node",
-        ];
-        let exec = self.execs.last()?;
-        let base = |word: &'a str| word.rsplit('/').next().unwrap_or(word);
-        let mut words = exec.argv.iter().map(base);
-        let first = words.next().unwrap_or_else(|| base(exec.filename));
-        match exec.argv.get(1) {
-            Some(script) if INTERPRETERS.contains(&first) && !script.starts_with('-') => {
-                Some(base(script))
-            }
-            _ => Some(first),
-        }
+        self.execs.last().map(|exec| exec.program())
     }
 
     /// The descriptors under which it started a program with `file` open,
@@ -309,6 +295,25 @@ pub struct ExecView<'a> {
 }
 
 impl<'a> ExecView<'a> {
+    /// A short name for what it runs, for lists that name many processes:
+    /// the program's file name, or the script's when the program is an
+    /// interpreter (`bash /usr/libexec/bats-core/bats-exec-test ...` is
+    /// `bats-exec-test`, which says more than `bash`).
+    pub fn program(&self) -> &'a str {
+        const INTERPRETERS: [&str; 10] = [
+            "sh", "bash", "dash", "zsh", "env", "python", "python3", "perl", "ruby", "node",
+        ];
+        let base = |word: &'a str| word.rsplit('/').next().unwrap_or(word);
+        let mut words = self.argv.iter().map(base);
+        let first = words.next().unwrap_or_else(|| base(self.filename));
+        match self.argv.get(1) {
+            Some(script) if INTERPRETERS.contains(&first) && !script.starts_with('-') => {
+                base(script)
+            }
+            _ => first,
+        }
+    }
+
     /// The value of environment variable `name`, if the recording kept it
     /// (see [`Exec::env`](crate::event::Exec::env)).
     pub fn env(&self, name: &str) -> Option<&'a str> {

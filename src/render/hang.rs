@@ -78,16 +78,24 @@ pub fn explain(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -
 /// The heading and culprits of the last snapshot, for `summary`: empty
 /// for a recording without snapshots.
 pub(super) fn last_culprits(processes: &Processes) -> Vec<String> {
-    let Some(last) = processes.snapshots().pop() else {
+    let lines = last_explained(processes);
+    let Some((heading, rest)) = lines.split_first() else {
         return Vec::new();
     };
-    let last: Vec<_> = last.into_iter().map(|(i, s)| (Some(i), s)).collect();
-    let lines = explain(processes, &last);
-    let (heading, rest) = lines.split_first().expect("a snapshot has a heading");
     std::iter::once(heading)
         .chain(rest.iter().filter(|l| l.starts_with("culprit: ")))
         .cloned()
         .collect()
+}
+
+/// The [`explain`] lines of the last snapshot: empty for a recording
+/// without snapshots.
+pub(super) fn last_explained(processes: &Processes) -> Vec<String> {
+    let Some(last) = processes.snapshots().pop() else {
+        return Vec::new();
+    };
+    let last: Vec<_> = last.into_iter().map(|(i, s)| (Some(i), s)).collect();
+    explain(processes, &last)
 }
 
 /// Why a snapshot was taken, in words.

@@ -10,7 +10,9 @@ mod folded;
 mod hang;
 mod html;
 mod leaks;
+mod markdown;
 mod mermaid;
+mod otlp;
 mod perfetto;
 mod profile;
 mod sequential;
@@ -22,6 +24,7 @@ use std::io::{self, Write};
 use anstyle::Style;
 
 pub use hang::explain as explain_hang;
+pub use otlp::{TraceParent, OTLP_BATCH};
 
 use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
@@ -62,6 +65,15 @@ pub enum Mode {
     /// `folded`.
     #[cfg(feature = "flamegraph")]
     Flamegraph,
+    /// One Markdown page for a CI job's summary (`$GITHUB_STEP_SUMMARY`):
+    /// how the command ended, failed, slowest and lingering processes, and
+    /// the hang, each table cut short.
+    Markdown,
+    /// OpenTelemetry traces as OTLP/JSON: one span per process, one
+    /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
+    /// per line, each ready to POST to a collector's `/v1/traces`; in the
+    /// trace of `TRACEPARENT` if set.
+    Otlp,
 }
 
 /// What a flame graph's widths measure.
@@ -84,6 +96,9 @@ pub struct Options {
     pub width: Option<usize>,
     /// What flame graphs weigh.
     pub weight: Weight,
+    /// The W3C trace context `-d otlp` continues (the `TRACEPARENT` of a
+    /// CI job); without one the trace gets a random id of its own.
+    pub trace_parent: Option<TraceParent>,
 }
 
 impl Mode {
@@ -120,6 +135,8 @@ pub fn render(
         Mode::Folded => folded::render(processes, options, out),
         #[cfg(feature = "flamegraph")]
         Mode::Flamegraph => flamegraph::render(recording, processes, options, out),
+        Mode::Markdown => markdown::render(recording, processes, out),
+        Mode::Otlp => otlp::render(recording, processes, options, out),
     }
 }
 

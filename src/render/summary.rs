@@ -18,7 +18,6 @@ pub fn render(
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let end = processes.end();
     if let Some(header) = &recording.header {
         writeln!(
             out,
@@ -36,9 +35,7 @@ pub fn render(
         let all = processes.all().enumerate();
         all.filter(|(_, p)| keep(p)).map(|(i, _)| i).collect()
     };
-    let mut slowest = listed(|_| true);
-    slowest.sort_by_key(|&i| std::cmp::Reverse(processes.get(i).duration(end)));
-    slowest.truncate(SLOWEST);
+    let slowest = slowest(processes, SLOWEST);
     let failed = listed(|p| p.outcome().failed());
     let running = listed(|p| p.outcome() == Outcome::Running);
     write_list(processes, "Slowest", &slowest, options, out)?;
@@ -100,7 +97,17 @@ fn write_lingering(processes: &Processes, options: Options, out: &mut dyn Write)
     Ok(())
 }
 
-fn lost(recording: &Recording) -> String {
+/// The indices of the `count` processes that ran longest, longest first.
+pub(super) fn slowest(processes: &Processes, count: usize) -> Vec<usize> {
+    let end = processes.end();
+    let mut slowest: Vec<usize> = (0..processes.len()).collect();
+    slowest.sort_by_key(|&i| std::cmp::Reverse(processes.get(i).duration(end)));
+    slowest.truncate(count);
+    slowest
+}
+
+/// What the trailer says was lost.
+pub(super) fn lost(recording: &Recording) -> String {
     match &recording.trailer {
         None => "unknown (no trailer)".to_string(),
         Some(t) if t.lost == 0 => "no events lost".to_string(),

@@ -2,10 +2,16 @@
 //! against the real kernel, parses the recording and checks the invariants
 //! every recording must satisfy.
 
+mod markdown;
 mod mermaid;
+mod otlp;
 mod render;
 #[allow(unused_imports)]
+pub use markdown::*;
+#[allow(unused_imports)]
 pub use mermaid::*;
+#[allow(unused_imports)]
+pub use otlp::*;
 #[allow(unused_imports)]
 pub use render::*;
 

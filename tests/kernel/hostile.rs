@@ -1,5 +1,6 @@
 //! Hostile command lines: bytes that are not UTF-8, newlines, terminal
-//! escape sequences, markup, Mermaid syntax, huge and countless arguments.
+//! escape sequences, markup, Mermaid and Markdown syntax, huge and
+//! countless arguments.
 //! Recorded from real processes they come back byte for byte; rendered in
 //! every mode they can neither break the output nor escape into it.
 
@@ -11,7 +12,7 @@ use std::process::Command;
 use crate::common::*;
 use proctrace::event::{shell_join, Exec, Record};
 
-const MODES: [&str; 11] = [
+const MODES: [&str; 13] = [
     "sequential",
     "by-process",
     "mermaid",
@@ -23,6 +24,8 @@ const MODES: [&str; 11] = [
     "hang",
     "folded",
     "flamegraph",
+    "markdown",
+    "otlp",
 ];
 
 /// An argv to break things with; the first is argv[0], so that it leads
@@ -42,6 +45,7 @@ fn hostile_words() -> Vec<Vec<u8>> {
         b"#35; &amp; section x\ntitle y\ngantt",
         b"\"}]}\n{\"Exit\":{\"pid\":1}}",
         b"it's \"quoted\" $HOME `id` \\",
+        b"| a | b |\\| c [x](javascript:alert(3)) ![i](x) **b** _i_ ~~s~~ $x$ &lt; &#60; \\`",
         b"",
     ]
     .map(<[u8]>::to_vec)
@@ -102,6 +106,7 @@ fn hostile_arguments_are_recorded_exactly_and_rendered_safely() {
     );
     assert_html_shows(&lines["html"], &program.argv);
     assert_perfetto_shows(&lines["perfetto"], &program.argv);
+    assert_otlp_shows(&lines["otlp"], &program.argv);
 }
 
 /// 100,000 arguments: the first 32 KiB of them, each byte exact.
@@ -191,6 +196,8 @@ fn render_every_mode(run: &Run) -> std::collections::HashMap<&'static str, Strin
             "html" => assert_markup_is_own(mode, &text),
             "folded" => assert_folded(&text),
             "flamegraph" => assert_svg(&text, &out),
+            "markdown" => assert_markdown(&text),
+            "otlp" => assert_otlp(&text, &out),
             "perfetto" => {
                 let _: serde_json::Value = serde_json::from_str(&text).expect("perfetto JSON");
             }
@@ -340,6 +347,41 @@ fn assert_html_shows(page: &str, argv: &[String]) {
         .flat_map(|p| p["execs"].as_array().unwrap())
         .any(|e| e["argv"] == serde_json::json!(argv));
     assert!(shown, "html: the data lacks the exact argv");
+}
+
+/// Every line is one JSON request, safe on a terminal like every JSON
+/// line proctrace writes, that the OTLP schema reads.
+fn assert_otlp(text: &str, export: &Path) {
+    assert_terminal_safe("otlp", text);
+    for line in text.lines() {
+        let request: serde_json::Value = serde_json::from_str(line).expect("otlp: JSON lines");
+        assert!(request["resourceSpans"].is_array(), "otlp: {line}");
+    }
+    if otlp_schema_set_up() {
+        otlp_schema_spans(export);
+    }
+}
+
+/// Some span's exec event has the exact argv, as OTLP strings.
+fn assert_otlp_shows(text: &str, argv: &[String]) {
+    let values: Vec<serde_json::Value> = argv
+        .iter()
+        .map(|a| serde_json::json!({ "stringValue": a }))
+        .collect();
+    let shown = text.lines().any(|line| {
+        let request: serde_json::Value = serde_json::from_str(line).unwrap();
+        let spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array();
+        let events = spans
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s["events"].as_array());
+        let attributes = events.flatten().flat_map(|e| e["attributes"].as_array());
+        attributes.flatten().any(|a| {
+            a["key"] == "process.command_args"
+                && a["value"]["arrayValue"]["values"] == serde_json::json!(values)
+        })
+    });
+    assert!(shown, "otlp: no exec event has the exact argv");
 }
 
 fn assert_perfetto_shows(trace: &str, argv: &[String]) {

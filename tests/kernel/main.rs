@@ -20,6 +20,7 @@ mod hang;
 mod hostile;
 mod html;
 mod ingest;
+mod otlp;
 mod perfetto;
 mod record;
 mod resources;

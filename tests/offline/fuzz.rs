@@ -27,7 +27,7 @@ use std::time::Instant;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use crate::common::terminal_unsafe;
+use crate::common::{assert_markdown, terminal_unsafe};
 use proctrace::event::Record;
 use proctrace::ingest;
 use proctrace::recording::{Keep, Reader, Recording};
@@ -118,6 +118,7 @@ fn exercise(input: &[u8]) -> bool {
                 color: false,
                 width: Some(100),
                 weight: Weight::Wall,
+                trace_parent: None,
             };
             let mut out = Checked::new(mode);
             match render::render(mode, recording, options, &mut out) {
@@ -165,7 +166,12 @@ impl Checked {
     fn terminal(&self) -> bool {
         !matches!(
             self.mode,
-            Mode::Html | Mode::Perfetto | Mode::Mermaid | Mode::Flamegraph
+            Mode::Html
+                | Mode::Perfetto
+                | Mode::Mermaid
+                | Mode::Flamegraph
+                | Mode::Markdown
+                | Mode::Otlp
         )
     }
 
@@ -190,6 +196,15 @@ impl Checked {
             Mode::Mermaid => {
                 let chart = String::from_utf8(self.bytes).expect("mermaid is UTF-8");
                 assert!(!chart.contains(['`', '\r']), "mermaid: unescaped text");
+            }
+            Mode::Markdown => assert_markdown(&String::from_utf8(self.bytes).unwrap()),
+            Mode::Otlp => {
+                let lines = String::from_utf8(self.bytes).expect("otlp is UTF-8");
+                for line in lines.lines() {
+                    assert!(!line.contains(terminal_unsafe), "otlp: {line:?}");
+                    serde_json::from_str::<serde::de::IgnoredAny>(line)
+                        .unwrap_or_else(|e| panic!("otlp: a line is not JSON: {e}"));
+                }
             }
             _ => assert!(self.bytes.is_empty(), "{mode:?}: ends mid-character"),
         }

@@ -9,4 +9,5 @@ mod common;
 mod fuzz;
 mod kernel_matrix;
 mod mermaid;
+mod otlp;
 mod render;

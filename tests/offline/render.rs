@@ -36,11 +36,14 @@ fn stderr(output: &Output) -> String {
 /// Each mode of each fixture against its expected output in tests/data/expected.
 #[test]
 fn every_mode_renders_as_expected() {
+    let demo_modes: Vec<&str> = MODES.iter().copied().chain(["markdown"]).collect();
     let cases = [
-        ("demo", &MODES[..]),
+        ("demo", &demo_modes[..]),
         ("legacy", &MODES[..]),
-        ("interrupted", &["tree", "summary"][..]),
-        ("leak", &["leaks", "summary"][..]),
+        ("interrupted", &["tree", "summary", "markdown"][..]),
+        ("leak", &["leaks", "summary", "markdown"][..]),
+        // A real `record --timeout 1s` of `sleep 30 | cat`: one snapshot.
+        ("hang", &["markdown"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
@@ -52,6 +55,9 @@ fn every_mode_renders_as_expected() {
             );
             let expected = fs::read_to_string(data(&format!("expected/{fixture}.{mode}"))).unwrap();
             assert_eq!(stdout(&output), expected, "{fixture} rendered as {mode}");
+            if *mode == "markdown" {
+                crate::common::assert_markdown(&expected);
+            }
         }
     }
 }

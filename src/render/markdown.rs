@@ -1,0 +1,309 @@
+//! `markdown`: the run on one Markdown page for a CI job's summary
+//! (`>> $GITHUB_STEP_SUMMARY`): how the command ended, then only the
+//! sections that have something to say. Short enough to read on a phone:
+//! every table stops at [`ROWS`] rows.
+//!
+//! The traced programs choose their command lines, and a summary page is
+//! rendered as HTML: every piece of their text is made [`visible`], cut to
+//! [`WIDTH`] characters and has every character Markdown or HTML would
+//! act on escaped, so that it can neither open a tag nor break a table.
+
+use std::io::{self, Write};
+
+use super::{seconds, shorten};
+use crate::event::shell_join;
+use crate::processes::{Outcome, Processes};
+use crate::recording::Recording;
+use crate::testname::test_of;
+use crate::text::visible;
+
+/// Rows a table shows before `… and N more`.
+const ROWS: usize = 10;
+/// Processes in the slowest table.
+const SLOWEST: usize = 5;
+/// Characters of a command (or any text of the traced programs) shown.
+const WIDTH: usize = 120;
+/// Lines of the hang chains shown.
+const CHAIN_LINES: usize = 20;
+
+/// Writes the page.
+pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+    write_heading(recording, processes, out)?;
+    let failed: Vec<usize> = (0..processes.len())
+        .filter(|&i| processes.get(i).outcome().failed())
+        .collect();
+    write_table(
+        out,
+        &format!("Failed processes ({})", failed.len()),
+        &["PID", "Command", "Status", "Test"],
+        failed.iter().map(|&i| failed_row(processes, i)),
+    )?;
+    write_table(
+        out,
+        "Slowest commands",
+        &["Wall", "PID", "Command", "Status"],
+        super::summary::slowest(processes, SLOWEST)
+            .into_iter()
+            .map(|i| slowest_row(processes, i)),
+    )?;
+    let lingering: Vec<usize> = processes.lingering().map(|(i, _)| i).collect();
+    write_table(
+        out,
+        &format!("Lingering processes ({})", lingering.len()),
+        &["PID", "Command", "Started by", "Test"],
+        lingering.iter().map(|&i| left_row(processes, i)),
+    )?;
+    // A hang cut short by `--timeout` or Ctrl-C; lingering ones are above.
+    let running: Vec<usize> = (0..processes.len())
+        .filter(|&i| processes.get(i).outcome() == Outcome::Running && !lingering.contains(&i))
+        .collect();
+    write_table(
+        out,
+        &format!("Still running at the end ({})", running.len()),
+        &["PID", "Command", "Started by", "Test"],
+        running.iter().map(|&i| left_row(processes, i)),
+    )?;
+    write_hang(processes, out)
+}
+
+/// The title (status and command), the numbers, and a warning if the
+/// recording does not say everything.
+fn write_heading(
+    recording: &Recording,
+    processes: &Processes,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let root = root(recording, processes);
+    let outcome = root.map(|r| processes.get(r).outcome());
+    let mark = match outcome {
+        Some(Outcome::Exited(0)) => "✅",
+        Some(outcome) if outcome.failed() => "❌",
+        _ => "⏳",
+    };
+    let command = match (&recording.header, root) {
+        (Some(header), _) => shell_join(&header.command),
+        (None, Some(root)) => processes.describe(root),
+        (None, None) => String::new(),
+    };
+    let status = outcome.map_or("nothing recorded".to_string(), |o| o.to_string());
+    writeln!(out, "## {mark} {}: {status}\n", cell(&command))?;
+    let execs: usize = processes.all().map(|p| p.execs.len()).sum();
+    writeln!(
+        out,
+        "**Wall time** {} · **Processes** {} ({execs} execs) · **Lost** {}",
+        seconds(processes.wall_time()),
+        processes.len(),
+        super::summary::lost(recording)
+    )?;
+    if let Some(warning) = warning(recording) {
+        writeln!(out, "\n> [!WARNING]\n> {warning}")?;
+    }
+    Ok(())
+}
+
+/// The process the recording follows: the header's root, else the first
+/// process without a recorded parent.
+fn root(recording: &Recording, processes: &Processes) -> Option<usize> {
+    let root_pid = recording.header.as_ref().map(|h| h.root_pid);
+    let roots: Vec<usize> = processes.roots().collect();
+    let root = roots
+        .iter()
+        .find(|&&i| Some(processes.get(i).pid) == root_pid);
+    root.or(roots.first()).copied()
+}
+
+/// Why the page may not tell the whole run.
+fn warning(recording: &Recording) -> Option<&'static str> {
+    match &recording.trailer {
+        None => Some(
+            "The recording is cut short: it has no trailer (proctrace was killed \
+             or the file was truncated), so processes and events may be missing.",
+        ),
+        Some(t) if t.timed_out => Some("`--timeout` expired: proctrace ended the tree."),
+        Some(t) if t.interrupted => {
+            Some("The recording was interrupted before the process tree was gone.")
+        }
+        Some(_) => None,
+    }
+}
+
+fn failed_row(processes: &Processes, index: usize) -> Vec<String> {
+    let process = processes.get(index);
+    vec![
+        process.pid.to_string(),
+        cell(&processes.describe(index)),
+        process.outcome().to_string(),
+        test_cell(processes, index),
+    ]
+}
+
+fn slowest_row(processes: &Processes, index: usize) -> Vec<String> {
+    let process = processes.get(index);
+    vec![
+        seconds(process.duration(processes.end())),
+        process.pid.to_string(),
+        cell(&processes.describe(index)),
+        process.outcome().to_string(),
+    ]
+}
+
+/// A process left behind, and who started it: past subshells, as
+/// `( cmd & )` should name the test, not a fork of it.
+fn left_row(processes: &Processes, index: usize) -> Vec<String> {
+    let process = processes.get(index);
+    let starter = processes.starter(index).map(|s| {
+        let starter = processes.describe_at(s, process.start());
+        format!("{} {}", processes.get(s).pid, cell(&starter))
+    });
+    vec![
+        process.pid.to_string(),
+        cell(&processes.describe(index)),
+        starter.unwrap_or_default(),
+        test_cell(processes, index),
+    ]
+}
+
+fn test_cell(processes: &Processes, index: usize) -> String {
+    test_of(processes, index).map_or_else(String::new, |t| cell(&t))
+}
+
+/// A section with a table of at most [`ROWS`] rows, without the columns
+/// no row fills; nothing when there are no rows. Every cell must already
+/// be escaped.
+fn write_table(
+    out: &mut dyn Write,
+    title: &str,
+    columns: &[&str],
+    rows: impl ExactSizeIterator<Item = Vec<String>>,
+) -> io::Result<()> {
+    let total = rows.len();
+    if total == 0 {
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = rows.take(ROWS).collect();
+    let filled: Vec<usize> = (0..columns.len())
+        .filter(|&c| rows.iter().any(|row| !row[c].is_empty()))
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        format!("| {} |", cells.collect::<Vec<_>>().join(" | "))
+    };
+    writeln!(out, "\n### {title}\n")?;
+    writeln!(out, "{}", line(&mut filled.iter().map(|&c| columns[c])))?;
+    writeln!(out, "{}", line(&mut filled.iter().map(|_| "---")))?;
+    for row in &rows {
+        writeln!(
+            out,
+            "{}",
+            line(&mut filled.iter().map(|&c| row[c].as_str()))
+        )?;
+    }
+    if total > ROWS {
+        // After a blank line: a line right under a table is one more row.
+        writeln!(out, "\n… and {} more", total - ROWS)?;
+    }
+    Ok(())
+}
+
+/// The chains of the last snapshot of the live tree, in a code block (the
+/// indentation is the chain), then its culprits.
+fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+    let lines = super::hang::last_explained(processes);
+    let Some((heading, rest)) = lines.split_first() else {
+        return Ok(());
+    };
+    let (culprits, chains): (Vec<&String>, Vec<&String>) =
+        rest.iter().partition(|l| l.starts_with("culprit: "));
+    writeln!(out, "\n### Hang: {}\n", cell(heading))?;
+    let chains: Vec<String> = chains
+        .iter()
+        .take(CHAIN_LINES)
+        .map(|line| shorten(&visible(line), Some(WIDTH)))
+        .collect();
+    let fence = fence(&chains);
+    writeln!(out, "{fence}text")?;
+    for line in &chains {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "{fence}")?;
+    if chains.len() < rest.len() - culprits.len() {
+        writeln!(
+            out,
+            "\n… and {} more lines",
+            rest.len() - culprits.len() - chains.len()
+        )?;
+    }
+    writeln!(out)?;
+    for culprit in culprits.iter().take(ROWS) {
+        let culprit = culprit.trim_start_matches("culprit: ");
+        writeln!(out, "- **Culprit:** {}", cell(culprit))?;
+    }
+    Ok(())
+}
+
+/// A code fence longer than any run of backticks in `lines`, which could
+/// otherwise close it.
+fn fence(lines: &[String]) -> String {
+    let longest = lines
+        .iter()
+        .flat_map(|line| line.split(|c| c != '`'))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// Text of the traced programs for a table cell or a line of the page:
+/// visible, cut to [`WIDTH`], then escaped (after the cut, so that no
+/// escape is cut in half).
+fn cell(text: &str) -> String {
+    escape(&shorten(&visible(text), Some(WIDTH)))
+}
+
+/// `text` with every character Markdown (GitHub's: tables, math,
+/// strikethrough) or HTML would act on escaped: a backslash before ASCII
+/// punctuation, an entity for what opens HTML.
+fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '&' => escaped.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '|' | '$' | '~' | '!' => {
+                escaped.push('\\');
+                escaped.push(c);
+            }
+            // visible() leaves none, but a line break would end the row.
+            '\n' | '\r' => escaped.push(' '),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_markdown_or_html_would_act_on() {
+        assert_eq!(
+            escape(r"<b>a|b</b> & `x` *y* _z_ [l](u) #1 $HOME ~s~ \| !"),
+            r"&lt;b&gt;a\|b&lt;/b&gt; &amp; \`x\` \*y\* \_z\_ \[l\](u) \#1 \$HOME \~s\~ \\\| \!"
+        );
+    }
+
+    #[test]
+    fn cells_are_one_visible_line_cut_before_escaping() {
+        assert_eq!(cell("a\nb|c"), r"a\\nb\|c");
+        let long = "<".repeat(200);
+        let cut = cell(&long);
+        assert_eq!(cut, format!("{}…", "&lt;".repeat(WIDTH - 1)));
+    }
+
+    #[test]
+    fn a_fence_outlasts_every_backtick_run() {
+        assert_eq!(fence(&["plain".into()]), "```");
+        assert_eq!(fence(&["a ```` b".into(), "`".into()]), "`````");
+    }
+}
