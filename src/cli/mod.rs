@@ -5,6 +5,7 @@ mod files;
 mod ingest;
 mod record;
 mod render;
+mod status;
 
 use clap::{Parser, Subcommand};
 

@@ -14,6 +14,8 @@ use proctrace::record::{
 };
 use proctrace::recording::Output;
 
+use super::status::{Status, REDRAW};
+
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// Where the recording goes ('-' for stdout, which the command's own
@@ -43,6 +45,10 @@ pub struct RecordArgs {
     /// the command has exited and only lingering processes are left, the recording ends.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     linger: Option<std::time::Duration>,
+    /// No status line and no closing summary on stderr (warnings, errors and what a
+    /// snapshot found still show).
+    #[arg(short, long)]
+    quiet: bool,
     /// Do not record the file descriptors each program starts with.
     #[arg(long)]
     no_fds: bool,
@@ -132,21 +138,34 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         eprintln!("proctrace: warning: {warning}");
     }
     signals.watch(&recording);
-    let (processes, totals, output) = write_recording(recording, output)?;
-    report(&output, processes, &totals)?;
+    let command = proctrace::event::shell_join(&recording.header().command);
+    let mut status = Status::new(!args.quiet, recording.root_pid(), command);
+    let (processes, totals, output) = write_recording(recording, output, &mut status)?;
+    status.close();
+    report(&output, processes, &totals, args.quiet)?;
     Ok(exit_status(&totals, !args.pids.is_empty()))
 }
 
 /// Writes header, events and trailer; returns how many processes were
 /// recorded. A failing output does not end the recording: the tree runs
 /// on, watched and reaped as before, and its events are counted as lost.
-fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Totals, Output)> {
+fn write_recording(
+    recording: Recording,
+    mut output: Output,
+    status: &mut Status,
+) -> Result<(u64, Totals, Output)> {
     let name = output.name().to_owned();
     tell_failure(&name, output.header(recording.header()));
     let mut forks = 0;
     let mut table = Growing::default();
     let mut snapshot = Pending::default();
     let (events, notices) = (recording.events(), recording.notices());
+    let redraw = if status.shown() {
+        crossbeam_channel::tick(REDRAW)
+    } else {
+        crossbeam_channel::never()
+    };
+    let mut lost_told = false;
     loop {
         // Whatever has been drained reaches the output before proctrace
         // waits: a kill -9 then loses at most what the kernel still holds.
@@ -158,6 +177,7 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
                 let Ok(record) = record else { break };
                 forks += u64::from(matches!(record, Record::Fork(_)));
                 table.add(&record);
+                status.add(&record);
                 if let Record::Snapshot(s) = &record {
                     snapshot.records.push(s.clone());
                     snapshot.explain_when_whole(&table);
@@ -169,9 +189,20 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
                     snapshot.expected = Some((timestamp, records));
                     snapshot.explain_when_whole(&table);
                 }
+                Ok(Notice::Lost { buffer_full, tracking_full }) => {
+                    if !std::mem::replace(&mut lost_told, true) {
+                        eprintln!(
+                            "proctrace: WARNING: the kernel is dropping events ({} so far); \
+                             raise --buffer-mib or --max-processes",
+                            buffer_full + tracking_full
+                        );
+                    }
+                    status.lost(buffer_full + tracking_full);
+                }
                 Ok(notice) => tell(&notice),
                 Err(_) => {}
-            }
+            },
+            recv(redraw) -> _ => status.draw(),
         }
     }
     notices.try_iter().for_each(|notice| tell(&notice));
@@ -187,7 +218,7 @@ fn write_recording(recording: Recording, mut output: Output) -> Result<(u64, Tot
 /// Says on stderr, as it happens, what the recording finds about the tree.
 fn tell(notice: &Notice) {
     match notice {
-        Notice::Snapshot { .. } => {}
+        Notice::Snapshot { .. } | Notice::Lost { .. } => {}
         Notice::TimedOut => eprintln!(
             "proctrace: --timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)"
         ),
@@ -257,7 +288,7 @@ fn lineage(who: &Lingerer) -> String {
 
 /// Says what was lost in the kernel, then fails if the output did, or says
 /// what was recorded.
-fn report(output: &Output, processes: u64, totals: &Totals) -> Result<()> {
+fn report(output: &Output, processes: u64, totals: &Totals, quiet: bool) -> Result<()> {
     let lost = totals.lost();
     if lost > 0 {
         eprintln!(
@@ -267,6 +298,9 @@ fn report(output: &Output, processes: u64, totals: &Totals) -> Result<()> {
         );
     }
     output.result()?;
+    if quiet {
+        return Ok(());
+    }
     let stopped = if totals.interrupted {
         " (interrupted)"
     } else {

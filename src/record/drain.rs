@@ -124,6 +124,8 @@ struct Progress {
     quiet_reported: bool,
     /// After `--timeout`: when the tree gets SIGKILL.
     timeout_kill_due: Option<u64>,
+    /// The kernel's loss counters as last told, and when they were read.
+    losses: ((u64, u64), u64),
 }
 
 /// Why a recording ended.
@@ -178,6 +180,7 @@ impl Drain<'_, '_> {
             last_event: 0,
             quiet_reported: false,
             timeout_kill_due: None,
+            losses: ((0, 0), 0),
         };
         let end = loop {
             if let Some(end) = self.step(&buffer, target, &mut progress)? {
@@ -226,6 +229,7 @@ impl Drain<'_, '_> {
         }
         self.watch_lingering(elapsed, progress);
         self.watch_hang(elapsed, progress);
+        self.watch_losses(elapsed, progress);
         if self.control.stop.load(Ordering::Relaxed) {
             progress.stop_since.get_or_insert(now);
         }
@@ -293,6 +297,25 @@ impl Drain<'_, '_> {
             self.signal(pid, Signal::SIGKILL);
             false
         });
+    }
+
+    /// Tells as they happen, about once a second, that the kernel dropped
+    /// events: the end of the recording is too late for a run that hangs.
+    fn watch_losses(&self, elapsed: u64, progress: &mut Progress) {
+        const EVERY_NS: u64 = 1_000_000_000;
+        let (told, read_at) = progress.losses;
+        if elapsed.saturating_sub(read_at) < EVERY_NS {
+            return;
+        }
+        let losses = self.probe.losses();
+        progress.losses = (losses, elapsed);
+        if losses != told {
+            let (buffer_full, tracking_full) = losses;
+            let _ = self.outputs.notices.send(Notice::Lost {
+                buffer_full,
+                tracking_full,
+            });
+        }
     }
 
     /// Snapshots asked for by a signal, `--timeout` and `--hang-after`,

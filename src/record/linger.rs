@@ -40,6 +40,14 @@ pub enum Notice {
     },
     /// `--timeout` expired: the tree is being ended.
     TimedOut,
+    /// The kernel has dropped events since the last count: these are the
+    /// totals so far (checked about once a second).
+    Lost {
+        /// Events dropped with the buffer full.
+        buffer_full: u64,
+        /// Processes not followed with the tracking map full.
+        tracking_full: u64,
+    },
     /// A lingering process was sent a signal (`--kill-lingering`).
     Killed {
         /// The process.

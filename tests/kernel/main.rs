@@ -25,4 +25,5 @@ mod perfetto;
 mod record;
 mod resources;
 mod signals;
+mod status;
 mod threads;

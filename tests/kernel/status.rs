@@ -1,0 +1,156 @@
+//! The status line of `record`: on a real terminal (a tmux pane) it sits
+//! on the last row while the command's output scrolls above it, whole
+//! lines, and is gone when the recording ends; on a pipe there is none.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// A tmux server of its own, so that no other session is touched.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(width: u16, height: u16, command: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("proctrace-test-{}", std::process::id()),
+        };
+        let (width, height) = (width.to_string(), height.to_string());
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &width,
+            "-y",
+            &height,
+            command,
+        ]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .env("TERM", "xterm-256color")
+            .output()
+            .expect("running tmux");
+        assert!(output.status.success(), "tmux {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// The pane's rows as they are on screen.
+    fn screen(&self) -> Vec<String> {
+        self.run(&["capture-pane", "-p", "-t", "t"])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Waits (bounded) until `ready` holds for the screen; returns it.
+    fn wait_for(&self, what: &str, ready: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {what} on screen:\n{}",
+                screen.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
+    if !have_root() || !prerequisite(have_tool("tmux"), "tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.ndjson");
+    let done = dir.path().join("done");
+    // Twenty lines through a 12-row pane: they scroll past the status
+    // line. Then a quiet sleep, the longest-running process but the root.
+    let script = "for i in $(seq 1 20); do echo output line $i; done; sleep 2";
+    let command = format!(
+        "{} record -o {} -- sh -c '{script}'; touch {}; sleep 60",
+        proctrace_bin(),
+        out.display(),
+        done.display()
+    );
+    let tmux = Tmux::start(80, 12, &command);
+    let screen = tmux.wait_for("status line while the sleep runs", |rows| {
+        rows.last().is_some_and(|row| row.contains("2 alive"))
+    });
+    let status = screen.last().unwrap();
+    assert!(status.starts_with("proctrace "), "{status}");
+    assert!(status.contains("0 lost"), "{status}");
+    assert!(status.contains("longest: "), "{status}");
+    // Above it the command's lines, whole and in order up to the last,
+    // then the row the cursor waits on.
+    assert_eq!(screen.len(), 12, "{screen:?}");
+    let expected: Vec<String> = (11..=20).map(|n| format!("output line {n}")).collect();
+    assert_eq!(screen[..10], expected, "{screen:#?}");
+    assert_eq!(screen[10], "", "{screen:#?}");
+
+    let screen = tmux.wait_for("the end of the recording", |_| done.exists());
+    let screen = if screen.iter().any(|r| r.starts_with("proctrace: recorded")) {
+        screen
+    } else {
+        tmux.screen()
+    };
+    assert!(
+        !screen.iter().any(|r| r.contains(" alive / ")),
+        "the status line stayed: {screen:#?}"
+    );
+    // sh, the $(seq) subshell and sleep.
+    assert!(
+        screen
+            .iter()
+            .any(|r| r.starts_with("proctrace: recorded 3 processes")),
+        "{screen:#?}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let run = Run {
+        records: parse_lines(&text),
+        text,
+        dir,
+        command: strings(&["sh", "-c", script]),
+        opts: Opts::new(Mode::Ring),
+        status: std::process::ExitStatus::from_raw(0),
+        stderr: String::new(),
+    };
+    run.check();
+}
+
+#[test]
+fn no_status_line_and_no_control_sequences_off_a_terminal() {
+    if !have_root() {
+        return;
+    }
+    let run = record(Mode::Ring, &["sh", "-c", "sleep 0.6; echo done"]);
+    assert!(
+        !run.stderr.contains(['\x1b', '\r']),
+        "control sequences on a pipe: {:?}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(" alive / "), "{}", run.stderr);
+}
