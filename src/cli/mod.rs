@@ -3,9 +3,12 @@
 mod diff;
 mod files;
 mod ingest;
+mod live;
 mod record;
 mod render;
 mod status;
+mod tui;
+mod view;
 
 use clap::{Parser, Subcommand};
 
@@ -30,6 +33,8 @@ enum Command {
     /// Compare two recordings of one command: processes in one run only, changed exit statuses,
     /// slower steps, processes that lingered or hung in one run only. Exit status 1 if any.
     Diff(diff::DiffArgs),
+    /// Open a recording in the full-screen view, at any moment of the run.
+    View(view::ViewArgs),
 }
 
 impl Cli {
@@ -40,6 +45,7 @@ impl Cli {
             Command::Render(args) => render::run(args),
             Command::Ingest(args) => ingest::run(args),
             Command::Diff(args) => diff::run(args),
+            Command::View(args) => view::run(args),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `proctrace record`: runs or attaches, writes the recording.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -14,7 +14,9 @@ use proctrace::record::{
 };
 use proctrace::recording::Output;
 
+use super::live::Live;
 use super::status::{Status, REDRAW};
+use super::tui::Action;
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
@@ -49,6 +51,14 @@ pub struct RecordArgs {
     /// snapshot found still show).
     #[arg(short, long)]
     quiet: bool,
+    /// Show the tree as it runs, full screen: q leaves the view and recording goes on,
+    /// h takes a hang snapshot. The command's output goes to --command-output.
+    #[arg(long, conflicts_with = "pids")]
+    live: bool,
+    /// Send the command's stdout and stderr to FILE, its stdin from /dev/null. With
+    /// --live it defaults to the recording's name with .log added.
+    #[arg(long, value_name = "FILE", conflicts_with = "pids")]
+    command_output: Option<PathBuf>,
     /// Do not record the file descriptors each program starts with.
     #[arg(long)]
     no_fds: bool,
@@ -88,6 +98,14 @@ pub struct RecordArgs {
 
 /// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if args.live && (args.output.as_os_str() == "-" || !io::stdout().is_terminal()) {
+        anyhow::bail!("--live needs stdout to be a terminal, and the recording in a file");
+    }
+    let command_output = args.command_output.clone().or_else(|| {
+        let mut log = args.output.clone().into_os_string();
+        log.push(".log");
+        args.live.then(|| log.into())
+    });
     let (output, created) = open_output(&args.output)?;
     // libbpf narrates its work on stderr, which is the command's terminal
     // too; keep it for debugging only.
@@ -123,6 +141,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .subreaper(true)
         .capture_fds(!args.no_fds)
         .env(args.env.iter().cloned())
+        .command_output(command_output.clone())
         .start();
     let recording = match recording {
         Ok(recording) => recording,
@@ -139,9 +158,18 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     }
     signals.watch(&recording);
     let command = proctrace::event::shell_join(&recording.header().command);
-    let mut status = Status::new(!args.quiet, recording.root_pid(), command);
-    let (processes, totals, output) = write_recording(recording, output, &mut status)?;
+    let mut status = Status::new(!args.quiet, recording.root_pid(), command.clone());
+    let live = if args.live {
+        Some(Live::open(&command).context("opening the terminal")?)
+    } else {
+        status.show();
+        None
+    };
+    let (processes, totals, output) = write_recording(recording, output, &mut status, live)?;
     status.close();
+    if let Some(log) = command_output.filter(|_| !args.quiet) {
+        eprintln!("proctrace: the command's output is in {}", log.display());
+    }
     report(&output, processes, &totals, args.quiet)?;
     Ok(exit_status(&totals, !args.pids.is_empty()))
 }
@@ -153,6 +181,7 @@ fn write_recording(
     recording: Recording,
     mut output: Output,
     status: &mut Status,
+    mut live: Option<Live>,
 ) -> Result<(u64, Totals, Output)> {
     let name = output.name().to_owned();
     tell_failure(&name, output.header(recording.header()));
@@ -160,11 +189,15 @@ fn write_recording(
     let mut table = Growing::default();
     let mut snapshot = Pending::default();
     let (events, notices) = (recording.events(), recording.notices());
-    let redraw = if status.shown() {
+    let redraw = if status.shown() || live.is_some() {
         crossbeam_channel::tick(REDRAW)
     } else {
         crossbeam_channel::never()
     };
+    let mut keys = live
+        .as_ref()
+        .map_or_else(crossbeam_channel::never, Live::keys);
+    let stopper = recording.stopper();
     let mut lost_told = false;
     loop {
         // Whatever has been drained reaches the output before proctrace
@@ -180,33 +213,63 @@ fn write_recording(
                 status.add(&record);
                 if let Record::Snapshot(s) = &record {
                     snapshot.records.push(s.clone());
-                    snapshot.explain_when_whole(&table);
+                    say(&mut live, snapshot.explain_when_whole(&table));
                 }
                 tell_failure(&name, output.event(&record));
             }
             recv(notices) -> notice => match notice {
                 Ok(Notice::Snapshot { timestamp, records }) => {
                     snapshot.expected = Some((timestamp, records));
-                    snapshot.explain_when_whole(&table);
+                    say(&mut live, snapshot.explain_when_whole(&table));
                 }
                 Ok(Notice::Lost { buffer_full, tracking_full }) => {
                     if !std::mem::replace(&mut lost_told, true) {
-                        eprintln!(
-                            "proctrace: WARNING: the kernel is dropping events ({} so far); \
+                        say(&mut live, vec![format!(
+                            "WARNING: the kernel is dropping events ({} so far); \
                              raise --buffer-mib or --max-processes",
                             buffer_full + tracking_full
-                        );
+                        )]);
                     }
                     status.lost(buffer_full + tracking_full);
                 }
-                Ok(notice) => tell(&notice),
+                Ok(notice) => say(&mut live, tell(&notice)),
                 Err(_) => {}
             },
-            recv(redraw) -> _ => status.draw(),
+            recv(redraw) -> _ => match &mut live {
+                Some(view) => view.draw(&table),
+                None => status.draw(),
+            },
+            recv(keys) -> key => {
+                let action = match (&mut live, key) {
+                    (Some(view), Ok(key)) => view.key(key),
+                    _ => Action::Quit,
+                };
+                match action {
+                    Action::Hang => stopper.snapshot(SIGUSR1),
+                    Action::Quit | Action::Interrupt => {
+                        // The terminal is given back; the status line takes over.
+                        live = None;
+                        keys = crossbeam_channel::never();
+                        status.show();
+                        if action == Action::Interrupt {
+                            // Raw mode kept Ctrl-C from the tree: send it
+                            // where the terminal would, the foreground group.
+                            let _ = nix::sys::signal::killpg(
+                                nix::unistd::getpgrp(),
+                                nix::sys::signal::Signal::SIGINT,
+                            );
+                        }
+                    }
+                    Action::Seek(_) | Action::None => {}
+                }
+            }
         }
     }
-    notices.try_iter().for_each(|notice| tell(&notice));
-    snapshot.explain(&table);
+    drop(live);
+    notices
+        .try_iter()
+        .for_each(|notice| say(&mut None, tell(&notice)));
+    say(&mut None, snapshot.explain(&table));
     let totals = recording.finish()?;
     tell_failure(&name, output.trailer(&totals));
     if totals.timed_out {
@@ -215,27 +278,35 @@ fn write_recording(
     Ok((forks + 1, totals, output))
 }
 
-/// Says on stderr, as it happens, what the recording finds about the tree.
-fn tell(notice: &Notice) {
+/// What the recording found about the tree, for people, as it happens.
+fn tell(notice: &Notice) -> Vec<String> {
     match notice {
-        Notice::Snapshot { .. } | Notice::Lost { .. } => {}
-        Notice::TimedOut => eprintln!(
-            "proctrace: --timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)"
-        ),
-        Notice::RootExited(alive) => {
-            eprintln!(
-                "proctrace: the command exited; {} of its processes still run:",
-                alive.len()
-            );
-            alive
-                .iter()
-                .for_each(|who| eprintln!("proctrace:   {}", lineage(who)));
+        Notice::Snapshot { .. } | Notice::Lost { .. } => Vec::new(),
+        Notice::TimedOut => {
+            vec!["--timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)".to_owned()]
         }
-        Notice::Lingering(who) => eprintln!("proctrace: lingering: {}", lineage(who)),
+        Notice::RootExited(alive) => {
+            let mut lines = vec![format!(
+                "the command exited; {} of its processes still run:",
+                alive.len()
+            )];
+            lines.extend(alive.iter().map(|who| format!("  {}", lineage(who))));
+            lines
+        }
+        Notice::Lingering(who) => vec![format!("lingering: {}", lineage(who))],
         Notice::Killed { pid, signal } => {
             let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
-            eprintln!("proctrace: sent {name} to lingering process {pid}");
+            vec![format!("sent {name} to lingering process {pid}")]
         }
+    }
+}
+
+/// Says `lines` in the full-screen view when it is up, else on stderr.
+fn say(live: &mut Option<Live>, lines: Vec<String>) {
+    match live {
+        Some(view) if !lines.is_empty() => view.note(lines),
+        Some(_) => {}
+        None => lines.iter().for_each(|line| eprintln!("proctrace: {line}")),
     }
 }
 
@@ -249,21 +320,22 @@ struct Pending {
 }
 
 impl Pending {
-    fn explain_when_whole(&mut self, table: &Growing) {
+    fn explain_when_whole(&mut self, table: &Growing) -> Vec<String> {
         let whole = self.expected.is_some_and(|(timestamp, count)| {
             let of_it = self.records.iter().filter(|s| s.timestamp == timestamp);
             of_it.count() >= count
         });
-        if whole {
-            self.expected = None;
-            self.explain(table);
+        if !whole {
+            return Vec::new();
         }
+        self.expected = None;
+        self.explain(table)
     }
 
     /// Explains what has come; `table` is the tree as recorded so far.
-    fn explain(&mut self, table: &Growing) {
+    fn explain(&mut self, table: &Growing) -> Vec<String> {
         if self.records.is_empty() {
-            return;
+            return Vec::new();
         }
         let records = std::mem::take(&mut self.records);
         let table = table.table();
@@ -271,9 +343,7 @@ impl Pending {
             .iter()
             .map(|s| (table.find(s.pid, s.timestamp), s))
             .collect();
-        for line in proctrace::render::explain_hang(&table, &nodes) {
-            eprintln!("proctrace: {line}");
-        }
+        proctrace::render::explain_hang(&table, &nodes)
     }
 }
 

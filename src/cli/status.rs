@@ -29,6 +29,7 @@ struct Live {
 
 /// What the line shows, kept up to date from every event.
 pub struct Status {
+    wanted: bool,
     terminal: Option<Terminal>,
     started: Instant,
     events: u64,
@@ -40,10 +41,10 @@ pub struct Status {
 }
 
 impl Status {
-    /// A status line for a recording of `root` running `command`; drawn
-    /// only if `wanted` and stderr is a terminal that can hold it.
+    /// A status line for a recording of `root` running `command`, kept
+    /// up to date but not shown yet; shown (see [`show`](Self::show))
+    /// only if `wanted`.
     pub fn new(wanted: bool, root: Pid, command: String) -> Self {
-        let terminal = wanted.then(Terminal::open).flatten();
         let alive = HashMap::from([(
             root,
             Live {
@@ -52,13 +53,22 @@ impl Status {
             },
         )]);
         Status {
-            terminal,
+            wanted,
+            terminal: None,
             started: Instant::now(),
             events: 0,
             seen: 1,
             alive,
             lost: 0,
             now_ns: 0,
+        }
+    }
+
+    /// Starts drawing the line, if it was wanted and stderr is a terminal
+    /// that can hold it.
+    pub fn show(&mut self) {
+        if self.wanted && self.terminal.is_none() {
+            self.terminal = Terminal::open();
         }
     }
 

@@ -32,12 +32,25 @@ pub struct Launch {
     argv: Vec<CString>,
     display: String,
     credentials: Option<Credentials>,
+    /// Where the command's stdout and stderr go instead, with stdin from
+    /// /dev/null; opened before the fork.
+    redirect: Option<Redirect>,
+}
+
+/// The files a redirected command gets as its stdio.
+struct Redirect {
+    output: std::fs::File,
+    null: std::fs::File,
 }
 
 impl Launch {
     /// Prepares `argv`; unless `keep_root`, a command started through sudo
     /// runs as the invoking user.
-    pub fn new(argv: &[OsString], keep_root: bool) -> Result<Self, RecordError> {
+    pub fn new(
+        argv: &[OsString],
+        keep_root: bool,
+        output: Option<&std::path::Path>,
+    ) -> Result<Self, RecordError> {
         let program = argv.first().ok_or(RecordError::NoCommand)?;
         let display = program.to_string_lossy().into_owned();
         if !is_runnable(program) {
@@ -49,10 +62,14 @@ impl Launch {
             .collect::<Result<_, _>>()
             .map_err(RecordError::system("an argument contains a NUL byte"))?;
         let credentials = if keep_root { None } else { sudo_credentials()? };
+        let redirect = output
+            .map(|path| Redirect::open(path, credentials.as_ref()))
+            .transpose()?;
         Ok(Launch {
             argv,
             display,
             credentials,
+            redirect,
         })
     }
 
@@ -128,6 +145,9 @@ impl Launch {
             // get the default, as it would from a shell.
             // SAFETY: resetting a disposition to the default is always sound.
             unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+            if let Some(redirect) = &self.redirect {
+                redirect.install()?;
+            }
             if let Some(creds) = &self.credentials {
                 unistd::setgroups(&creds.groups)?;
                 unistd::setgid(creds.gid)?;
@@ -146,6 +166,43 @@ impl Launch {
         // SAFETY: _exit is async-signal-safe and skips the parent's atexit
         // handlers and buffers, which belong to the parent.
         unsafe { libc::_exit(status) }
+    }
+}
+
+impl Redirect {
+    /// Creates (or truncates) `path`; under sudo it belongs to the user,
+    /// like the recording.
+    fn open(path: &std::path::Path, owner: Option<&Credentials>) -> Result<Self, RecordError> {
+        let context = || format!("creating {}", path.display());
+        let output = std::fs::File::create(path).map_err(|source| RecordError::System {
+            context: context(),
+            source,
+        })?;
+        if let Some(creds) = owner {
+            unistd::fchown(&output, Some(creds.uid), Some(creds.gid)).map_err(|e| {
+                RecordError::System {
+                    context: context(),
+                    source: e.into(),
+                }
+            })?;
+        }
+        let null = std::fs::File::open("/dev/null").map_err(|source| RecordError::System {
+            context: "opening /dev/null".into(),
+            source,
+        })?;
+        Ok(Redirect { output, null })
+    }
+
+    /// In the child: dup2 only, which is async-signal-safe.
+    fn install(&self) -> nix::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: dup2 onto the standard descriptors of the child alone.
+        let dup = |from: &std::fs::File, to| unsafe {
+            Errno::result(libc::dup2(from.as_raw_fd(), to)).map(drop)
+        };
+        dup(&self.null, 0)?;
+        dup(&self.output, 1)?;
+        dup(&self.output, 2)
     }
 }
 

@@ -48,6 +48,7 @@ const QUEUE_CAPACITY: usize = 1 << 16;
 pub struct Recorder {
     target: Target,
     keep_root: bool,
+    command_output: Option<PathBuf>,
     policy: LingerPolicy,
     kernel: KernelConfig,
 }
@@ -74,6 +75,7 @@ impl Recorder {
         Recorder {
             target,
             keep_root: false,
+            command_output: None,
             policy: LingerPolicy::default(),
             kernel: KernelConfig {
                 buffer: BufferChoice::Auto,
@@ -115,6 +117,14 @@ impl Recorder {
     /// Under sudo, runs the command as root instead of the invoking user.
     pub fn keep_root(mut self, keep_root: bool) -> Self {
         self.keep_root = keep_root;
+        self
+    }
+
+    /// Sends the command's stdout and stderr to a file (created or
+    /// truncated), and its stdin from /dev/null: for when the terminal is
+    /// proctrace's own, as with a full-screen view.
+    pub fn command_output(mut self, path: Option<PathBuf>) -> Self {
+        self.command_output = path;
         self
     }
 
@@ -206,7 +216,11 @@ impl Recorder {
                     .map(|a| a.to_string_lossy().into_owned())
                     .collect();
                 (
-                    Prepared::Launch(launch::Launch::new(argv, self.keep_root)?),
+                    Prepared::Launch(launch::Launch::new(
+                        argv,
+                        self.keep_root,
+                        self.command_output.as_deref(),
+                    )?),
                     command,
                 )
             }

@@ -2,82 +2,8 @@
 //! on the last row while the command's output scrolls above it, whole
 //! lines, and is gone when the recording ends; on a pipe there is none.
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
 use crate::common::*;
-
-/// A tmux server of its own, so that no other session is touched.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(width: u16, height: u16, command: &str) -> Tmux {
-        let tmux = Tmux {
-            socket: format!("proctrace-test-{}", std::process::id()),
-        };
-        let (width, height) = (width.to_string(), height.to_string());
-        tmux.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "t",
-            "-x",
-            &width,
-            "-y",
-            &height,
-            command,
-        ]);
-        tmux
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .env_remove("TMUX")
-            .env("TERM", "xterm-256color")
-            .output()
-            .expect("running tmux");
-        assert!(output.status.success(), "tmux {args:?}: {output:?}");
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    /// The pane's rows as they are on screen.
-    fn screen(&self) -> Vec<String> {
-        self.run(&["capture-pane", "-p", "-t", "t"])
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Waits (bounded) until `ready` holds for the screen; returns it.
-    fn wait_for(&self, what: &str, ready: impl Fn(&[String]) -> bool) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let screen = self.screen();
-            if ready(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no {what} on screen:\n{}",
-                screen.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
+use crate::terminal::{finished_run, Tmux};
 
 #[test]
 fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
@@ -128,17 +54,7 @@ fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
             .any(|r| r.starts_with("proctrace: recorded 3 processes")),
         "{screen:#?}"
     );
-    let text = std::fs::read_to_string(&out).unwrap();
-    let run = Run {
-        records: parse_lines(&text),
-        text,
-        dir,
-        command: strings(&["sh", "-c", script]),
-        opts: Opts::new(Mode::Ring),
-        status: std::process::ExitStatus::from_raw(0),
-        stderr: String::new(),
-    };
-    run.check();
+    finished_run(dir, &out, &["sh", "-c", script]).check();
 }
 
 #[test]
