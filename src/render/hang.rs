@@ -186,6 +186,18 @@ impl<'a> Graph<'a> {
                     .collect();
                 return Wait::Children(children);
             }
+            // dash's `wait` (and other shells') sleeps for SIGCHLD: with
+            // children alive, it is them it waits for.
+            Some("rt_sigsuspend" | "pause" | "rt_sigtimedwait") => {
+                let children: Vec<usize> = (0..self.nodes.len())
+                    .filter(|&c| self.parent_pid(c) == Some(s.pid))
+                    .collect();
+                return if children.is_empty() {
+                    Wait::Nothing
+                } else {
+                    Wait::Children(children)
+                };
+            }
             _ => return Wait::Nothing,
         };
         let Some(held) = s.fds.iter().find(|h| i64::from(h.fd.fd) == arg) else {

@@ -181,6 +181,33 @@ fn timeout_takes_a_snapshot_then_ends_the_tree() {
     assert!(culprits[0].starts_with(&expected), "{summary}");
 }
 
+/// dash's `wait` sleeps in rt_sigsuspend for SIGCHLD, not in wait4: the
+/// children it has are still what it waits for, and each is a culprit.
+#[test]
+fn a_shell_waiting_for_sigchld_waits_for_its_children() {
+    if !have_root() {
+        return;
+    }
+    let run = record_with(
+        &opts(&["--timeout", "1s"]),
+        &["dash", "-c", "sleep 1000 & sleep 2000 & wait"],
+    );
+    assert_eq!(run.code(), 124);
+    let root = run.root();
+    let view = render_hang(&run.dir.path().join("rec.ndjson"));
+    line_with(
+        &view,
+        &[
+            &format!("{root} dash -c"),
+            "waits in rt_sigsuspend for its children:",
+        ],
+    );
+    for seconds in ["1000", "2000"] {
+        let sleep = run.child_with_argv(root, &["sleep", seconds]);
+        line_with(&view, &[&format!("culprit: {sleep} sleep {seconds}")]);
+    }
+}
+
 /// SIGTERM to proctrace (a CI job's timeout): the snapshot is taken before
 /// the signal is passed on, and is in the recording and on stderr.
 #[test]
