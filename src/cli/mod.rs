@@ -6,6 +6,7 @@ mod ingest;
 mod live;
 mod record;
 mod render;
+mod session;
 mod status;
 mod tui;
 mod view;

@@ -7,16 +7,13 @@ use anyhow::{Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
-use proctrace::event::{Record, Snapshot};
 use proctrace::processes::Growing;
-use proctrace::record::{
-    self, BufferChoice, HookChoice, Lingerer, Notice, Recorder, Recording, Totals,
-};
+use proctrace::record::{self, BufferChoice, HookChoice, Recorder, Recording, Totals};
 use proctrace::recording::Output;
 
 use super::live::Live;
-use super::status::{Status, REDRAW};
-use super::tui::Action;
+use super::session::{Session, Tree};
+use super::status::Status;
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
@@ -165,195 +162,19 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         status.show();
         None
     };
-    let (processes, totals, output) = write_recording(recording, output, &mut status, live)?;
+    let tree = if live.is_some() || args.output.as_os_str() == "-" {
+        Tree::Kept(Box::default())
+    } else {
+        Tree::OnDisk(args.output.clone())
+    };
+    let (processes, totals, output) =
+        Session::new(output, tree, &mut status, live).run(recording)?;
     status.close();
     if let Some(log) = command_output.filter(|_| !args.quiet) {
         eprintln!("proctrace: the command's output is in {}", log.display());
     }
     report(&output, processes, &totals, args.quiet)?;
     Ok(exit_status(&totals, !args.pids.is_empty()))
-}
-
-/// Writes header, events and trailer; returns how many processes were
-/// recorded. A failing output does not end the recording: the tree runs
-/// on, watched and reaped as before, and its events are counted as lost.
-fn write_recording(
-    recording: Recording,
-    mut output: Output,
-    status: &mut Status,
-    mut live: Option<Live>,
-) -> Result<(u64, Totals, Output)> {
-    let name = output.name().to_owned();
-    tell_failure(&name, output.header(recording.header()));
-    let mut forks = 0;
-    let mut table = Growing::default();
-    let mut snapshot = Pending::default();
-    let (events, notices) = (recording.events(), recording.notices());
-    let redraw = if status.shown() || live.is_some() {
-        crossbeam_channel::tick(REDRAW)
-    } else {
-        crossbeam_channel::never()
-    };
-    let mut keys = live
-        .as_ref()
-        .map_or_else(crossbeam_channel::never, Live::keys);
-    let stopper = recording.stopper();
-    let mut lost_told = false;
-    loop {
-        // Whatever has been drained reaches the output before proctrace
-        // waits: a kill -9 then loses at most what the kernel still holds.
-        if events.is_empty() {
-            tell_failure(&name, output.flush());
-        }
-        crossbeam_channel::select! {
-            recv(events) -> record => {
-                let Ok(record) = record else { break };
-                forks += u64::from(matches!(record, Record::Fork(_)));
-                table.add(&record);
-                status.add(&record);
-                if let Record::Snapshot(s) = &record {
-                    snapshot.records.push(s.clone());
-                    say(&mut live, snapshot.explain_when_whole(&table));
-                }
-                tell_failure(&name, output.event(&record));
-            }
-            recv(notices) -> notice => match notice {
-                Ok(Notice::Snapshot { timestamp, records }) => {
-                    snapshot.expected = Some((timestamp, records));
-                    say(&mut live, snapshot.explain_when_whole(&table));
-                }
-                Ok(Notice::Lost { buffer_full, tracking_full }) => {
-                    if !std::mem::replace(&mut lost_told, true) {
-                        say(&mut live, vec![format!(
-                            "WARNING: the kernel is dropping events ({} so far); \
-                             raise --buffer-mib or --max-processes",
-                            buffer_full + tracking_full
-                        )]);
-                    }
-                    status.lost(buffer_full + tracking_full);
-                }
-                Ok(notice) => say(&mut live, tell(&notice)),
-                Err(_) => {}
-            },
-            recv(redraw) -> _ => match &mut live {
-                Some(view) => view.draw(&table),
-                None => status.draw(),
-            },
-            recv(keys) -> key => {
-                let action = match (&mut live, key) {
-                    (Some(view), Ok(key)) => view.key(key),
-                    _ => Action::Quit,
-                };
-                match action {
-                    Action::Hang => stopper.snapshot(SIGUSR1),
-                    Action::Quit | Action::Interrupt => {
-                        // The terminal is given back; the status line takes over.
-                        live = None;
-                        keys = crossbeam_channel::never();
-                        status.show();
-                        if action == Action::Interrupt {
-                            // Raw mode kept Ctrl-C from the tree: send it
-                            // where the terminal would, the foreground group.
-                            let _ = nix::sys::signal::killpg(
-                                nix::unistd::getpgrp(),
-                                nix::sys::signal::Signal::SIGINT,
-                            );
-                        }
-                    }
-                    Action::Seek(_) | Action::None => {}
-                }
-            }
-        }
-    }
-    drop(live);
-    notices
-        .try_iter()
-        .for_each(|notice| say(&mut None, tell(&notice)));
-    say(&mut None, snapshot.explain(&table));
-    let totals = recording.finish()?;
-    tell_failure(&name, output.trailer(&totals));
-    if totals.timed_out {
-        eprintln!("proctrace: timed out; the tree was ended");
-    }
-    Ok((forks + 1, totals, output))
-}
-
-/// What the recording found about the tree, for people, as it happens.
-fn tell(notice: &Notice) -> Vec<String> {
-    match notice {
-        Notice::Snapshot { .. } | Notice::Lost { .. } => Vec::new(),
-        Notice::TimedOut => {
-            vec!["--timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)".to_owned()]
-        }
-        Notice::RootExited(alive) => {
-            let mut lines = vec![format!(
-                "the command exited; {} of its processes still run:",
-                alive.len()
-            )];
-            lines.extend(alive.iter().map(|who| format!("  {}", lineage(who))));
-            lines
-        }
-        Notice::Lingering(who) => vec![format!("lingering: {}", lineage(who))],
-        Notice::Killed { pid, signal } => {
-            let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
-            vec![format!("sent {name} to lingering process {pid}")]
-        }
-    }
-}
-
-/// Says `lines` in the full-screen view when it is up, else on stderr.
-fn say(live: &mut Option<Live>, lines: Vec<String>) {
-    match live {
-        Some(view) if !lines.is_empty() => view.note(lines),
-        Some(_) => {}
-        None => lines.iter().for_each(|line| eprintln!("proctrace: {line}")),
-    }
-}
-
-/// The records of a snapshot as they come, and how many the drain said
-/// it has: its explanation goes to stderr once it is whole, so that a CI
-/// log shows what hung without any render step.
-#[derive(Default)]
-struct Pending {
-    records: Vec<Snapshot>,
-    expected: Option<(u64, usize)>,
-}
-
-impl Pending {
-    fn explain_when_whole(&mut self, table: &Growing) -> Vec<String> {
-        let whole = self.expected.is_some_and(|(timestamp, count)| {
-            let of_it = self.records.iter().filter(|s| s.timestamp == timestamp);
-            of_it.count() >= count
-        });
-        if !whole {
-            return Vec::new();
-        }
-        self.expected = None;
-        self.explain(table)
-    }
-
-    /// Explains what has come; `table` is the tree as recorded so far.
-    fn explain(&mut self, table: &Growing) -> Vec<String> {
-        if self.records.is_empty() {
-            return Vec::new();
-        }
-        let records = std::mem::take(&mut self.records);
-        let table = table.table();
-        let nodes: Vec<_> = records
-            .iter()
-            .map(|s| (table.find(s.pid, s.timestamp), s))
-            .collect();
-        proctrace::render::explain_hang(&table, &nodes)
-    }
-}
-
-/// `PID command ← parent ← ... ← root`: who started a process, back to the root.
-fn lineage(who: &Lingerer) -> String {
-    let mut line = format!("{} {}", who.pid, who.command);
-    for (pid, command) in who.ancestry.iter().rev() {
-        line.push_str(&format!("  ← {pid} {command}"));
-    }
-    line
 }
 
 /// Says what was lost in the kernel, then fails if the output did, or says
@@ -410,15 +231,6 @@ fn open_output(path: &Path) -> Result<(Output, bool)> {
     }
     let owner = proctrace::record::sudo_owner().map(|(uid, gid)| (uid.as_raw(), gid.as_raw()));
     Output::create(path, owner).with_context(|| format!("cannot create {}", path.display()))
-}
-
-/// Says at once that the output failed; the command is not told, and runs on.
-fn tell_failure(name: &str, written: io::Result<()>) {
-    if let Err(err) = written {
-        eprintln!(
-            "proctrace: error: writing {name}: {err}; the command runs on, its events are no longer recorded"
-        );
-    }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP: the first takes a snapshot of the live tree

@@ -1,0 +1,290 @@
+//! The loop of `proctrace record` once the command runs: events to the
+//! output, what the recording finds (lingering processes, snapshots of the
+//! live tree, losses) to people, the status line or the live view redrawn.
+
+use std::io;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use crossbeam_channel::{never, tick, Receiver};
+use ratatui::crossterm::event::KeyEvent;
+use signal_hook::consts::SIGUSR1;
+
+use super::files::open_seekable_input;
+use super::live::Live;
+use super::status::{Status, REDRAW};
+use super::tui::Action;
+use proctrace::event::{Record, Snapshot};
+use proctrace::processes::{Growing, Processes};
+use proctrace::record::{Lingerer, Notice, Recording, Stopper, Totals};
+use proctrace::recording::{Keep, Output};
+
+/// The tree as recorded so far, which explaining a snapshot needs.
+pub enum Tree {
+    /// Kept in memory as it grows: for the live view, which draws it four
+    /// times a second, and for a recording on stdout, which cannot be
+    /// read back.
+    Kept(Box<Growing>),
+    /// Read back from the recording's file when a snapshot is taken, so
+    /// that a long run costs no memory for it.
+    OnDisk(PathBuf),
+}
+
+impl Tree {
+    fn add(&mut self, record: &Record) {
+        if let Tree::Kept(growing) = self {
+            growing.add(record);
+        }
+    }
+
+    /// The table as it stands; `output` is flushed first for a table read
+    /// back from it.
+    fn table(&self, output: &mut Output) -> Option<Processes> {
+        match self {
+            Tree::Kept(growing) => Some(growing.table()),
+            Tree::OnDisk(path) => {
+                output.flush().ok()?;
+                let mut reader = open_seekable_input(Some(path)).ok()?;
+                // Cut short by design (no trailer yet): no warning.
+                let recording = proctrace::recording::Recording::read(&mut reader, Keep::Processes);
+                recording.ok().map(|r| r.processes)
+            }
+        }
+    }
+}
+
+/// The state of the loop.
+pub struct Session<'a> {
+    output: Output,
+    name: String,
+    processes: u64,
+    tree: Tree,
+    snapshot: Pending,
+    status: &'a mut Status,
+    live: Option<Live>,
+    keys: Receiver<KeyEvent>,
+    lost_told: bool,
+}
+
+impl<'a> Session<'a> {
+    /// A session writing to `output`, showing `status`, or `live` while
+    /// the view is up.
+    pub fn new(output: Output, tree: Tree, status: &'a mut Status, live: Option<Live>) -> Self {
+        Session {
+            name: output.name().to_owned(),
+            output,
+            processes: 1,
+            tree,
+            snapshot: Pending::default(),
+            status,
+            keys: live.as_ref().map_or_else(never, Live::keys),
+            live,
+            lost_told: false,
+        }
+    }
+
+    /// Writes header, events and trailer; returns how many processes were
+    /// recorded. A failing output does not end the recording: the tree runs
+    /// on, watched and reaped as before, and its events are counted as lost.
+    pub fn run(mut self, recording: Recording) -> Result<(u64, Totals, Output)> {
+        tell_failure(&self.name, self.output.header(recording.header()));
+        let (events, notices) = (recording.events(), recording.notices());
+        let redraw = if self.status.shown() || self.live.is_some() {
+            tick(REDRAW)
+        } else {
+            never()
+        };
+        let stopper = recording.stopper();
+        loop {
+            // Whatever has been drained reaches the output before proctrace
+            // waits: a kill -9 then loses at most what the kernel still holds.
+            if events.is_empty() {
+                tell_failure(&self.name, self.output.flush());
+            }
+            let keys = self.keys.clone();
+            crossbeam_channel::select! {
+                recv(events) -> record => match record {
+                    Ok(record) => self.record(&record),
+                    Err(_) => break,
+                },
+                recv(notices) -> notice => {
+                    if let Ok(notice) = notice {
+                        self.notice(notice);
+                    }
+                }
+                recv(redraw) -> _ => self.redraw(),
+                recv(keys) -> key => self.key(key.ok(), &stopper),
+            }
+        }
+        self.live = None;
+        notices.try_iter().for_each(|notice| self.notice(notice));
+        let lines = self.explain();
+        self.say(lines);
+        let totals = recording.finish()?;
+        tell_failure(&self.name, self.output.trailer(&totals));
+        if totals.timed_out {
+            eprintln!("proctrace: timed out; the tree was ended");
+        }
+        Ok((self.processes, totals, self.output))
+    }
+
+    fn record(&mut self, record: &Record) {
+        self.processes += u64::from(matches!(record, Record::Fork(_)));
+        self.tree.add(record);
+        self.status.add(record);
+        // Written first: a tree read back for the snapshot has it.
+        tell_failure(&self.name, self.output.event(record));
+        if let Record::Snapshot(s) = record {
+            self.snapshot.records.push(s.clone());
+            self.explain_when_whole();
+        }
+    }
+
+    fn notice(&mut self, notice: Notice) {
+        match notice {
+            Notice::Snapshot { timestamp, records } => {
+                self.snapshot.expected = Some((timestamp, records));
+                self.explain_when_whole();
+            }
+            Notice::Lost {
+                buffer_full,
+                tracking_full,
+            } => {
+                let lost = buffer_full + tracking_full;
+                if !std::mem::replace(&mut self.lost_told, true) {
+                    self.say(vec![format!(
+                        "WARNING: the kernel is dropping events ({lost} so far); \
+                         raise --buffer-mib or --max-processes"
+                    )]);
+                }
+                self.status.lost(lost);
+            }
+            notice => self.say(tell(&notice)),
+        }
+    }
+
+    fn redraw(&mut self) {
+        match (&mut self.live, &self.tree) {
+            (Some(view), Tree::Kept(growing)) => view.draw(growing),
+            _ => self.status.draw(),
+        }
+    }
+
+    fn key(&mut self, key: Option<KeyEvent>, stopper: &Stopper) {
+        let action = match (&mut self.live, key) {
+            (Some(view), Some(key)) => view.key(key),
+            _ => Action::Quit,
+        };
+        match action {
+            Action::Hang => stopper.snapshot(SIGUSR1),
+            Action::Quit | Action::Interrupt => {
+                // The terminal is given back; the status line takes over.
+                self.live = None;
+                self.keys = never();
+                self.status.show();
+                if action == Action::Interrupt {
+                    // Raw mode kept Ctrl-C from the tree: send it where the
+                    // terminal would, to the foreground process group.
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::getpgrp(),
+                        nix::sys::signal::Signal::SIGINT,
+                    );
+                }
+            }
+            Action::Seek(_) | Action::None => {}
+        }
+    }
+
+    /// Explains the snapshot once all its records are in.
+    fn explain_when_whole(&mut self) {
+        if self.snapshot.whole() {
+            self.snapshot.expected = None;
+            let lines = self.explain();
+            self.say(lines);
+        }
+    }
+
+    /// Explains the snapshot records that have come.
+    fn explain(&mut self) -> Vec<String> {
+        let records = std::mem::take(&mut self.snapshot.records);
+        if records.is_empty() {
+            return Vec::new();
+        }
+        let Some(table) = self.tree.table(&mut self.output) else {
+            return vec!["the snapshot is in the recording: see `proctrace render -d hang`".into()];
+        };
+        let nodes: Vec<_> = records
+            .iter()
+            .map(|s| (table.find(s.pid, s.timestamp), s))
+            .collect();
+        proctrace::render::explain_hang(&table, &nodes)
+    }
+
+    /// Says `lines` in the live view when it is up, else on stderr.
+    fn say(&mut self, lines: Vec<String>) {
+        match &mut self.live {
+            Some(view) if !lines.is_empty() => view.note(lines),
+            Some(_) => {}
+            None => lines.iter().for_each(|line| eprintln!("proctrace: {line}")),
+        }
+    }
+}
+
+/// The records of a snapshot as they come, and how many the drain said
+/// it has: its explanation goes to stderr once it is whole, so that a CI
+/// log shows what hung without any render step.
+#[derive(Default)]
+struct Pending {
+    records: Vec<Snapshot>,
+    expected: Option<(u64, usize)>,
+}
+
+impl Pending {
+    fn whole(&self) -> bool {
+        self.expected.is_some_and(|(timestamp, count)| {
+            let of_it = self.records.iter().filter(|s| s.timestamp == timestamp);
+            of_it.count() >= count
+        })
+    }
+}
+
+/// What the recording found about the tree, for people, as it happens.
+fn tell(notice: &Notice) -> Vec<String> {
+    match notice {
+        Notice::Snapshot { .. } | Notice::Lost { .. } => Vec::new(),
+        Notice::TimedOut => {
+            vec!["--timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)".to_owned()]
+        }
+        Notice::RootExited(alive) => {
+            let mut lines = vec![format!(
+                "the command exited; {} of its processes still run:",
+                alive.len()
+            )];
+            lines.extend(alive.iter().map(|who| format!("  {}", lineage(who))));
+            lines
+        }
+        Notice::Lingering(who) => vec![format!("lingering: {}", lineage(who))],
+        Notice::Killed { pid, signal } => {
+            let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
+            vec![format!("sent {name} to lingering process {pid}")]
+        }
+    }
+}
+
+/// `PID command ← parent ← ... ← root`: who started a process, back to the root.
+fn lineage(who: &Lingerer) -> String {
+    let mut line = format!("{} {}", who.pid, who.command);
+    for (pid, command) in who.ancestry.iter().rev() {
+        line.push_str(&format!("  ← {pid} {command}"));
+    }
+    line
+}
+
+/// Says at once that the output failed; the command is not told, and runs on.
+fn tell_failure(name: &str, written: io::Result<()>) {
+    if let Err(err) = written {
+        eprintln!(
+            "proctrace: error: writing {name}: {err}; the command runs on, its events are no longer recorded"
+        );
+    }
+}
