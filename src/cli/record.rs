@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
-use proctrace::processes::Growing;
 use proctrace::record::{self, BufferChoice, HookChoice, Recorder, Recording, Totals};
 use proctrace::recording::Output;
 
