@@ -51,3 +51,28 @@ lint: deps
 .PHONY: bench
 bench:
 	bench/run.sh
+
+# Installs the release binary, its man pages and shell completions under
+# $(DESTDIR)$(PREFIX), as packagers expect. Recording needs root (or
+# CAP_BPF and CAP_PERFMON): the binary is installed plain, never setuid.
+# BIN= installs an already built binary instead of building one.
+PREFIX ?= /usr/local
+BIN ?= $(PROCTRACE)
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MANDIR = $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+
+.PHONY: install uninstall
+install: $(if $(filter $(PROCTRACE),$(BIN)),build)
+	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	install -m 755 $(BIN) $(BINDIR)/proctrace
+	$(BIN) man --dir $(MANDIR)
+	$(BIN) completions bash > $(BASHDIR)/proctrace
+	$(BIN) completions zsh > $(ZSHDIR)/_proctrace
+	$(BIN) completions fish > $(FISHDIR)/proctrace.fish
+
+uninstall:
+	rm -f $(BINDIR)/proctrace $(MANDIR)/proctrace.1 $(MANDIR)/proctrace-*.1
+	rm -f $(BASHDIR)/proctrace $(ZSHDIR)/_proctrace $(FISHDIR)/proctrace.fish

@@ -22,12 +22,13 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   the HTML report, flame graphs and speedscope in headless chromium;
 # - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
 #   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
-#   git: the tests' clean checkouts; tmux: a terminal for the status line;
+#   git: the tests' clean checkouts; tmux: a terminal for the status line
+#   and the live view; groff-base: the man pages typeset;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema;
 # - the kernel matrix: qemu, the guest's static busybox, cpio, the static
 #   build, and the key of Debian's kernel packages.
-test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux
+test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
     python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;

@@ -1,6 +1,7 @@
 //! The command line: one subcommand per file, this one dispatches.
 
 mod diff;
+mod docs;
 mod files;
 mod ingest;
 mod live;
@@ -36,6 +37,10 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Open a recording in the full-screen view, at any moment of the run.
     View(view::ViewArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page, proctrace(1), or write every page into a directory.
+    Man(docs::ManArgs),
 }
 
 impl Cli {
@@ -47,6 +52,8 @@ impl Cli {
             Command::Ingest(args) => ingest::run(args),
             Command::Diff(args) => diff::run(args),
             Command::View(args) => view::run(args),
+            Command::Completions(args) => docs::completions(args),
+            Command::Man(args) => docs::man(args),
         }
     }
 }

@@ -7,6 +7,7 @@
 mod common;
 
 mod fuzz;
+mod install;
 mod kernel_matrix;
 mod mermaid;
 mod otlp;

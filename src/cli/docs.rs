@@ -1,0 +1,68 @@
+//! `proctrace completions` and `proctrace man`: shell completions and man
+//! pages generated from the command's own clap definitions.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, CommandFactory};
+use clap_complete::Shell;
+
+use super::Cli;
+
+/// Arguments of `proctrace completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: Shell,
+}
+
+/// Arguments of `proctrace man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write proctrace.1 and a page for each subcommand (proctrace-record.1, ...) into DIR,
+    /// instead of proctrace(1) to stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Prints the completion script of `shell`.
+pub fn completions(args: CompletionsArgs) -> anyhow::Result<i32> {
+    let mut out = io::stdout().lock();
+    clap_complete::generate(args.shell, &mut Cli::command(), "proctrace", &mut out);
+    out.flush().context("writing the completions")?;
+    Ok(0)
+}
+
+/// Prints proctrace(1), or writes every page into a directory.
+pub fn man(args: ManArgs) -> anyhow::Result<i32> {
+    let command = Cli::command();
+    let Some(dir) = args.dir else {
+        let mut out = io::stdout().lock();
+        clap_mangen::Man::new(command).render(&mut out)?;
+        out.flush().context("writing the man page")?;
+        return Ok(0);
+    };
+    write_page(&dir, command.clone())?;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let page = sub
+            .clone()
+            .name(format!("proctrace-{}", sub.get_name()))
+            .bin_name(format!("proctrace {}", sub.get_name()));
+        write_page(&dir, page)?;
+    }
+    Ok(0)
+}
+
+/// Writes `command`'s page as DIR/NAME.1.
+fn write_page(dir: &Path, command: clap::Command) -> anyhow::Result<()> {
+    let path = dir.join(format!("{}.1", command.get_name()));
+    let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = BufWriter::new(file);
+    clap_mangen::Man::new(command)
+        .render(&mut out)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("writing {}", path.display()))
+}
