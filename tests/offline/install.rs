@@ -98,7 +98,7 @@ fn render_page(page: &Path) -> String {
         }
         plain.push(c);
     }
-    plain.replace('\u{2010}', "-").replace('\u{2212}', "-")
+    plain.replace(['\u{2010}', '\u{2212}'], "-")
 }
 
 #[test]
