@@ -40,8 +40,10 @@ use kernel::KernelConfig;
 
 /// Events queued between the drain thread and the consumer. When the
 /// consumer falls behind, the drain blocks and the kernel buffer absorbs
-/// the rest (its drops are counted).
-const QUEUE_CAPACITY: usize = 1 << 16;
+/// the rest (its drops are counted). The channel allocates every slot up
+/// front: 65,536 of them cost 13 MB of RSS and 15 ms of page faults at
+/// start, for nothing the 16 MiB ring does not already hold.
+const QUEUE_CAPACITY: usize = 1 << 12;
 
 /// Configures and starts a recording.
 #[derive(Debug, Clone)]
