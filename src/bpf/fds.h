@@ -16,65 +16,121 @@ const volatile bool capture_fds = true;
 #define S_IFSOCK 0140000
 #define S_IFIFO 0010000
 
-/* Writes the path of `file` into the record's path area at `offset`: its
- * names from the leaf up, each NUL-terminated, crossing mount points.
- * Returns the bytes written. */
-static __always_inline __u32 write_path(struct exec_record *record, struct fd_entry *entry,
-					struct file *file, __u32 base, __u32 offset)
+/* A walk from an fd's dentry up to the task's root, one directory level a
+ * step; the values are plain addresses read from the kernel. */
+struct path_walk {
+	struct dentry *dentry;
+	struct vfsmount *vfsmnt;
+	struct mount *mnt;
+	struct dentry *root_dentry;
+	struct vfsmount *root_mnt;
+	__u32 base;
+	__u32 offset;
+	__u32 written;
+	bool truncated;
+	/* The walk is over: the root reached, or the path cut short. */
+	bool done;
+};
+
+/* One level of `walk`: crosses a mount point or writes one name, NUL-
+ * terminated, into this CPU's exec record. Returns 1 when the walk is over. */
+static __always_inline int path_level(struct path_walk *walk)
 {
-	struct dentry *dentry = BPF_CORE_READ(file, f_path.dentry);
-	struct vfsmount *vfsmnt = BPF_CORE_READ(file, f_path.mnt);
-	struct mount *mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt);
-	/* The exec'ing task is current. Its root ends the walk, as for
-	 * /proc/PID/fd: in a chroot, paths are the ones the program sees. */
-	struct fs_struct *fs = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), fs);
-	struct dentry *root_dentry = BPF_CORE_READ(fs, root.dentry);
-	struct vfsmount *root_mnt = BPF_CORE_READ(fs, root.mnt);
+	/* Copied out first: read through `walk`, BPF_CORE_READ would relocate
+	 * the fields of this program's own struct against the kernel's BTF. */
+	struct dentry *dentry = walk->dentry;
+	struct vfsmount *vfsmnt = walk->vfsmnt;
+	struct mount *mnt = walk->mnt;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct exec_record *record;
 	struct dentry *parent;
 	struct mount *up;
-	__u32 written = 0, at;
+	__u32 at;
 	__u64 pos;
 	long len;
 
-	for (int i = 0; i < PATH_DEPTH; i++) {
-		if (dentry == root_dentry && vfsmnt == root_mnt)
-			return written;
-		parent = BPF_CORE_READ(dentry, d_parent);
-		if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
-			up = BPF_CORE_READ(mnt, mnt_parent);
-			if (up == mnt)
-				return written; /* the root of the mount namespace */
-			dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-			mnt = up;
-			vfsmnt = (void *)mnt + bpf_core_field_offset(struct mount, mnt);
-			continue;
-		}
-		at = offset + written;
-		if (at > PATHS_CAP - NAME_CAP)
-			break;
-		/* Bounds checked right at the use: the verifier loses them
-		 * across the spills of a loop. */
-		pos = (__u64)base + at;
-		barrier_var(pos);
-		if (pos > STRINGS_CAP + PATHS_CAP - NAME_CAP)
-			break;
-		len = bpf_probe_read_kernel_str(record->data + pos, NAME_CAP,
-						BPF_CORE_READ(dentry, d_name.name));
-		if (len <= 0)
-			break;
-		written += len & (NAME_CAP - 1);
-		dentry = parent;
+	if (dentry == walk->root_dentry && vfsmnt == walk->root_mnt)
+		return 1;
+	parent = BPF_CORE_READ(dentry, d_parent);
+	if (dentry == BPF_CORE_READ(vfsmnt, mnt_root) || dentry == parent) {
+		up = BPF_CORE_READ(mnt, mnt_parent);
+		if (up == mnt)
+			return 1; /* the root of the mount namespace */
+		walk->dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
+		walk->mnt = up;
+		walk->vfsmnt = (void *)up + bpf_core_field_offset(struct mount, mnt);
+		return 0;
 	}
-	entry->path_truncated = 1;
-	return written;
+	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	at = walk->offset + walk->written;
+	if (!record || at > PATHS_CAP - NAME_CAP)
+		goto truncated;
+	/* Bounds checked right at the use: the verifier loses them across
+	 * the spills of a loop. */
+	pos = (__u64)walk->base + at;
+	barrier_var(pos);
+	if (pos > STRINGS_CAP + PATHS_CAP - NAME_CAP)
+		goto truncated;
+	len = bpf_probe_read_kernel_str(record->data + pos, NAME_CAP,
+					BPF_CORE_READ(dentry, d_name.name));
+	if (len <= 0)
+		goto truncated;
+	walk->written += len & (NAME_CAP - 1);
+	walk->dentry = parent;
+	return 0;
+truncated:
+	walk->truncated = true;
+	return 1;
+}
+
+static __always_inline int path_step(struct path_walk *walk)
+{
+	walk->done = path_level(walk);
+	return walk->done;
+}
+
+static int path_step_cb(__u32 level, void *ctx)
+{
+	return path_step(ctx);
+}
+
+/* Writes the path of `file` into the record's path area at `offset`: its
+ * names from the leaf up, each NUL-terminated, crossing mount points, at
+ * most PATH_DEPTH levels (bpf_loop's callback with `use_loop`). Returns
+ * the bytes written. */
+static __always_inline __u32 write_path(struct fd_entry *entry, struct file *file, __u32 base,
+					__u32 offset, bool use_loop)
+{
+	/* The exec'ing task is current. Its root ends the walk, as for
+	 * /proc/PID/fd: in a chroot, paths are the ones the program sees. */
+	struct fs_struct *fs = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), fs);
+	struct vfsmount *vfsmnt = BPF_CORE_READ(file, f_path.mnt);
+	struct path_walk walk = {
+		.dentry = BPF_CORE_READ(file, f_path.dentry),
+		.vfsmnt = vfsmnt,
+		.mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt),
+		.root_dentry = BPF_CORE_READ(fs, root.dentry),
+		.root_mnt = BPF_CORE_READ(fs, root.mnt),
+		.base = base,
+		.offset = offset,
+	};
+
+	if (use_loop) {
+		bpf_loop(PATH_DEPTH, path_step_cb, &walk, 0);
+	} else {
+		for (int i = 0; i < PATH_DEPTH && !walk.done; i++)
+			path_step(&walk);
+	}
+	if (!walk.done || walk.truncated)
+		entry->path_truncated = 1;
+	return walk.written;
 }
 
 /* Records open fd `fd` of the fd array at `files_addr` in this CPU's exec
  * record: the next entry of fds[] and its path in the path area, which
  * starts `base` bytes into data[]. The record keeps the counts, so the
- * caller's loop carries no state, and the function is global, so the
- * verifier checks it once rather than once per fd. */
-__noinline int record_fd(__u64 files_addr, __s32 fd, __u32 base)
+ * caller's loop carries no state. */
+static __always_inline int record_fd(__u64 files_addr, __s32 fd, __u32 base, bool use_loop)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct exec_record *record;
@@ -108,14 +164,47 @@ __noinline int record_fd(__u64 files_addr, __s32 fd, __u32 base)
 	/* Pipes and sockets are named by their inode, like /proc does. */
 	if (type == S_IFIFO || type == S_IFSOCK)
 		return 0;
-	entry->path_len = write_path(record, entry, file, base, record->event.paths_len);
+	entry->path_len = write_path(entry, file, base, record->event.paths_len, use_loop);
 	record->event.paths_len += entry->path_len;
 	return 0;
 }
 
-/* Records the fds the new program starts with (fd_count, fds[], paths). */
+/* record_fd as global functions, which the verifier checks once rather
+ * than once per fd: one per way of walking the path. */
+__noinline int record_fd_unrolled(__u64 files_addr, __s32 fd, __u32 base)
+{
+	return record_fd(files_addr, fd, base, false);
+}
+
+__noinline int record_fd_looped(__u64 files_addr, __s32 fd, __u32 base)
+{
+	return record_fd(files_addr, fd, base, true);
+}
+
+/* What each step of a bpf_loop fd walk needs: the loop's body is a
+ * callback, which the verifier checks once instead of once per fd. */
+struct fd_walk {
+	__u64 files_addr;
+	__u64 open;
+	__u32 base;
+};
+
+static int fd_step(__u32 fd, void *ctx)
+{
+	struct fd_walk *walk = ctx;
+
+	if (fd < FDS_SCANNED && (walk->open & (1ULL << fd)))
+		record_fd_looped(walk->files_addr, fd, walk->base);
+	return 0;
+}
+
+/* Records the fds the new program starts with (fd_count, fds[], paths).
+ * With `use_loop` (kernels with bpf_loop, 5.17+) the walk is one callback;
+ * without it, a bounded loop the verifier steps through fd by fd. Callers
+ * pass a constant, so each program holds one of the two. */
 static __always_inline void capture_open_fds(struct exec_record *record,
-					     struct task_struct *task, __u32 base)
+					     struct task_struct *task, __u32 base,
+					     bool use_loop)
 {
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	__u64 files_addr = (__u64)BPF_CORE_READ(fdt, fd);
@@ -128,9 +217,15 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	if (!capture_fds || !fdt)
 		return;
 	bpf_probe_read_kernel(&open, sizeof(open), BPF_CORE_READ(fdt, open_fds));
-	for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
-		if (open & (1ULL << fd))
-			record_fd(files_addr, fd, base);
+	if (use_loop) {
+		struct fd_walk walk = { .files_addr = files_addr, .open = open, .base = base };
+
+		bpf_loop(max_fds < FDS_SCANNED ? max_fds : FDS_SCANNED, fd_step, &walk, 0);
+	} else {
+		for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
+			if (open & (1ULL << fd))
+				record_fd_unrolled(files_addr, fd, base);
+		}
 	}
 	if (max_fds > FDS_SCANNED) {
 		unsigned long *open_fds = BPF_CORE_READ(fdt, open_fds);

@@ -114,7 +114,7 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 }
 
 static __always_inline int on_exec(void *ctx, struct task_struct *task,
-				   struct linux_binprm *bprm)
+				   struct linux_binprm *bprm, bool use_loop)
 {
 	struct exec_record *record;
 	unsigned long arg_start, arg_end, env_start, env_end;
@@ -179,7 +179,7 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	barrier_var(strings_len);
 	if (strings_len > STRINGS_CAP)
 		strings_len = STRINGS_CAP;
-	capture_open_fds(record, task, strings_len);
+	capture_open_fds(record, task, strings_len, use_loop);
 	size = sizeof(record->event) + strings_len + record->event.paths_len;
 	barrier_var(size);
 	if (size > sizeof(*record))
@@ -247,13 +247,28 @@ int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(exec_btf, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	return on_exec(ctx, task, bprm);
+	return on_exec(ctx, task, bprm, false);
 }
 
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(exec_raw, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	return on_exec(ctx, task, bprm);
+	return on_exec(ctx, task, bprm, false);
+}
+
+/* The same with the fd walk in bpf_loop, for kernels that have it: a third
+ * of the start-up's verifier time. Separate programs, so that an older
+ * kernel never sees the callback it cannot load. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(exec_btf_loop, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return on_exec(ctx, task, bprm, true);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(exec_raw_loop, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return on_exec(ctx, task, bprm, true);
 }
 
 SEC("tp_btf/sched_process_exit")

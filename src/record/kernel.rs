@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, MapType, OpenObject};
+use libbpf_rs::{Link, MapCore, MapFlags, MapType, OpenObject, ProgramType};
 
 use super::RecordError;
 use crate::bpf::types::loss_kind;
@@ -184,16 +184,27 @@ fn configure(
         ring().map_err(RecordError::bpf("setting up the ring buffer"))?;
     }
     let progs = &mut open.progs;
-    for (btf, raw) in [
-        (&mut progs.fork_btf, &mut progs.fork_raw),
-        (&mut progs.exec_btf, &mut progs.exec_raw),
-        (&mut progs.exit_btf, &mut progs.exit_raw),
-        (&mut progs.sys_exit_btf, &mut progs.sys_exit_raw),
+    let looped = has_bpf_loop();
+    for (btf, raw, wanted) in [
+        (&mut progs.fork_btf, &mut progs.fork_raw, true),
+        (&mut progs.exec_btf, &mut progs.exec_raw, !looped),
+        (&mut progs.exec_btf_loop, &mut progs.exec_raw_loop, looped),
+        (&mut progs.exit_btf, &mut progs.exit_raw, true),
+        (&mut progs.sys_exit_btf, &mut progs.sys_exit_raw, true),
     ] {
-        btf.set_autoload(btf_hooks);
-        raw.set_autoload(!btf_hooks);
+        btf.set_autoload(wanted && btf_hooks);
+        raw.set_autoload(wanted && !btf_hooks);
     }
     Ok(())
+}
+
+/// Whether the kernel has bpf_loop (5.17+), which the exec programs use
+/// for the fd walk where they can: probed with a program of a few
+/// instructions, far cheaper than the verifier time it saves.
+fn has_bpf_loop() -> bool {
+    ProgramType::RawTracepoint
+        .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_loop)
+        .unwrap_or(false)
 }
 
 fn attach(
@@ -202,12 +213,23 @@ fn attach(
 ) -> Result<(Vec<Link>, Vec<String>), RecordError> {
     let progs = &skel.progs;
     let sched = if btf_hooks {
-        [&progs.fork_btf, &progs.exec_btf, &progs.exit_btf]
+        [
+            &progs.fork_btf,
+            &progs.exec_btf,
+            &progs.exec_btf_loop,
+            &progs.exit_btf,
+        ]
     } else {
-        [&progs.fork_raw, &progs.exec_raw, &progs.exit_raw]
+        [
+            &progs.fork_raw,
+            &progs.exec_raw,
+            &progs.exec_raw_loop,
+            &progs.exit_raw,
+        ]
     };
     let mut links = Vec::new();
-    for prog in sched {
+    // Of the two exec programs, one was loaded.
+    for prog in sched.into_iter().filter(|prog| prog.autoload()) {
         let name = prog.name().to_string_lossy().into_owned();
         links.push(
             prog.attach()

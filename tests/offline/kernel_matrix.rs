@@ -189,6 +189,7 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
     let mut forks = BTreeMap::new();
     let mut execs: BTreeMap<Pid, Vec<Vec<String>>> = BTreeMap::new();
     let mut envs = BTreeMap::new();
+    let mut fds = BTreeMap::new();
     let mut exits = BTreeMap::new();
     let mut setsids = Vec::new();
     let mut setpgids = Vec::new();
@@ -205,6 +206,8 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
             Record::Exec(e) => {
                 execs.entry(e.pid).or_default().push(e.argv.clone());
                 envs.insert(e.pid, e.env.clone());
+                let paths = e.fds.iter().map(|f| (f.fd, f.target.clone()));
+                fds.insert(e.pid, paths.collect::<Vec<_>>());
             }
             Record::Exit(e) => {
                 if exits.insert(e.pid, (e.exit_code, e.signal)).is_some() {
@@ -295,6 +298,17 @@ fn check_tree(body: &str, buffer: BufferKind, status: Option<&str>) -> Result<()
             "variables {envs:?}, expected {pytest:?} for echo only"
         ));
     }
+    // The fd walk and the path walk, through bpf_loop where the kernel has
+    // it (5.17+) and unrolled before.
+    let has = |pid: Pid, fd: i32, path: &str| fds[&pid].iter().any(|(n, t)| *n == fd && t == path);
+    if !has(echo, 1, "/dev/null")
+        || !has(exit3, 3, "/workload.sh")
+        || !has(exit3, 4, "/proc/version")
+    {
+        return Err(format!(
+            "fds {fds:?}: expected echo's 1 on /dev/null, and 3 on /workload.sh and 4 on /proc/version for exit 3"
+        ));
+    }
     if setsids != [(setsid, setsid)] {
         return Err(format!(
             "SetSID events {setsids:?}, expected [({setsid}, {setsid})]"
@@ -340,6 +354,7 @@ fn checker_rejects_wrong_recordings() {
             lines.iter().map(|l| cut(l)).collect::<Vec<_>>().join("\n")
         }),
         ("no variable", good.replace("w.py::t (call)", "w.py::u (call)")),
+        ("a wrong path", good.replace("\"/proc/version\"", "\"/version\"")),
         ("a secret", good.replace("w.py::t (call)", "matrix-secret")),
         (
             "a thread as a process",
