@@ -3,10 +3,10 @@
 //! live tree, losses) to people, the status line or the live view redrawn.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use crossbeam_channel::{never, tick, Receiver};
+use crossbeam_channel::{never, tick, unbounded, Receiver, Sender};
 use ratatui::crossterm::event::KeyEvent;
 use signal_hook::consts::SIGUSR1;
 
@@ -36,21 +36,26 @@ impl Tree {
             growing.add(record);
         }
     }
+}
 
-    /// The table as it stands; `output` is flushed first for a table read
-    /// back from it.
-    fn table(&self, output: &mut Output) -> Option<Processes> {
-        match self {
-            Tree::Kept(growing) => Some(growing.table()),
-            Tree::OnDisk(path) => {
-                output.flush().ok()?;
-                let mut reader = open_seekable_input(Some(path)).ok()?;
-                // Cut short by design (no trailer yet): no warning.
-                let recording = proctrace::recording::Recording::read(&mut reader, Keep::Processes);
-                recording.ok().map(|r| r.processes)
-            }
-        }
-    }
+/// The tree read back from the recording's file, up to what has been
+/// written. It has no trailer yet, so no warning about that.
+fn read_back(path: &Path) -> Option<Processes> {
+    let mut reader = open_seekable_input(Some(path)).ok()?;
+    let recording = proctrace::recording::Recording::read(&mut reader, Keep::Processes);
+    recording.ok().map(|r| r.processes)
+}
+
+/// What a snapshot's records say, explained against the tree.
+fn explain(table: Option<Processes>, records: &[Snapshot]) -> Vec<String> {
+    let Some(table) = table else {
+        return vec!["the snapshot is in the recording: see `proctrace render -d hang`".into()];
+    };
+    let nodes: Vec<_> = records
+        .iter()
+        .map(|s| (table.find(s.pid, s.timestamp), s))
+        .collect();
+    proctrace::render::explain_hang(&table, &nodes)
 }
 
 /// The state of the loop.
@@ -64,6 +69,10 @@ pub struct Session<'a> {
     live: Option<Live>,
     keys: Receiver<KeyEvent>,
     lost_told: bool,
+    /// Explanations of snapshots worked out on threads of their own, so
+    /// that reading a long recording back never holds up its events.
+    explained: (Sender<Vec<String>>, Receiver<Vec<String>>),
+    in_flight: usize,
 }
 
 impl<'a> Session<'a> {
@@ -80,6 +89,8 @@ impl<'a> Session<'a> {
             keys: live.as_ref().map_or_else(never, Live::keys),
             live,
             lost_told: false,
+            explained: unbounded(),
+            in_flight: 0,
         }
     }
 
@@ -102,6 +113,7 @@ impl<'a> Session<'a> {
                 tell_failure(&self.name, self.output.flush());
             }
             let keys = self.keys.clone();
+            let explained = self.explained.1.clone();
             crossbeam_channel::select! {
                 recv(events) -> record => match record {
                     Ok(record) => self.record(&record),
@@ -114,12 +126,19 @@ impl<'a> Session<'a> {
                 }
                 recv(redraw) -> _ => self.redraw(),
                 recv(keys) -> key => self.key(key.ok(), &stopper),
+                recv(explained) -> lines => {
+                    self.in_flight -= 1;
+                    self.say(lines.unwrap_or_default());
+                }
             }
         }
         self.live = None;
         notices.try_iter().for_each(|notice| self.notice(notice));
-        let lines = self.explain();
-        self.say(lines);
+        self.explain();
+        for _ in 0..std::mem::take(&mut self.in_flight) {
+            let lines = self.explained.1.recv().unwrap_or_default();
+            self.say(lines);
+        }
         let totals = recording.finish()?;
         tell_failure(&self.name, self.output.trailer(&totals));
         if totals.timed_out {
@@ -199,25 +218,31 @@ impl<'a> Session<'a> {
     fn explain_when_whole(&mut self) {
         if self.snapshot.whole() {
             self.snapshot.expected = None;
-            let lines = self.explain();
-            self.say(lines);
+            self.explain();
         }
     }
 
-    /// Explains the snapshot records that have come.
-    fn explain(&mut self) -> Vec<String> {
+    /// Explains the snapshot records that have come: at once from the tree
+    /// in memory, or on a thread that reads the tree back from the file.
+    fn explain(&mut self) {
         let records = std::mem::take(&mut self.snapshot.records);
         if records.is_empty() {
-            return Vec::new();
+            return;
         }
-        let Some(table) = self.tree.table(&mut self.output) else {
-            return vec!["the snapshot is in the recording: see `proctrace render -d hang`".into()];
-        };
-        let nodes: Vec<_> = records
-            .iter()
-            .map(|s| (table.find(s.pid, s.timestamp), s))
-            .collect();
-        proctrace::render::explain_hang(&table, &nodes)
+        match &self.tree {
+            Tree::Kept(growing) => {
+                let lines = explain(Some(growing.table()), &records);
+                self.say(lines);
+            }
+            Tree::OnDisk(path) => {
+                let table = self.output.flush().ok().map(|()| path.clone());
+                let send = self.explained.0.clone();
+                self.in_flight += 1;
+                std::thread::spawn(move || {
+                    let _ = send.send(explain(table.and_then(|p| read_back(&p)), &records));
+                });
+            }
+        }
     }
 
     /// Says `lines` in the live view when it is up, else on stderr.
