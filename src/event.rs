@@ -63,6 +63,21 @@ pub enum BufferKind {
     Perf,
 }
 
+/// What saw setsid and setpgid return, chosen per kernel at load: the
+/// recorded events are the same whichever it was; the cost to the rest of
+/// the machine is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyscallHook {
+    /// fexit on the two syscalls' kernel functions: no other syscall pays.
+    Fexit,
+    /// The classic per-syscall tracepoints: the kernel turns other
+    /// syscalls away before any BPF runs. Blind to 32-bit compat syscalls.
+    Tracepoint,
+    /// A raw tracepoint at every syscall's exit.
+    SysExit,
+}
+
 /// First line of a recording.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
@@ -84,6 +99,10 @@ pub struct Header {
     /// The buffer the events came through.
     #[serde(default)]
     pub buffer: BufferKind,
+    /// What saw setsid and setpgid (absent from older recordings, and when
+    /// nothing could).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_hook: Option<SyscallHook>,
 }
 
 /// A process created a new process. `timestamp` is taken before the child
@@ -564,6 +583,11 @@ pub struct Trailer {
     /// `record --timeout` expired and proctrace ended the tree.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// Execs of 32-bit programs while the syscall hook was one that cannot
+    /// see 32-bit syscalls ([`SyscallHook::Tracepoint`]): their setsid and
+    /// setpgid calls may be missing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unwatched_32bit_execs: u64,
 }
 
 impl Record {

@@ -37,6 +37,7 @@ for applet in sh echo cat cp mkdir mount umount poweroff setsid sha256sum cut tr
     ln -s busybox "$root/bin/$applet"
 done
 cc -static -pthread -O2 -o "$root/threads" "$here/threads.c"
+cc -m32 -nostdlib -static -o "$root/compat_setid" "$repo/tests/workloads/compat_setid.S"
 cp "$here/init" "$here/workload.sh" "$root/"
 cp "$out/proctrace" "$root/proctrace"
 chmod +x "$root/init" "$root/workload.sh"

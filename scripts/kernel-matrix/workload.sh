@@ -7,10 +7,13 @@
 #   ( exit 5 )                        fork without exec, exit 5
 #   /bin/setsid /bin/sh -c 'exit 7'   setsid(), two execs, exit 7
 #   /threads arg1                     setpgid(0, 0), a thread, exit 4
+#   /compat_setid                     a 32-bit program: its child's setsid,
+#                                     then its own setpgid(0, 0), exit 0
 # and this shell exits 9.
 PYTEST_CURRENT_TEST='w.py::t (call)' SECRET=matrix-secret /bin/echo 'hello world' x >/dev/null
 /bin/sh -c 'exit 3' 3</workload.sh 4</proc/version
 (exit 5)
 /bin/setsid /bin/sh -c 'exit 7'
 /threads arg1
+/compat_setid
 exit 9

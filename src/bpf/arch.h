@@ -15,6 +15,10 @@
 #define NR32_SETPGID 57
 #define NR32_SETSID 66
 #define TS_COMPAT 0x0002
+/* setpgid's entry point per ABI, for fexit (setsid needs none: both of its
+ * entries alias one function). */
+#define SETPGID_FUNCTION "__x64_sys_setpgid"
+#define SETPGID_COMPAT_FUNCTION "__ia32_sys_setpgid"
 
 /* Whether the current syscall of `task` is a 32-bit compat one. */
 static __always_inline bool syscall_is_compat(struct task_struct *task)
@@ -32,8 +36,13 @@ static __always_inline long nr_setpgid(bool compat)
 	return compat ? NR32_SETPGID : NR_SETPGID;
 }
 
+static __always_inline bool is_id_syscall(long nr, bool compat)
+{
+	return nr == nr_setsid(compat) || nr == nr_setpgid(compat);
+}
+
 /* The syscall's first argument, from the saved user registers. */
-static __always_inline long syscall_arg1(struct pt_regs *regs, bool compat)
+static __always_inline long syscall_arg1(const struct pt_regs *regs, bool compat)
 {
 	return compat ? BPF_CORE_READ(regs, bx) : BPF_CORE_READ(regs, di);
 }

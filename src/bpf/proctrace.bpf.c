@@ -25,8 +25,6 @@ const volatile bool capture_env = false;
 
 /* include/linux/sched/signal.h; not in BTF because it is a macro. */
 #define SIGNAL_GROUP_EXIT 0x00000004
-/* Children of one task scanned to find the target of setpgid(pid, ...). */
-#define MAX_CHILDREN_SCAN 128
 
 /* Processes the kernel side started and stopped following. With the seeds
  * userspace counts itself, they tell exactly when the tree is gone; the
@@ -35,6 +33,9 @@ __u64 forked = 0;
 __u64 exited = 0;
 /* Processes userspace put into `tracked` itself (written by userspace). */
 __u64 seeded = 0;
+/* Tracked execs of 32-bit programs: the classic syscall tracepoints never
+ * see their setsid and setpgid, so userspace warns when it chose those. */
+__u64 compat_execs = 0;
 
 /* Make the skeleton generate Rust types for every record layout. */
 struct fork_event _fork_event = {};
@@ -127,6 +128,8 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	pid = tgid_of(task);
 	if (!raw_mode && !is_tracked(pid))
 		return 0;
+	if (syscall_is_compat(task))
+		__sync_fetch_and_add(&compat_execs, 1);
 	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
 	if (!record)
 		return 0;
@@ -283,72 +286,67 @@ int BPF_PROG(exit_raw, struct task_struct *task)
 	return on_exit(ctx, task);
 }
 
-static __always_inline void emit_id(void *ctx, __u32 kind, __s32 pid, __s32 id)
-{
-	struct id_event event = {};
 
-	fill_header(&event.header, kind, pid);
-	event.id = id;
-	emit(ctx, &event, sizeof(event), false);
+#include "setid.h"
+
+/* setsid and setpgid, three ways; userspace loads the cheapest this kernel
+ * allows (src/record/kernel.rs). First, fexit on the syscalls' functions:
+ * no other syscall pays anything. setsid's entry points of both ABIs alias
+ * one function that calls ksys_setsid; setpgid has one per ABI, each
+ * reading its argument from the saved user registers. */
+SEC("fexit/ksys_setsid")
+int BPF_PROG(setsid_fexit, int ret)
+{
+	return on_setsid(ctx, ret);
 }
 
-/* setpgid(pid, ...) names the caller or one of its children by the number
- * it has in the caller's namespace; find that task. */
-static __always_inline struct task_struct *setpgid_target(struct task_struct *task, __s32 vpid)
+SEC("fexit/" SETPGID_FUNCTION)
+int BPF_PROG(setpgid_fexit, const struct pt_regs *regs, long ret)
 {
-	struct list_head *head, *pos;
-	struct task_struct *child;
-	__u32 level;
-
-	level = BPF_CORE_READ(task, thread_pid, level);
-	if (vpid == 0 || pid_nr_at(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]), level) == vpid)
-		return task;
-	head = __builtin_preserve_access_index(&task->children);
-	pos = BPF_CORE_READ(task, children.next);
-	for (int i = 0; i < MAX_CHILDREN_SCAN && pos != head; i++) {
-		child = (void *)pos - bpf_core_field_offset(struct task_struct, sibling);
-		if (pid_nr_at(BPF_CORE_READ(child, signal, pids[PIDTYPE_TGID]), level) == vpid)
-			return child;
-		pos = BPF_CORE_READ(child, sibling.next);
-	}
-	return NULL;
+	return on_setpgid(ctx, syscall_arg1(regs, false), ret);
 }
 
-/* One hook at syscall exit serves setsid and setpgid. The syscall-specific
- * tracepoints would need tracefs, run at entry too, and cost a full RCU
- * grace period each to detach (perf_trace_event_unreg); a raw tracepoint
- * detaches at once. The arguments are still in the saved user registers at
- * exit, and the result is known. */
-static __always_inline bool is_id_syscall(long nr, bool compat)
+SEC("fexit/" SETPGID_COMPAT_FUNCTION)
+int BPF_PROG(setpgid_compat_fexit, const struct pt_regs *regs, long ret)
 {
-	return nr == nr_setsid(compat) || nr == nr_setpgid(compat);
+	return on_setpgid(ctx, syscall_arg1(regs, true), ret);
 }
 
-/* Runs for every syscall on the machine: the number is checked first, so
- * the rest costs nothing for the others. */
+/* Second, the classic per-syscall tracepoints: every syscall still takes
+ * the tracing path, but the kernel turns the others away before any BPF
+ * runs. They need tracefs, and they never fire for 32-bit compat syscalls
+ * (the exec program counts 32-bit programs, for userspace to warn). */
+SEC("tracepoint/syscalls/sys_exit_setsid")
+int setsid_tracepoint(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_setsid(ctx, ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_exit_setpgid")
+int setpgid_tracepoint(struct trace_event_raw_sys_exit *ctx)
+{
+	struct pt_regs *regs = (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	return on_setpgid(ctx, syscall_arg1(regs, false), ctx->ret);
+}
+
+/* Last, one raw hook at every syscall's exit, where neither of the others
+ * loads: the number is checked first, so the rest costs nothing for the
+ * other syscalls, but the program runs for every syscall on the machine.
+ * It sees both ABIs. */
 static __always_inline int on_syscall_exit(void *ctx, struct pt_regs *regs, long nr, long ret)
 {
 	struct task_struct *task;
-	struct task_struct *target;
 	bool compat;
-	__s32 pid;
 
 	if (!is_id_syscall(nr, false) && !is_id_syscall(nr, true))
 		return 0;
 	task = (void *)bpf_get_current_task();
 	compat = syscall_is_compat(task);
-	if (!is_id_syscall(nr, compat) || ret < 0)
-		return 0;
-	pid = tgid_of(task);
-	if (!raw_mode && !is_tracked(pid))
-		return 0;
-	if (nr == nr_setsid(compat)) {
-		emit_id(ctx, EVENT_SETSID, pid, sid_of(task));
-		return 0;
-	}
-	target = setpgid_target(task, (__s32)syscall_arg1(regs, compat));
-	if (target)
-		emit_id(ctx, EVENT_SETPGID, tgid_of(target), pgid_of(target));
+	if (nr == nr_setsid(compat))
+		return on_setsid(ctx, ret);
+	if (nr == nr_setpgid(compat))
+		return on_setpgid(ctx, syscall_arg1(regs, compat), ret);
 	return 0;
 }
 

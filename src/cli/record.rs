@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
+use proctrace::event::SyscallHook;
 use proctrace::record::{self, BufferChoice, HookChoice, Recorder, Recording, Totals};
 use proctrace::recording::Output;
 
@@ -29,6 +30,10 @@ pub struct RecordArgs {
     /// Hook raw tracepoints instead of BTF-typed ones.
     #[arg(long, hide = true)]
     raw_tracepoints: bool,
+    /// How to see setsid and setpgid: auto takes the cheapest the kernel allows (fexit,
+    /// else the syscall tracepoints, else sys-exit, which every syscall pays for).
+    #[arg(long, value_name = "HOOK", value_enum, default_value_t = SyscallHookArg::Auto)]
+    syscall_hook: SyscallHookArg,
     /// Under sudo, run the command as root rather than as the invoking user.
     #[arg(long)]
     keep_root: bool,
@@ -92,6 +97,25 @@ pub struct RecordArgs {
     command: Vec<std::ffi::OsString>,
 }
 
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SyscallHookArg {
+    Auto,
+    Fexit,
+    Tracepoint,
+    SysExit,
+}
+
+impl From<SyscallHookArg> for Option<SyscallHook> {
+    fn from(arg: SyscallHookArg) -> Self {
+        match arg {
+            SyscallHookArg::Auto => None,
+            SyscallHookArg::Fexit => Some(SyscallHook::Fexit),
+            SyscallHookArg::Tracepoint => Some(SyscallHook::Tracepoint),
+            SyscallHookArg::SysExit => Some(SyscallHook::SysExit),
+        }
+    }
+}
+
 /// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
     if args.live && (args.output.as_os_str() == "-" || !io::stdout().is_terminal()) {
@@ -126,6 +150,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         } else {
             HookChoice::Auto
         })
+        .syscall_hook(args.syscall_hook.into())
+        .detach_in_child(true)
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)
         .ring_bytes(args.buffer_mib.saturating_mul(1 << 20))
@@ -185,6 +211,14 @@ fn report(output: &Output, processes: u64, totals: &Totals, quiet: bool) -> Resu
             "proctrace: WARNING: {lost} events were lost in the kernel ({} with the buffer full, {} processes \
              not followed with the tracking map full); raise --buffer-mib or --max-processes",
             totals.lost_buffer_full, totals.lost_tracking_full
+        );
+    }
+    if totals.unwatched_32bit_execs > 0 {
+        eprintln!(
+            "proctrace: WARNING: {} 32-bit programs ran, and this kernel's syscall tracepoints do \
+             not see 32-bit setsid and setpgid calls: SetSID/SetPGID events of those programs \
+             may be missing; record with --syscall-hook sys-exit to see them",
+            totals.unwatched_32bit_execs
         );
     }
     output.result()?;

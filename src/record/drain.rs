@@ -166,6 +166,7 @@ impl Drain<'_, '_> {
         let started = Started {
             root_pid: root,
             buffer: self.probe.buffer,
+            syscall_hook: self.probe.syscall_hook,
             warnings: self.probe.warnings.clone(),
         };
         let _ = self.outputs.ready.send(Ok(started));
@@ -200,6 +201,7 @@ impl Drain<'_, '_> {
             self.reap(root, root_exited, &mut totals);
         }
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
+        totals.unwatched_32bit_execs = self.probe.unwatched_32bit_execs();
         totals.malformed = *malformed.borrow();
         totals.end_timestamp = monotonic_ns().saturating_sub(start_ns);
         Ok(totals)

@@ -50,6 +50,14 @@ pub enum RecordError {
         /// The OS error.
         source: io::Error,
     },
+    /// The syscall hook asked for cannot load or attach on this kernel.
+    #[error("the {hook} hook for setsid and setpgid does not work on this kernel")]
+    SyscallHook {
+        /// The hook, as `--syscall-hook` names it.
+        hook: &'static str,
+        /// Why it failed.
+        source: Box<RecordError>,
+    },
     /// The BTF file given with --btf cannot be used.
     #[error("BTF file {}", path.display())]
     BtfFile {

@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,10 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapType, OpenObject, ProgramType};
 
-use super::RecordError;
+use super::{tracefs, RecordError};
 use crate::bpf::types::loss_kind;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
-use crate::event::{BufferKind, Pid};
+use crate::event::{BufferKind, Pid, SyscallHook};
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// The initial PID namespace's inode (include/linux/proc_ns.h).
@@ -46,6 +47,8 @@ pub enum HookChoice {
 pub struct KernelConfig {
     pub buffer: BufferChoice,
     pub hooks: HookChoice,
+    /// How setsid and setpgid are hooked; `None`: the cheapest that loads.
+    pub syscall_hook: Option<SyscallHook>,
     pub raw: bool,
     pub max_processes: u32,
     pub ring_bytes: u32,
@@ -55,6 +58,9 @@ pub struct KernelConfig {
     /// The environment variables kept at exec; the kernel copies the
     /// environment only when there are some.
     pub env_names: Vec<String>,
+    /// Hand the links that are slow to detach to a child process at the
+    /// end (see [`detach_in_child`]), for a process about to exit.
+    pub detach_in_child: bool,
 }
 
 /// The loaded and attached program.
@@ -64,12 +70,77 @@ pub struct Probe<'obj> {
     /// the one userspace keeps for it (`seeded`), in their shared mapping.
     counters: Counters<'obj>,
     pub buffer: BufferKind,
+    /// What sees setsid and setpgid; `None` when nothing could attach.
+    pub syscall_hook: Option<SyscallHook>,
     /// Events that cannot be recorded on this kernel, said once at start.
     pub warnings: Vec<String>,
     /// Detached one by one when dropped: detaching tracepoints from several
     /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
     /// kernel matrix), though it would share the RCU waits.
     _links: Vec<Link>,
+    /// The classic tracepoints' links, each an RCU grace period to detach.
+    slow_links: Vec<Link>,
+    detach_in_child: bool,
+}
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        let slow = std::mem::take(&mut self.slow_links);
+        if self.detach_in_child && !slow.is_empty() {
+            detach_in_child(slow);
+        }
+    }
+}
+
+/// Closing a classic tracepoint's perf event waits out an RCU grace period
+/// (perf_trace_event_unreg: ~80 ms each on a 2-core VM), and a process
+/// cannot finish exiting while one of its closes waits. A child process
+/// takes over the links: it holds their fds while this process drops its
+/// own, which then costs nothing, and closes them itself afterwards.
+fn detach_in_child(links: Vec<Link>) {
+    let Ok((done, finished)) = nix::unistd::pipe() else {
+        return;
+    };
+    let mut keep: Vec<RawFd> = links.iter().map(|link| link.as_fd().as_raw_fd()).collect();
+    keep.push(done.as_raw_fd());
+    keep.sort_unstable();
+    // SAFETY: the child makes only async-signal-safe calls (the other
+    // threads' locks are copied as they were) and never returns.
+    if unsafe { libc::fork() } == 0 {
+        unsafe { take_over(&keep, done.as_raw_fd()) }
+    }
+    drop(done);
+    drop(links);
+    drop(finished);
+}
+
+/// The child of [`detach_in_child`]: closes every fd but the links' (a
+/// pipe or terminal held here would keep a reader waiting), waits until
+/// its parent has dropped the links, then closes them.
+///
+/// # Safety
+/// Only in a child just forked; `keep` sorted.
+unsafe fn take_over(keep: &[RawFd], done: RawFd) -> ! {
+    // SAFETY: plain system calls on integers and a local byte.
+    unsafe {
+        let close_range = |low: RawFd, high: libc::c_uint| {
+            libc::syscall(libc::SYS_close_range, low as libc::c_uint, high, 0)
+        };
+        let mut low = 0;
+        for &fd in keep {
+            if fd > low {
+                close_range(low, (fd - 1) as libc::c_uint);
+            }
+            low = fd + 1;
+        }
+        close_range(low, libc::c_uint::MAX);
+        let mut byte = 0u8;
+        while libc::read(done, (&raw mut byte).cast(), 1) < 0 {}
+        for &fd in keep {
+            libc::close(fd);
+        }
+        libc::_exit(0)
+    }
 }
 
 /// Checks privileges and BTF, then opens, configures, loads and attaches.
@@ -89,6 +160,95 @@ pub fn load<'obj>(
     }
     raise_memlock_limit();
 
+    let btf_hooks = config.hooks == HookChoice::Auto && kernel_btf;
+    let settings = Settings {
+        pidns,
+        buffer: choose_buffer(config.buffer),
+        btf_hooks,
+    };
+    let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
+    let mut storage = Some(storage);
+    let mut failure = None;
+    for hook in hooks {
+        // A failed attempt keeps its storage borrowed for 'obj; the rare
+        // retry after it (a kernel that refuses fexit late) gets storage
+        // of its own, a few words left behind for the process's life.
+        let storage = storage
+            .take()
+            .unwrap_or_else(|| Box::leak(Box::new(MaybeUninit::uninit())));
+        match load_with(config, &settings, hook, storage) {
+            Ok(probe) => return Ok(probe),
+            Err(err) => {
+                let name = hook_name(hook);
+                debug(&format!("the {name} hook for setsid/setpgid failed: {err}"));
+                failure = Some(err);
+            }
+        }
+    }
+    let failure = failure.expect("sys_exit is always tried");
+    Err(match config.syscall_hook {
+        Some(hook) => RecordError::SyscallHook {
+            hook: hook_name(hook),
+            source: Box::new(failure),
+        },
+        None => failure,
+    })
+}
+
+/// The hook as `record --syscall-hook` names it.
+fn hook_name(hook: SyscallHook) -> &'static str {
+    match hook {
+        SyscallHook::Fexit => "fexit",
+        SyscallHook::Tracepoint => "tracepoint",
+        SyscallHook::SysExit => "sys-exit",
+    }
+}
+
+/// What is settled before the program is opened.
+struct Settings {
+    pidns: (u32, u32),
+    buffer: BufferKind,
+    btf_hooks: bool,
+}
+
+/// The hooks for setsid and setpgid to try, cheapest first. Each is only
+/// tried where a probe of a few microseconds says it may load: fexit
+/// where the kernel verifies tracing programs (it may still refuse them
+/// at load or attach), the syscall tracepoints where BPF can read a
+/// task's saved registers (5.15+, and typed pointers need kernel BTF).
+fn syscall_hooks(config: &KernelConfig, kernel_btf: bool, btf_hooks: bool) -> Vec<SyscallHook> {
+    if let Some(hook) = config.syscall_hook {
+        return vec![hook];
+    }
+    // fexit attaches by the running kernel's own BTF ids.
+    let fexit =
+        btf_hooks && config.btf.is_none() && ProgramType::Tracing.is_supported().unwrap_or(false);
+    let tracepoint = kernel_btf
+        && ProgramType::Tracepoint
+            .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_task_pt_regs)
+            .unwrap_or(false);
+    [
+        (SyscallHook::Fexit, fexit),
+        (SyscallHook::Tracepoint, tracepoint),
+        (SyscallHook::SysExit, true),
+    ]
+    .into_iter()
+    .filter_map(|(hook, possible)| possible.then_some(hook))
+    .collect()
+}
+
+/// Opens, configures, loads and attaches with `hook` for setsid/setpgid.
+fn load_with<'obj>(
+    config: &KernelConfig,
+    settings: &Settings,
+    hook: SyscallHook,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<Probe<'obj>, RecordError> {
+    // Read before anything loads: without them the attempt is over.
+    let tracepoints = match hook {
+        SyscallHook::Tracepoint => Some(tracefs::syscall_exit_ids()?),
+        _ => None,
+    };
     let mut builder = ProctraceSkelBuilder::default();
     if let Some(path) = &config.btf {
         builder
@@ -99,21 +259,52 @@ pub fn load<'obj>(
     let mut open = builder
         .open(storage)
         .map_err(RecordError::bpf("opening the BPF object"))?;
-    let buffer = choose_buffer(config.buffer);
-    let btf_hooks = config.hooks == HookChoice::Auto && kernel_btf;
-    configure(&mut open, config, pidns, buffer, btf_hooks)?;
+    configure(&mut open, config, settings, hook)?;
     let mut skel = open
         .load()
         .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
     let counters = Counters::take(&mut skel);
-    let (links, warnings) = attach(&skel, btf_hooks)?;
+    let mut links = attach_sched(&skel, settings.btf_hooks)?;
+    let mut slow_links = Vec::new();
+    let mut warnings = Vec::new();
+    let attached = match tracepoints {
+        Some(ids) => attach_tracepoints(&skel, ids),
+        None => attach_syscalls(&skel, settings.btf_hooks, hook),
+    };
+    let syscall_hook = match attached {
+        Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
+            slow_links = syscall_links;
+            Some(hook)
+        }
+        Ok(syscall_links) => {
+            links.extend(syscall_links);
+            Some(hook)
+        }
+        // Without it the tree is still followed: a warning, not an error.
+        Err(why) if hook == SyscallHook::SysExit => {
+            warnings.push(format!("SetSID and SetPGID events are not recorded: {why}"));
+            None
+        }
+        Err(why) => return Err(why),
+    };
     Ok(Probe {
         skel,
         counters,
-        buffer,
+        buffer: settings.buffer,
+        syscall_hook,
         warnings,
         _links: links,
+        slow_links,
+        detach_in_child: config.detach_in_child,
     })
+}
+
+/// libbpf's own narration, and proctrace's about what it falls back
+/// from, only with PROCTRACE_DEBUG set.
+fn debug(message: &str) {
+    if std::env::var_os("PROCTRACE_DEBUG").is_some() {
+        eprintln!("proctrace: {message}");
+    }
 }
 
 /// Checks a `--btf` file before libbpf sees it: given a file that is not
@@ -145,10 +336,14 @@ fn choose_buffer(choice: BufferChoice) -> BufferKind {
 fn configure(
     open: &mut OpenProctraceSkel<'_>,
     config: &KernelConfig,
-    (min_level, inum): (u32, u32),
-    buffer: BufferKind,
-    btf_hooks: bool,
+    settings: &Settings,
+    hook: SyscallHook,
 ) -> Result<(), RecordError> {
+    let Settings {
+        pidns: (min_level, inum),
+        buffer,
+        btf_hooks,
+    } = *settings;
     let rodata = open
         .maps
         .rodata_data
@@ -190,12 +385,31 @@ fn configure(
         (&mut progs.exec_btf, &mut progs.exec_raw, !looped),
         (&mut progs.exec_btf_loop, &mut progs.exec_raw_loop, looped),
         (&mut progs.exit_btf, &mut progs.exit_raw, true),
-        (&mut progs.sys_exit_btf, &mut progs.sys_exit_raw, true),
+        (
+            &mut progs.sys_exit_btf,
+            &mut progs.sys_exit_raw,
+            hook == SyscallHook::SysExit,
+        ),
     ] {
         btf.set_autoload(wanted && btf_hooks);
         raw.set_autoload(wanted && !btf_hooks);
     }
+    let fexit = hook == SyscallHook::Fexit;
+    let tracepoint = hook == SyscallHook::Tracepoint;
+    progs.setsid_fexit.set_autoload(fexit);
+    progs.setpgid_fexit.set_autoload(fexit);
+    progs
+        .setpgid_compat_fexit
+        .set_autoload(fexit && has_compat_syscalls());
+    progs.setsid_tracepoint.set_autoload(tracepoint);
+    progs.setpgid_tracepoint.set_autoload(tracepoint);
     Ok(())
+}
+
+/// Whether the kernel runs 32-bit programs (CONFIG_IA32_EMULATION), whose
+/// setpgid enters the kernel elsewhere: the sysctl comes with it.
+fn has_compat_syscalls() -> bool {
+    Path::new("/proc/sys/abi/vsyscall32").exists()
 }
 
 /// Whether the kernel has bpf_loop (5.17+), which the exec programs use
@@ -207,10 +421,7 @@ fn has_bpf_loop() -> bool {
         .unwrap_or(false)
 }
 
-fn attach(
-    skel: &ProctraceSkel<'_>,
-    btf_hooks: bool,
-) -> Result<(Vec<Link>, Vec<String>), RecordError> {
+fn attach_sched(skel: &ProctraceSkel<'_>, btf_hooks: bool) -> Result<Vec<Link>, RecordError> {
     let progs = &skel.progs;
     let sched = if btf_hooks {
         [
@@ -227,28 +438,68 @@ fn attach(
             &progs.exit_raw,
         ]
     };
-    let mut links = Vec::new();
     // Of the two exec programs, one was loaded.
-    for prog in sched.into_iter().filter(|prog| prog.autoload()) {
-        let name = prog.name().to_string_lossy().into_owned();
-        links.push(
+    sched
+        .into_iter()
+        .filter(|prog| prog.autoload())
+        .map(|prog| {
+            let name = prog.name().to_string_lossy().into_owned();
             prog.attach()
-                .map_err(RecordError::bpf(format!("attaching {name}")))?,
-        );
-    }
-    // Without the syscall hook the tree is still followed, so its absence
-    // is a warning, not an error.
-    let mut warnings = Vec::new();
-    let syscalls = if btf_hooks {
-        &progs.sys_exit_btf
-    } else {
-        &progs.sys_exit_raw
+                .map_err(RecordError::bpf(format!("attaching {name}")))
+        })
+        .collect()
+}
+
+/// Attaches the fexit or sys_exit programs for setsid and setpgid.
+fn attach_syscalls(
+    skel: &ProctraceSkel<'_>,
+    btf_hooks: bool,
+    hook: SyscallHook,
+) -> Result<Vec<Link>, RecordError> {
+    let progs = &skel.progs;
+    let programs = match hook {
+        SyscallHook::Fexit => vec![
+            &progs.setsid_fexit,
+            &progs.setpgid_fexit,
+            &progs.setpgid_compat_fexit,
+        ],
+        _ if btf_hooks => vec![&progs.sys_exit_btf],
+        _ => vec![&progs.sys_exit_raw],
     };
-    match syscalls.attach() {
-        Ok(link) => links.push(link),
-        Err(why) => warnings.push(format!("SetSID and SetPGID events are not recorded: {why}")),
+    programs
+        .into_iter()
+        .filter(|prog| prog.autoload())
+        .map(|prog| {
+            let name = prog.name().to_string_lossy().into_owned();
+            prog.attach()
+                .map_err(RecordError::bpf(format!("attaching {name}")))
+        })
+        .collect()
+}
+
+/// Attaches the programs at the classic tracepoints of setsid's and
+/// setpgid's exits, whose ids tracefs gave. Each is a perf event, which
+/// its link owns.
+fn attach_tracepoints(
+    skel: &ProctraceSkel<'_>,
+    [setsid, setpgid]: [u64; 2],
+) -> Result<Vec<Link>, RecordError> {
+    let progs = &skel.progs;
+    let mut links = Vec::new();
+    for (prog, id) in [
+        (&progs.setsid_tracepoint, setsid),
+        (&progs.setpgid_tracepoint, setpgid),
+    ] {
+        let event = tracefs::open_tracepoint(id)
+            .map_err(RecordError::system(format!("opening tracepoint {id}")))?;
+        let link = prog
+            .attach_perf_event(event.as_raw_fd())
+            .map_err(RecordError::bpf(format!("attaching to tracepoint {id}")))?;
+        // The link closes it.
+        let _ = event.into_raw_fd();
+        links.push(link);
     }
-    Ok((links, warnings))
+    Ok(links)
 }
 
 /// Before Linux 5.11, BPF memory counts against RLIMIT_MEMLOCK. Raising it
@@ -300,6 +551,7 @@ struct Counters<'obj> {
     forked: &'obj AtomicU64,
     exited: &'obj AtomicU64,
     seeded: &'obj AtomicU64,
+    compat_execs: &'obj AtomicU64,
 }
 
 impl<'obj> Counters<'obj> {
@@ -316,6 +568,7 @@ impl<'obj> Counters<'obj> {
             forked: atomic(&mut bss.forked),
             exited: atomic(&mut bss.exited),
             seeded: atomic(&mut bss.seeded),
+            compat_execs: atomic(&mut bss.compat_execs),
         }
     }
 }
@@ -347,6 +600,15 @@ impl Probe<'_> {
         let forked = self.counters.forked.load(Ordering::SeqCst);
         let seeded = self.counters.seeded.load(Ordering::SeqCst);
         seeded + forked <= exited
+    }
+
+    /// Execs of 32-bit programs so far, where the syscall hook cannot see
+    /// their setsid and setpgid; 0 where it can.
+    pub fn unwatched_32bit_execs(&self) -> u64 {
+        match self.syscall_hook {
+            Some(SyscallHook::Tracepoint) => self.counters.compat_execs.load(Ordering::SeqCst),
+            _ => 0,
+        }
     }
 
     /// Events lost in the kernel so far: (buffer full, tracking map full).

@@ -13,6 +13,7 @@ mod kernel;
 mod launch;
 mod linger;
 mod snapshot;
+mod tracefs;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -35,7 +36,7 @@ pub use launch::sudo_owner;
 pub use linger::{Lingerer, Notice};
 
 use crate::bpf::types::defaults;
-use crate::event::{BufferKind, Header, Pid, Record, FORMAT_VERSION};
+use crate::event::{BufferKind, Header, Pid, Record, SyscallHook, FORMAT_VERSION};
 use kernel::KernelConfig;
 
 /// Events queued between the drain thread and the consumer. When the
@@ -82,6 +83,7 @@ impl Recorder {
             kernel: KernelConfig {
                 buffer: BufferChoice::Auto,
                 hooks: HookChoice::Auto,
+                syscall_hook: None,
                 raw: false,
                 max_processes: DEFAULT_MAX_PROCESSES,
                 ring_bytes: DEFAULT_RING_MIB << 20,
@@ -93,6 +95,7 @@ impl Recorder {
                     .iter()
                     .map(|n| n.to_string())
                     .collect(),
+                detach_in_child: false,
             },
         }
     }
@@ -113,6 +116,22 @@ impl Recorder {
     /// Chooses how the scheduler tracepoints are hooked.
     pub fn hooks(mut self, hooks: HookChoice) -> Self {
         self.kernel.hooks = hooks;
+        self
+    }
+
+    /// Forces how setsid and setpgid are hooked; `None` takes the cheapest
+    /// this kernel allows (fexit, else the syscall tracepoints, else the
+    /// raw sys_exit).
+    pub fn syscall_hook(mut self, hook: Option<SyscallHook>) -> Self {
+        self.kernel.syscall_hook = hook;
+        self
+    }
+
+    /// For a process that exits when the recording ends: detaches the
+    /// hooks that wait out an RCU grace period each in a child process,
+    /// so that this process's exit does not wait for them.
+    pub fn detach_in_child(mut self, detach_in_child: bool) -> Self {
+        self.kernel.detach_in_child = detach_in_child;
         self
     }
 
@@ -269,6 +288,7 @@ impl Recorder {
                 .unwrap_or_default(),
             raw: self.kernel.raw,
             buffer: started.buffer,
+            syscall_hook: started.syscall_hook,
         };
         Ok(Recording {
             header,
@@ -337,6 +357,7 @@ struct LingerPolicy {
 struct Started {
     root_pid: Pid,
     buffer: BufferKind,
+    syscall_hook: Option<SyscallHook>,
     warnings: Vec<String>,
 }
 
@@ -374,6 +395,9 @@ pub struct Totals {
     pub lingering: u64,
     /// `--timeout` expired and the tree was ended.
     pub timed_out: bool,
+    /// Execs of 32-bit programs the syscall hook could not follow into
+    /// their setsid and setpgid calls (see [`SyscallHook::Tracepoint`]).
+    pub unwatched_32bit_execs: u64,
 }
 
 impl Totals {

@@ -128,6 +128,7 @@ impl Output {
             root_signal: totals.root_signal,
             lingering: totals.lingering,
             timed_out: totals.timed_out,
+            unwatched_32bit_execs: totals.unwatched_32bit_execs,
         };
         let failed_before = self.failure.is_some();
         let _ = self.put(&Record::Trailer(trailer));

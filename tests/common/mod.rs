@@ -23,7 +23,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use proctrace::event::{shell_join, BufferKind, Exec, Exit, Fork, Header, Pid, Record, Trailer};
+use proctrace::event::{
+    shell_join, BufferKind, Exec, Exit, Fork, Header, Pid, Record, SyscallHook, Trailer,
+};
 
 /// Upper bound for anything to finish; only there so that a hang fails the
 /// test instead of blocking the suite. Never a timing assertion.
@@ -104,13 +106,18 @@ pub fn workload(name: &str) -> PathBuf {
         fs::create_dir_all(&out).unwrap();
         for entry in fs::read_dir(&src).unwrap() {
             let path = entry.unwrap().path();
-            if path.extension() != Some(OsStr::new("c")) {
-                continue;
-            }
+            // C, and i386 assembly for a 32-bit program that needs no
+            // 32-bit libc.
+            let flags: &[&str] = match path.extension().and_then(OsStr::to_str) {
+                Some("c") => &["-O1", "-pthread", "-Wall"],
+                Some("S") => &["-m32", "-nostdlib", "-static"],
+                _ => continue,
+            };
             let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
             let tmp = out.join(format!("{stem}.tmp{}", std::process::id()));
             let result = Command::new("cc")
-                .args(["-O1", "-pthread", "-Wall", "-o"])
+                .args(flags)
+                .arg("-o")
                 .arg(&tmp)
                 .arg(&path)
                 .output()
@@ -141,6 +148,11 @@ pub enum Mode {
     RawTp,
     /// `--raw-tracepoints --perf-buffer`.
     RawTpPerf,
+    /// `--syscall-hook sys-exit`: setsid/setpgid by the raw hook at every
+    /// syscall's exit.
+    SysExit,
+    /// `--syscall-hook tracepoint`: by the classic syscall tracepoints.
+    Tracepoint,
 }
 
 impl Mode {
@@ -150,12 +162,24 @@ impl Mode {
             Mode::Perf => &["--perf-buffer"],
             Mode::RawTp => &["--raw-tracepoints"],
             Mode::RawTpPerf => &["--raw-tracepoints", "--perf-buffer"],
+            Mode::SysExit => &["--syscall-hook", "sys-exit"],
+            Mode::Tracepoint => &["--syscall-hook", "tracepoint"],
+        }
+    }
+
+    /// The syscall hook a recording must say it used; `None` where the
+    /// kernel chooses.
+    pub fn syscall_hook(self) -> Option<SyscallHook> {
+        match self {
+            Mode::SysExit => Some(SyscallHook::SysExit),
+            Mode::Tracepoint => Some(SyscallHook::Tracepoint),
+            _ => None,
         }
     }
 
     fn buffer(self) -> BufferKind {
         match self {
-            Mode::Ring | Mode::RawTp => BufferKind::Ring,
+            Mode::Ring | Mode::RawTp | Mode::SysExit | Mode::Tracepoint => BufferKind::Ring,
             Mode::Perf | Mode::RawTpPerf => BufferKind::Perf,
         }
     }
@@ -505,6 +529,9 @@ impl Run {
         assert_eq!(header.command, self.command, "{}", ctx());
         assert_eq!(header.raw, self.opts.raw, "{}", ctx());
         assert_eq!(header.buffer, self.opts.mode.buffer(), "{}", ctx());
+        if let Some(hook) = self.opts.mode.syscall_hook() {
+            assert_eq!(header.syscall_hook, Some(hook), "{}", ctx());
+        }
         assert_eq!(trailer.events, self.events().len() as u64, "{}", ctx());
         assert_eq!(
             (

@@ -122,6 +122,7 @@ impl Synthetic {
             kernel: "6.1.0".into(),
             raw: false,
             buffer: Default::default(),
+            syscall_hook: None,
         };
         Synthetic {
             records: vec![Record::Header(header)],

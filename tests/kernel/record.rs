@@ -2,7 +2,7 @@
 //! groups, PID namespaces, failed execs and processes outside the tree.
 
 use crate::common::*;
-use proctrace::event::{Record, SetPgid, SetSid};
+use proctrace::event::{Pid, Record, SetPgid, SetSid, SyscallHook};
 
 /// Root script: a child exiting 3, children killed by SIGKILL and SIGTERM,
 /// a child with a grandchild; the root exits 9.
@@ -186,6 +186,8 @@ fn daemon_outlives_command(mode: Mode) {
 per_mode!(daemon_outlives_command:
     daemon_outlives_command_ring => Ring,
     daemon_outlives_command_perf => Perf,
+    daemon_outlives_command_sys_exit => SysExit,
+    daemon_outlives_command_tracepoint => Tracepoint,
 );
 
 /// setpgid(0,0) on itself, setpgid(child, child) and setpgid(child2, child)
@@ -226,6 +228,8 @@ fn setpgid_self_and_children(mode: Mode) {
 per_mode!(setpgid_self_and_children:
     setpgid_self_and_children_ring => Ring,
     setpgid_self_and_children_perf => Perf,
+    setpgid_self_and_children_sys_exit => SysExit,
+    setpgid_self_and_children_tracepoint => Tracepoint,
 );
 
 /// A parent's setpgid on its already-exited (zombie) child succeeds in the
@@ -247,6 +251,53 @@ fn setpgid_on_an_exited_child(mode: Mode) {
 per_mode!(setpgid_on_an_exited_child:
     setpgid_on_an_exited_child_ring => Ring,
     setpgid_on_an_exited_child_perf => Perf,
+    setpgid_on_an_exited_child_sys_exit => SysExit,
+    setpgid_on_an_exited_child_tracepoint => Tracepoint,
+);
+
+/// A 32-bit program (tests/workloads/compat_setid.S) enters the kernel
+/// through the 32-bit syscall ABI: its child's setsid and its own
+/// setpgid(0, 0). fexit and sys_exit see both; the classic syscall
+/// tracepoints see neither, and then the trailer and stderr say that a
+/// 32-bit program ran.
+fn a_32bit_program_sets_its_session_and_group(mode: Mode) {
+    if !have_root() {
+        return;
+    }
+    let run = record(mode, &[workload("compat_setid")]);
+    assert_eq!(run.code(), 0, "workload failed: {}", run.text);
+    let root = run.root();
+    let kids = run.children(root);
+    assert_eq!(kids.len(), 1, "{}", run.text);
+    let child = kids[0];
+    let blind = run.header().syscall_hook == Some(SyscallHook::Tracepoint);
+    if blind {
+        assert_eq!(run.kinds(child), ["Fork", "Exit"], "{}", run.text);
+        assert_eq!(run.kinds(root), ["Exec", "Exit"], "{}", run.text);
+        assert_eq!(run.trailer().unwatched_32bit_execs, 1, "{}", run.text);
+        assert!(run.stderr.contains("32-bit programs ran"), "{}", run.stderr);
+        return;
+    }
+    assert_eq!(run.kinds(child), ["Fork", "SetSID", "Exit"], "{}", run.text);
+    assert_eq!(run.kinds(root), ["Exec", "SetPGID", "Exit"], "{}", run.text);
+    assert_eq!(run.trailer().unwatched_32bit_execs, 0);
+    let ids: Vec<(Pid, Pid)> = run
+        .events()
+        .iter()
+        .filter_map(|r| match r {
+            Record::SetSid(s) => Some((s.pid, s.sid)),
+            Record::SetPgid(s) => Some((s.pid, s.pgid)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, [(child, child), (root, root)], "{}", run.text);
+    assert_eq!(run.exit(child).sid, Some(child));
+}
+
+per_mode!(a_32bit_program_sets_its_session_and_group:
+    a_32bit_program_sets_its_session_and_group_ring => Ring,
+    a_32bit_program_sets_its_session_and_group_sys_exit => SysExit,
+    a_32bit_program_sets_its_session_and_group_tracepoint => Tracepoint,
 );
 
 /// env tries each PATH entry; only the successful exec is an event.
