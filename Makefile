@@ -46,7 +46,7 @@ lint: deps
 	cargo clippy --locked --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps
 
-# Benchmarks W1-W5 (release build; recording through sudo): prints a table
+# Benchmarks W0-W5 (release build; recording through sudo): prints a table
 # and writes bench/results.json. See BENCHMARKS.md. Not part of `make test`.
 .PHONY: bench
 bench:

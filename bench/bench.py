@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""proctrace benchmarks W1-W5 (issue #7). Run through bench/run.sh.
+"""proctrace benchmarks W0-W5 (issues #7 and #14). Run through bench/run.sh.
 
 Every timing is a ratio against a baseline run side by side (baseline,
 traced, baseline, traced, ...), and the median of the rounds is reported.
 Recording needs root. Python 3 standard library only.
 
+W0 start   `record -- true` (the fixed cost of a recording), `strace -f
+           true` and `true` alone, interleaved: medians, peak RSS.
 W1 spawn   bash loop of 2000 /bin/true: wall time traced / untraced, for
            proctrace and strace; proctrace's own CPU per event, peak RSS.
 W2 filter  W1 traced while an untraced loop outside the tree spawns as fast
@@ -43,6 +45,8 @@ W5_HOOKS = ["fexit", "tracepoint", "sys-exit"]
 W5_GOALS = {"fexit": 1.03, "tracepoint": 1.20, "sys-exit": None}
 
 TARGETS = {
+    "w0_ms": 25.0,
+    "w0_rss_mb": 64.0,
     "w1_wall_ratio": 1.03,
     "w2_cpu_ratio": 1.10,
     "w4_seconds": 2.0,
@@ -279,6 +283,33 @@ class Bench:
             "events_per_round": median([r["noisy_events"] for r in rows]),
         }
 
+    def w0(self):
+        """The fixed cost, with its peers, 0.2 s apart: the pause a real
+        recording has before the next (a recording's syscall tracepoints
+        detach in a child process after it exits, and the kernel holds the
+        tracing mutex that long, which a recording starting within that
+        moment would wait for)."""
+        n = max(self.args.rounds, 15)
+        runs = {"true": ["true"],
+                "proctrace": [self.pt, "record", "-q", "-o", "/dev/null", "--", "true"],
+                "strace": ["strace", "-f", "-o", "/dev/null", "true"]}
+        log(f"W0 start: {n} rounds of " + ", ".join(runs))
+        rows = []
+        for _ in range(n):
+            row = {}
+            for name, cmd in runs.items():
+                time.sleep(0.2)
+                row[name], ru, rc = timed(cmd)
+                assert rc == 0, f"{name} exited {rc}"
+                row[f"{name}_maxrss_kb"] = ru.ru_maxrss
+            rows.append(row)
+        self.results["W0"] = {
+            "rounds": rows,
+            **{f"{name}_ms": median([r[name] for r in rows]) * 1000 for name in runs},
+            "proctrace_min_ms": min(r["proctrace"] for r in rows) * 1000,
+            "peak_rss_mb": max(r["proctrace_maxrss_kb"] for r in rows) / 1024,
+        }
+
     def w5(self):
         """The hook that runs outside the tree: what sees setsid/setpgid
         costs other syscalls (fexit nothing, the syscall tracepoints the
@@ -454,6 +485,15 @@ def table(r):
 
     def row(w, m, v, t, ok=None):
         lines.append(f"| {w} | {m} | {v} | {t} | {'' if ok is None else verdict(ok)} |")
+    if "W0" in r:
+        w = r["W0"]
+        row("W0 start", "record -- true, wall (median; fastest)",
+            f"{w['proctrace_ms']:.0f} ms; {w['proctrace_min_ms']:.0f} ms", "<= 25 ms",
+            w["proctrace_ms"] <= TARGETS["w0_ms"])
+        row("W0 start", "strace -f true / true alone, wall", f"{w['strace_ms']:.1f} ms / "
+            f"{w['true_ms']:.1f} ms", "(reference)")
+        row("W0 start", "record -- true, peak RSS", f"{w['peak_rss_mb']:.1f} MB", "<= 64 MB",
+            w["peak_rss_mb"] <= TARGETS["w0_rss_mb"])
     if "W1" in r:
         w = r["W1"]
         row("W1 spawn", "wall, proctrace record / untraced", f"{w['proctrace_ratio']:.3f}x",
@@ -507,10 +547,10 @@ def table(r):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="proctrace benchmarks W1-W5")
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W5")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5")
+    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
@@ -520,11 +560,11 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W1", "W2", "W3", "W5"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")
-    if not shutil.which("strace") and "W1" in args.only:
+    if not shutil.which("strace") and {"W0", "W1"} & set(args.only.split(",")):
         sys.exit("strace is missing (apt-get install strace)")
     b = Bench(args)
     loads = {}

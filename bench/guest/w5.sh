@@ -4,14 +4,15 @@
 # with the static proctrace, times a loop of 1-byte read/write syscalls
 # without a recording and with one running on each hook, and prints the
 # guest-side ratios (the guest's clock, so qemu's own speed cancels out).
-#   bench/guest/w5.sh [SERIES] [ROUNDS] [LOOPS]   (default: 6.12 5 200000)
+#   bench/guest/w5.sh [SERIES] [ROUNDS] [LOOPS]   (default: 6.12 7 50000)
+# Each figure is the fastest of 5 runs of LOOPS read/write pairs.
 # PROCTRACE_STATIC_BIN=path skips the static build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 series=${1:-6.12}
-rounds=${2:-5}
-loops=${3:-200000}
+rounds=${2:-7}
+loops=${3:-50000}
 out=$(mktemp -d "${TMPDIR:-/tmp}/proctrace-guest-w5.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 binary=${PROCTRACE_STATIC_BIN:-$("$repo/scripts/build-static.sh")}

@@ -12,28 +12,56 @@
 /* task_struct's ioac is there only with CONFIG_TASK_IO_ACCOUNTING. */
 #define NO_IO_ACCOUNTING (~0ULL)
 
-static __always_inline void add_thread(struct resources *r, struct task_struct *t)
+/* Where the exiting process's threads are added up, one slot per CPU: the
+ * thread walk's body is a global function, which the verifier checks once
+ * instead of once per thread slot (256 of them: most of the exit
+ * program's verification time), and which can take only numbers. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct resources);
+} thread_sums SEC(".maps");
+
+static __always_inline struct resources *thread_sum(void)
 {
-	r->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
-	r->user_ticks_ns += BPF_CORE_READ(t, utime);
-	r->system_ticks_ns += BPF_CORE_READ(t, stime);
-	r->voluntary_switches += BPF_CORE_READ(t, nvcsw);
-	r->involuntary_switches += BPF_CORE_READ(t, nivcsw);
-	if (bpf_core_field_exists(struct task_struct, ioac)) {
-		r->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
-		r->write_bytes += BPF_CORE_READ(t, ioac.write_bytes) -
-				  BPF_CORE_READ(t, ioac.cancelled_write_bytes);
-	}
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&thread_sums, &zero);
 }
 
-static __always_inline void read_resources(struct resources *r, struct task_struct *task)
+/* Adds the thread at `task_addr` to the sums; returns the next thread's
+ * list node. */
+__noinline __u64 add_thread(__u64 task_addr)
+{
+	struct task_struct *t = (void *)task_addr;
+	struct resources *r = thread_sum();
+
+	if (r) {
+		r->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
+		r->user_ticks_ns += BPF_CORE_READ(t, utime);
+		r->system_ticks_ns += BPF_CORE_READ(t, stime);
+		r->voluntary_switches += BPF_CORE_READ(t, nvcsw);
+		r->involuntary_switches += BPF_CORE_READ(t, nivcsw);
+		if (bpf_core_field_exists(struct task_struct, ioac)) {
+			r->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
+			r->write_bytes += BPF_CORE_READ(t, ioac.write_bytes) -
+					  BPF_CORE_READ(t, ioac.cancelled_write_bytes);
+		}
+	}
+	return (__u64)BPF_CORE_READ(t, thread_node.next);
+}
+
+static __always_inline void read_resources(struct resources *out, struct task_struct *task)
 {
 	struct signal_struct *sig = BPF_CORE_READ(task, signal);
 	struct list_head *head = __builtin_preserve_access_index(&sig->thread_head);
 	struct list_head *pos = BPF_CORE_READ(sig, thread_head.next);
-	struct task_struct *t;
+	struct resources *r = thread_sum();
 	int i;
 
+	if (!r)
+		return;
 	r->cpu_ns = BPF_CORE_READ(sig, sum_sched_runtime);
 	r->user_ticks_ns = BPF_CORE_READ(sig, utime);
 	r->system_ticks_ns = BPF_CORE_READ(sig, stime);
@@ -51,12 +79,10 @@ static __always_inline void read_resources(struct resources *r, struct task_stru
 		r->read_bytes = NO_IO_ACCOUNTING;
 		r->write_bytes = NO_IO_ACCOUNTING;
 	}
-	for (i = 0; i < MAX_THREADS_SCAN && pos != head; i++) {
-		t = (void *)pos - bpf_core_field_offset(struct task_struct, thread_node);
-		add_thread(r, t);
-		pos = BPF_CORE_READ(t, thread_node.next);
-	}
+	for (i = 0; i < MAX_THREADS_SCAN && pos != head; i++)
+		pos = (void *)add_thread((__u64)pos - bpf_core_field_offset(struct task_struct, thread_node));
 	r->threads_skipped = pos != head;
+	*out = *r;
 }
 
 #endif /* PROCTRACE_RESOURCES_H */

@@ -17,6 +17,16 @@ static __always_inline void emit_id(void *ctx, __u32 kind, __s32 pid, __s32 id)
 	emit(ctx, &event, sizeof(event), false);
 }
 
+/* The number the process of the task at `task_addr` has at namespace
+ * `level`. A global function: the children scan below calls it in each of
+ * its 128 slots, and the verifier checks it once. */
+__noinline __s32 tgid_at(__u64 task_addr, __u32 level)
+{
+	struct task_struct *task = (void *)task_addr;
+
+	return pid_nr_at(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]), level);
+}
+
 /* setpgid(pid, ...) names the caller or one of its children by the number
  * it has in the caller's namespace; find that task. */
 static __always_inline struct task_struct *setpgid_target(struct task_struct *task, __s32 vpid)
@@ -26,13 +36,13 @@ static __always_inline struct task_struct *setpgid_target(struct task_struct *ta
 	__u32 level;
 
 	level = BPF_CORE_READ(task, thread_pid, level);
-	if (vpid == 0 || pid_nr_at(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]), level) == vpid)
+	if (vpid == 0 || tgid_at((__u64)task, level) == vpid)
 		return task;
 	head = __builtin_preserve_access_index(&task->children);
 	pos = BPF_CORE_READ(task, children.next);
 	for (int i = 0; i < MAX_CHILDREN_SCAN && pos != head; i++) {
 		child = (void *)pos - bpf_core_field_offset(struct task_struct, sibling);
-		if (pid_nr_at(BPF_CORE_READ(child, signal, pids[PIDTYPE_TGID]), level) == vpid)
+		if (tgid_at((__u64)child, level) == vpid)
 			return child;
 		pos = BPF_CORE_READ(child, sibling.next);
 	}

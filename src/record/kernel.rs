@@ -6,10 +6,14 @@ use std::os::fd::{AsFd, AsRawFd, IntoRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, MapType, OpenObject, ProgramType};
+use libbpf_rs::{
+    AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, MapType, OpenMapMut, OpenObject, ProgramType,
+};
 
+use super::core_btf::CutBtf;
 use super::{tracefs, RecordError};
 use crate::bpf::types::loss_kind;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
@@ -167,6 +171,20 @@ pub fn load<'obj>(
         btf_hooks,
     };
     let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
+    let started = Instant::now();
+    let preload = Preload::make(config, settings.buffer);
+    debug(&format!(
+        "made ahead in {:.1} ms: {}",
+        millis(started),
+        match &preload.cut {
+            Some(cut) => format!("the kernel's BTF cut to {} bytes", cut.len()),
+            None => "no cut of the kernel's BTF".into(),
+        }
+    ));
+    let btf = config
+        .btf
+        .clone()
+        .or_else(|| preload.cut.as_ref().map(CutBtf::path));
     let mut storage = Some(storage);
     let mut failure = None;
     for hook in hooks {
@@ -176,7 +194,7 @@ pub fn load<'obj>(
         let storage = storage
             .take()
             .unwrap_or_else(|| Box::leak(Box::new(MaybeUninit::uninit())));
-        match load_with(config, &settings, hook, storage) {
+        match load_with(config, &settings, &preload, btf.as_deref(), hook, storage) {
             Ok(probe) => return Ok(probe),
             Err(err) => {
                 let name = hook_name(hook);
@@ -237,10 +255,86 @@ fn syscall_hooks(config: &KernelConfig, kernel_btf: bool, btf_hooks: bool) -> Ve
     .collect()
 }
 
-/// Opens, configures, loads and attaches with `hook` for setsid/setpgid.
+/// What is made before the object loads, on two threads at once, a few
+/// milliseconds each: the kernel's BTF cut down to what the program's
+/// relocations can use (see [`CutBtf`]; `None`, and libbpf reads all of it,
+/// where that fails or `--btf` names another), and the two largest maps
+/// (the ring's pages are charged to the memory cgroup one by one), which
+/// the object then reuses.
+#[derive(Default)]
+struct Preload {
+    cut: Option<CutBtf>,
+    ring: Option<MapHandle>,
+    tracked: Option<MapHandle>,
+}
+
+impl Preload {
+    fn make(config: &KernelConfig, buffer: BufferKind) -> Preload {
+        // The program's own BTF and map definitions are only reachable
+        // through an opened object, and the BTF libbpf relocates against is
+        // fixed when one opens: this one is opened to be read (half a
+        // millisecond).
+        let mut storage = MaybeUninit::uninit();
+        let Ok(open) = ProctraceSkelBuilder::default().open(&mut storage) else {
+            return Preload::default();
+        };
+        let local = config.btf.is_none().then(|| local_btf(&open)).flatten();
+        std::thread::scope(|scope| {
+            let cutting =
+                local.map(|local| scope.spawn(move || CutBtf::new(Path::new(KERNEL_BTF), &local)));
+            let ring = (buffer == BufferKind::Ring)
+                .then(|| create_map(&open.maps.events, MapType::RingBuf, config.ring_bytes))
+                .flatten();
+            let tracked = &open.maps.tracked;
+            let tracked = create_map(tracked, tracked.map_type(), config.max_processes);
+            let cut = cutting.and_then(|cutting| cutting.join().ok().flatten());
+            if cut.is_none() && config.btf.is_none() {
+                debug("the kernel's BTF could not be cut down: libbpf reads all of it");
+            }
+            Preload { cut, ring, tracked }
+        })
+    }
+}
+
+/// A copy of the program's own BTF, as the opened object holds it.
+fn local_btf(open: &OpenProctraceSkel<'_>) -> Option<Vec<u8>> {
+    let object = open.open_object().as_libbpf_object();
+    // SAFETY: the BTF belongs to the object, alive while `open` is;
+    // btf__raw_data returns `size` bytes it keeps for the BTF's lifetime.
+    unsafe {
+        let btf = libbpf_rs::libbpf_sys::bpf_object__btf(object.as_ptr());
+        if btf.is_null() {
+            return None;
+        }
+        let mut size = 0;
+        let data = libbpf_rs::libbpf_sys::btf__raw_data(btf, &mut size);
+        (!data.is_null())
+            .then(|| std::slice::from_raw_parts(data.cast::<u8>(), size as usize).to_vec())
+    }
+}
+
+/// A map like `like` (its name, key, value and flags) of `kind` with
+/// `entries`; `None` leaves it to libbpf.
+fn create_map(like: &OpenMapMut<'_>, kind: MapType, entries: u32) -> Option<MapHandle> {
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+        map_flags: like.map_flags(),
+        ..Default::default()
+    };
+    let (key, value) = match kind {
+        MapType::RingBuf => (0, 0),
+        _ => (like.key_size(), like.value_size()),
+    };
+    MapHandle::create(kind, Some(like.name()), key, value, entries, &opts).ok()
+}
+
+/// Opens, configures, loads and attaches with `hook` for setsid/setpgid,
+/// relocating against `btf` where given (else the kernel's own).
 fn load_with<'obj>(
     config: &KernelConfig,
     settings: &Settings,
+    preload: &Preload,
+    btf: Option<&Path>,
     hook: SyscallHook,
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<Probe<'obj>, RecordError> {
@@ -250,7 +344,7 @@ fn load_with<'obj>(
         _ => None,
     };
     let mut builder = ProctraceSkelBuilder::default();
-    if let Some(path) = &config.btf {
+    if let Some(path) = btf {
         builder
             .obj_builder
             .btf_custom_path(path)
@@ -259,10 +353,13 @@ fn load_with<'obj>(
     let mut open = builder
         .open(storage)
         .map_err(RecordError::bpf("opening the BPF object"))?;
-    configure(&mut open, config, settings, hook)?;
+    configure(&mut open, config, settings, preload, hook)?;
+
+    let started = Instant::now();
     let mut skel = open
         .load()
         .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
+    let loaded = Instant::now();
     let counters = Counters::take(&mut skel);
     let mut links = attach_sched(&skel, settings.btf_hooks)?;
     let mut slow_links = Vec::new();
@@ -287,6 +384,11 @@ fn load_with<'obj>(
         }
         Err(why) => return Err(why),
     };
+    debug(&format!(
+        "libbpf loaded the object (relocation, maps, verifier) in {:.1} ms; attached in {:.1} ms",
+        (loaded - started).as_secs_f64() * 1e3,
+        millis(loaded)
+    ));
     Ok(Probe {
         skel,
         counters,
@@ -305,6 +407,10 @@ fn debug(message: &str) {
     if std::env::var_os("PROCTRACE_DEBUG").is_some() {
         eprintln!("proctrace: {message}");
     }
+}
+
+fn millis(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
 }
 
 /// Checks a `--btf` file before libbpf sees it: given a file that is not
@@ -337,6 +443,7 @@ fn configure(
     open: &mut OpenProctraceSkel<'_>,
     config: &KernelConfig,
     settings: &Settings,
+    preload: &Preload,
     hook: SyscallHook,
 ) -> Result<(), RecordError> {
     let Settings {
@@ -378,6 +485,13 @@ fn configure(
         };
         ring().map_err(RecordError::bpf("setting up the ring buffer"))?;
     }
+    let reuse = |map: &mut OpenMapMut<'_>, made: &Option<MapHandle>| match made {
+        Some(made) => map.reuse_fd(made.as_fd()),
+        None => Ok(()),
+    };
+    reuse(&mut open.maps.events, &preload.ring)
+        .and_then(|()| reuse(&mut open.maps.tracked, &preload.tracked))
+        .map_err(RecordError::bpf("reusing the maps made ahead"))?;
     let progs = &mut open.progs;
     let looped = has_bpf_loop();
     for (btf, raw, wanted) in [
@@ -635,5 +749,34 @@ impl Probe<'_> {
             count(loss_kind::LOSS_OUTPUT),
             count(loss_kind::LOSS_TRACKING_FULL),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_relocates_against_a_cut_of_the_kernel_btf() {
+        if !Path::new(KERNEL_BTF).exists() {
+            assert!(std::env::var_os("CI").is_none(), "CI needs kernel BTF");
+            return;
+        }
+        let preload = Preload::make(&KernelConfig::default(), BufferKind::Ring);
+        let cut = preload.cut.expect("the kernel's BTF cut down");
+        let btf = libbpf_rs::btf::Btf::from_path(cut.path()).expect("libbpf reads the cut");
+        for name in [
+            "task_struct",
+            "signal_struct",
+            "files_struct",
+            "dentry",
+            "upid",
+        ] {
+            assert!(
+                btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>(name)
+                    .is_some(),
+                "{name} is in the cut"
+            );
+        }
     }
 }

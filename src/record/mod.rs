@@ -6,6 +6,7 @@
 //! one causal order, over a crossbeam channel to the [`Recording`] handle.
 
 mod attach;
+mod core_btf;
 mod decode;
 mod drain;
 mod error;
@@ -56,6 +57,28 @@ pub struct Recorder {
     kernel: KernelConfig,
 }
 
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            buffer: BufferChoice::Auto,
+            hooks: HookChoice::Auto,
+            syscall_hook: None,
+            raw: false,
+            max_processes: DEFAULT_MAX_PROCESSES,
+            ring_bytes: DEFAULT_RING_MIB << 20,
+            // 1 MiB per CPU: bursts of thousands of processes between polls.
+            perf_pages: 256,
+            btf: None,
+            capture_fds: true,
+            env_names: crate::testname::RUNNER_VARIABLES
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            detach_in_child: false,
+        }
+    }
+}
+
 impl Recorder {
     /// Records `command` (program and arguments) and its whole tree.
     pub fn command<I, S>(command: I) -> Self
@@ -80,23 +103,7 @@ impl Recorder {
             keep_root: false,
             command_output: None,
             policy: LingerPolicy::default(),
-            kernel: KernelConfig {
-                buffer: BufferChoice::Auto,
-                hooks: HookChoice::Auto,
-                syscall_hook: None,
-                raw: false,
-                max_processes: DEFAULT_MAX_PROCESSES,
-                ring_bytes: DEFAULT_RING_MIB << 20,
-                // 1 MiB per CPU: bursts of thousands of processes between polls.
-                perf_pages: 256,
-                btf: None,
-                capture_fds: true,
-                env_names: crate::testname::RUNNER_VARIABLES
-                    .iter()
-                    .map(|n| n.to_string())
-                    .collect(),
-                detach_in_child: false,
-            },
+            kernel: KernelConfig::default(),
         }
     }
 
