@@ -44,6 +44,11 @@ W5_HOOKS = ["fexit", "tracepoint", "sys-exit"]
 # is the fallback the others replace.
 W5_GOALS = {"fexit": 1.03, "tracepoint": 1.20, "sys-exit": None}
 
+# W6: CPython's own tests of processes, signals and the OS interface, one
+# file after another, as a real suite that spawns, signals and waits.
+W6_TESTS = ["test_subprocess", "test_os", "test_signal", "test_posix", "test_pty",
+            "test_wait4", "test_popen"]
+
 TARGETS = {
     "w0_ms": 25.0,
     "w0_rss_mb": 64.0,
@@ -339,6 +344,38 @@ class Bench:
                       for h in hooks},
         }
 
+    def w6(self):
+        """A real suite: CPython's own tests of what proctrace records,
+        untraced and recorded, interleaved. The root's runtime is the wall
+        time of the whole invocation; CPU is that of everything it waited
+        for (proctrace's own included when recorded)."""
+        n = max(3, self.args.rounds // 2)
+        python = w6_python()
+        suite = [python, "-m", "test", "-q", *W6_TESTS]
+        out = os.path.join(self.tmp, "w6.ndjson")
+        log(f"W6 suite: {n} rounds of {' '.join(suite)}, untraced and recorded")
+        rows = []
+        for i in range(n):
+            base, ru_base, rc_base = timed(suite, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            traced, ru, rc = timed([self.pt, "record", "-q", "-o", out, "--", *suite],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            assert rc == rc_base, f"the suite exited {rc_base} untraced, {rc} recorded"
+            trailer = read_recording(out)[3] or {}
+            rows.append({"base": base, "traced": traced, "base_cpu": cpu(ru_base),
+                         "traced_cpu": cpu(ru), "events": trailer.get("events", 0),
+                         "lost": trailer.get("lost", 0), "exit": rc})
+            log(f"  round {i}: untraced {base:.1f}s, recorded {traced:.1f}s, "
+                f"{rows[-1]['events']} events")
+        self.results["W6"] = {
+            "rounds": rows,
+            "suite": " ".join(suite[1:]),
+            "wall_ratio": median([r["traced"] / r["base"] for r in rows]),
+            "cpu_ratio": median([r["traced_cpu"] / r["base_cpu"] for r in rows]),
+            "baseline_s": median([r["base"] for r in rows]),
+            "events": median([r["events"] for r in rows]),
+            "lost": max(r["lost"] for r in rows),
+        }
+
     def w3(self):
         n = max(3, self.args.rounds // 2)
         log(f"W3 burst: {n} rounds per buffer")
@@ -432,6 +469,16 @@ class Bench:
             log(f"  {name}: median {res[name]['wall_s']:.2f}s (cpu {res[name]['cpu_s']:.2f}s), peak RSS "
                 f"{res[name]['peak_rss_mb']:.0f} MB")
         self.results["W4"] = res
+
+
+def w6_python():
+    """A Python with its own test suite: Debian's with libpython3-testsuite,
+    else the one running this script."""
+    for python in ("/usr/bin/python3", sys.executable):
+        if subprocess.run([python, "-c", "import test.libregrtest"],
+                          capture_output=True).returncode == 0:
+            return python
+    sys.exit("W6 needs CPython's test suite (apt-get install libpython3.11-testsuite)")
 
 
 def w5_hook_loads(pt, hook):
@@ -532,6 +579,13 @@ def table(r):
                 f"{w['ratio']:.3f}x", f"<= {goal}x" if goal else "", goal and w["ratio"] <= goal)
             row(f"W5 syscalls ({hook})", "added per syscall (machine-wide, while recording)",
                 f"{w['ns_per_syscall']:.0f} ns", "")
+    if "W6" in r:
+        w = r["W6"]
+        row("W6 suite", f"CPython's tests ({len(W6_TESTS)} files): root runtime, recorded / untraced",
+            f"{w['wall_ratio']:.3f}x of {w['baseline_s']:.1f} s", "(report)")
+        row("W6 suite", "CPU of everything waited for, recorded / untraced", f"{w['cpu_ratio']:.3f}x",
+            "(report)")
+        row("W6 suite", "events recorded / lost", f"{w['events']:.0f} / {w['lost']}", "")
     if "W4" in r:
         w = r["W4"]
         for name in ("render -d by-process", "render -d tree", "render -d html", "ingest",
@@ -547,10 +601,10 @@ def table(r):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W5")
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W6")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5")
+    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
@@ -560,7 +614,7 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")

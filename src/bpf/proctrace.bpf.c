@@ -13,6 +13,9 @@
 #include "arch.h"
 #include "emit.h"
 #include "pidns.h"
+/* The task list walks (a process's threads, a parent's children) go in
+ * batches of this many, each batch one call of a global function. */
+#define WALK_BATCH 16
 #include "resources.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -36,8 +36,12 @@ enum event_kind {
 enum defaults {
 	/* Processes of the tree alive at once (the tracked map's size). */
 	DEFAULT_MAX_PROCESSES = 65536,
-	/* The ring buffer, in MiB. */
-	DEFAULT_RING_MIB = 16,
+	/* The ring buffer, in MiB: this much per CPU, as processes come at the
+	 * rate the CPUs make them, within the two bounds. Every MiB costs
+	 * start-up (its pages are zeroed, charged, and mapped twice). */
+	RING_MIB_PER_CPU = 2,
+	MIN_RING_MIB = 4,
+	MAX_DEFAULT_RING_MIB = 16,
 };
 
 /* Why an event never reached userspace; indexes the per-CPU `losses` map. */

@@ -13,8 +13,8 @@
 #define NO_IO_ACCOUNTING (~0ULL)
 
 /* Where the exiting process's threads are added up, one slot per CPU: the
- * thread walk's body is a global function, which the verifier checks once
- * instead of once per thread slot (256 of them: most of the exit
+ * thread walk is done by global functions, which the verifier checks once
+ * each instead of once per thread slot (256 of them were most of the exit
  * program's verification time), and which can take only numbers. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -52,6 +52,15 @@ __noinline __u64 add_thread(__u64 task_addr)
 	return (__u64)BPF_CORE_READ(t, thread_node.next);
 }
 
+/* Adds the threads from list node `pos` on, up to `head` or WALK_BATCH of
+ * them; returns the node it stopped at. */
+__noinline __u64 add_threads(__u64 pos, __u64 head)
+{
+	for (int i = 0; i < WALK_BATCH && pos != head; i++)
+		pos = add_thread(pos - bpf_core_field_offset(struct task_struct, thread_node));
+	return pos;
+}
+
 static __always_inline void read_resources(struct resources *out, struct task_struct *task)
 {
 	struct signal_struct *sig = BPF_CORE_READ(task, signal);
@@ -79,8 +88,8 @@ static __always_inline void read_resources(struct resources *out, struct task_st
 		r->read_bytes = NO_IO_ACCOUNTING;
 		r->write_bytes = NO_IO_ACCOUNTING;
 	}
-	for (i = 0; i < MAX_THREADS_SCAN && pos != head; i++)
-		pos = (void *)add_thread((__u64)pos - bpf_core_field_offset(struct task_struct, thread_node));
+	for (i = 0; i < MAX_THREADS_SCAN / WALK_BATCH && pos != head; i++)
+		pos = (void *)add_threads((__u64)pos, (__u64)head);
 	r->threads_skipped = pos != head;
 	*out = *r;
 }

@@ -18,8 +18,7 @@ static __always_inline void emit_id(void *ctx, __u32 kind, __s32 pid, __s32 id)
 }
 
 /* The number the process of the task at `task_addr` has at namespace
- * `level`. A global function: the children scan below calls it in each of
- * its 128 slots, and the verifier checks it once. */
+ * `level`. A global function, verified once however often it is called. */
 __noinline __s32 tgid_at(__u64 task_addr, __u32 level)
 {
 	struct task_struct *task = (void *)task_addr;
@@ -27,24 +26,44 @@ __noinline __s32 tgid_at(__u64 task_addr, __u32 level)
 	return pid_nr_at(BPF_CORE_READ(task, signal, pids[PIDTYPE_TGID]), level);
 }
 
+static __always_inline __u64 sibling_task(__u64 node)
+{
+	return node - bpf_core_field_offset(struct task_struct, sibling);
+}
+
+/* Scans the children from list node `pos` on, up to `head` or WALK_BATCH
+ * of them, for the one numbered `vpid` at `level`; returns its node, or the
+ * one it stopped at. A global function: the scan's 128 slots cost the
+ * verifier a few batches, not 128 copies of the body. */
+__noinline __u64 scan_children(__u64 pos, __u64 head, __u32 level, __s32 vpid)
+{
+	struct task_struct *child;
+
+	for (int i = 0; i < WALK_BATCH && pos != head; i++) {
+		if (tgid_at(sibling_task(pos), level) == vpid)
+			return pos;
+		child = (void *)sibling_task(pos);
+		pos = (__u64)BPF_CORE_READ(child, sibling.next);
+	}
+	return pos;
+}
+
 /* setpgid(pid, ...) names the caller or one of its children by the number
  * it has in the caller's namespace; find that task. */
 static __always_inline struct task_struct *setpgid_target(struct task_struct *task, __s32 vpid)
 {
-	struct list_head *head, *pos;
-	struct task_struct *child;
+	__u64 head, pos;
 	__u32 level;
 
 	level = BPF_CORE_READ(task, thread_pid, level);
 	if (vpid == 0 || tgid_at((__u64)task, level) == vpid)
 		return task;
-	head = __builtin_preserve_access_index(&task->children);
-	pos = BPF_CORE_READ(task, children.next);
-	for (int i = 0; i < MAX_CHILDREN_SCAN && pos != head; i++) {
-		child = (void *)pos - bpf_core_field_offset(struct task_struct, sibling);
-		if (tgid_at((__u64)child, level) == vpid)
-			return child;
-		pos = BPF_CORE_READ(child, sibling.next);
+	head = (__u64)__builtin_preserve_access_index(&task->children);
+	pos = (__u64)BPF_CORE_READ(task, children.next);
+	for (int i = 0; i < MAX_CHILDREN_SCAN / WALK_BATCH && pos != head; i++) {
+		pos = scan_children(pos, head, level, vpid);
+		if (pos != head && tgid_at(sibling_task(pos), level) == vpid)
+			return (void *)sibling_task(pos);
 	}
 	return NULL;
 }

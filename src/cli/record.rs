@@ -30,6 +30,10 @@ pub struct RecordArgs {
     /// Hook raw tracepoints instead of BTF-typed ones.
     #[arg(long, hide = true)]
     raw_tracepoints: bool,
+    /// Hook BTF-typed tracepoints even where setsid and setpgid are not
+    /// hooked by fexit.
+    #[arg(long, hide = true, conflicts_with = "raw_tracepoints")]
+    btf_tracepoints: bool,
     /// How to see setsid and setpgid: auto takes the cheapest the kernel allows (fexit,
     /// else the syscall tracepoints, else sys-exit, which every syscall pays for).
     #[arg(long, value_name = "HOOK", value_enum, default_value_t = SyscallHookArg::Auto)]
@@ -40,9 +44,10 @@ pub struct RecordArgs {
     /// Most processes of the tree that can be alive at the same time.
     #[arg(long, value_name = "N", default_value_t = record::DEFAULT_MAX_PROCESSES)]
     max_processes: u32,
-    /// Size of the kernel's ring buffer in MiB (a power of two).
-    #[arg(long, value_name = "MIB", default_value_t = record::DEFAULT_RING_MIB)]
-    buffer_mib: u32,
+    /// Size of the kernel's ring buffer in MiB (a power of two) [default: 2 per CPU,
+    /// from 4 to 16].
+    #[arg(long, value_name = "MIB")]
+    buffer_mib: Option<u32>,
     /// Stop waiting for a process DURATION after the process that started it, or the
     /// command itself, has exited (e.g. 2s, 500ms): it is recorded as lingering. Once
     /// the command has exited and only lingering processes are left, the recording ends.
@@ -145,16 +150,20 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         } else {
             BufferChoice::Auto
         })
-        .hooks(if args.raw_tracepoints {
-            HookChoice::Raw
-        } else {
-            HookChoice::Auto
+        .hooks(match (args.raw_tracepoints, args.btf_tracepoints) {
+            (true, _) => HookChoice::Raw,
+            (_, true) => HookChoice::Btf,
+            _ => HookChoice::Auto,
         })
         .syscall_hook(args.syscall_hook.into())
         .detach_in_child(true)
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)
-        .ring_bytes(args.buffer_mib.saturating_mul(1 << 20))
+        .ring_bytes(
+            args.buffer_mib
+                .unwrap_or_else(record::default_ring_mib)
+                .saturating_mul(1 << 20),
+        )
         .btf(args.btf.clone())
         .linger(args.linger)
         .kill_lingering(args.kill_lingering)

@@ -39,11 +39,16 @@ pub enum BufferChoice {
 /// How the sched tracepoints are hooked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HookChoice {
-    /// BTF-typed tracepoints (tp_btf) where the kernel has BTF, else raw.
+    /// BTF-typed tracepoints (tp_btf) where fexit hooks setsid and setpgid,
+    /// else raw ones. Either sees the same; but tp_btf programs make libbpf
+    /// read all of the kernel's BTF to find their targets (a quarter of
+    /// `record -- true`), which fexit has it do anyway.
     #[default]
     Auto,
     /// Raw tracepoints, as on kernels whose BTF comes from a file.
     Raw,
+    /// BTF-typed tracepoints wherever the kernel has BTF.
+    Btf,
 }
 
 /// Kernel-side settings of a recording.
@@ -164,7 +169,7 @@ pub fn load<'obj>(
     }
     raise_memlock_limit();
 
-    let btf_hooks = config.hooks == HookChoice::Auto && kernel_btf;
+    let btf_hooks = config.hooks != HookChoice::Raw && kernel_btf;
     let settings = Settings {
         pidns,
         buffer: choose_buffer(config.buffer),
@@ -172,7 +177,11 @@ pub fn load<'obj>(
     };
     let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
     let started = Instant::now();
-    let preload = Preload::make(config, settings.buffer);
+    let preload = Preload::make(
+        config,
+        settings.buffer,
+        hooks.first() == Some(&SyscallHook::Tracepoint),
+    );
     debug(&format!(
         "made ahead in {:.1} ms: {}",
         millis(started),
@@ -194,6 +203,7 @@ pub fn load<'obj>(
         let storage = storage
             .take()
             .unwrap_or_else(|| Box::leak(Box::new(MaybeUninit::uninit())));
+        let settings = settings.with_hook(config.hooks, hook);
         match load_with(config, &settings, &preload, btf.as_deref(), hook, storage) {
             Ok(probe) => return Ok(probe),
             Err(err) => {
@@ -223,10 +233,21 @@ fn hook_name(hook: SyscallHook) -> &'static str {
 }
 
 /// What is settled before the program is opened.
+#[derive(Clone, Copy)]
 struct Settings {
     pidns: (u32, u32),
     buffer: BufferKind,
+    /// Whether the sched tracepoints are BTF-typed; before a hook for
+    /// setsid/setpgid is chosen, whether they may be.
     btf_hooks: bool,
+}
+
+impl Settings {
+    /// The settings of an attempt with `hook` for setsid/setpgid.
+    fn with_hook(self, hooks: HookChoice, hook: SyscallHook) -> Settings {
+        let btf_hooks = self.btf_hooks && (hooks == HookChoice::Btf || hook == SyscallHook::Fexit);
+        Settings { btf_hooks, ..self }
+    }
 }
 
 /// The hooks for setsid and setpgid to try, cheapest first. Each is only
@@ -258,18 +279,20 @@ fn syscall_hooks(config: &KernelConfig, kernel_btf: bool, btf_hooks: bool) -> Ve
 /// What is made before the object loads, on two threads at once, a few
 /// milliseconds each: the kernel's BTF cut down to what the program's
 /// relocations can use (see [`CutBtf`]; `None`, and libbpf reads all of it,
-/// where that fails or `--btf` names another), and the two largest maps
-/// (the ring's pages are charged to the memory cgroup one by one), which
-/// the object then reuses.
+/// where that fails or `--btf` names another); the two largest maps (the
+/// ring's pages are charged to the memory cgroup one by one), which the
+/// object then reuses; and, where they are the hook to try first, the
+/// syscall tracepoints' ids (tracefs may have to be mounted).
 #[derive(Default)]
 struct Preload {
     cut: Option<CutBtf>,
     ring: Option<MapHandle>,
     tracked: Option<MapHandle>,
+    tracepoint_ids: Option<[u64; 2]>,
 }
 
 impl Preload {
-    fn make(config: &KernelConfig, buffer: BufferKind) -> Preload {
+    fn make(config: &KernelConfig, buffer: BufferKind, tracepoints: bool) -> Preload {
         // The program's own BTF and map definitions are only reachable
         // through an opened object, and the BTF libbpf relocates against is
         // fixed when one opens: this one is opened to be read (half a
@@ -287,11 +310,19 @@ impl Preload {
                 .flatten();
             let tracked = &open.maps.tracked;
             let tracked = create_map(tracked, tracked.map_type(), config.max_processes);
+            let tracepoint_ids = tracepoints
+                .then(|| tracefs::syscall_exit_ids().ok())
+                .flatten();
             let cut = cutting.and_then(|cutting| cutting.join().ok().flatten());
             if cut.is_none() && config.btf.is_none() {
                 debug("the kernel's BTF could not be cut down: libbpf reads all of it");
             }
-            Preload { cut, ring, tracked }
+            Preload {
+                cut,
+                ring,
+                tracked,
+                tracepoint_ids,
+            }
         })
     }
 }
@@ -339,8 +370,9 @@ fn load_with<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<Probe<'obj>, RecordError> {
     // Read before anything loads: without them the attempt is over.
-    let tracepoints = match hook {
-        SyscallHook::Tracepoint => Some(tracefs::syscall_exit_ids()?),
+    let tracepoints = match (hook, preload.tracepoint_ids) {
+        (SyscallHook::Tracepoint, Some(ids)) => Some(ids),
+        (SyscallHook::Tracepoint, None) => Some(tracefs::syscall_exit_ids()?),
         _ => None,
     };
     let mut builder = ProctraceSkelBuilder::default();
@@ -762,7 +794,7 @@ mod tests {
             assert!(std::env::var_os("CI").is_none(), "CI needs kernel BTF");
             return;
         }
-        let preload = Preload::make(&KernelConfig::default(), BufferKind::Ring);
+        let preload = Preload::make(&KernelConfig::default(), BufferKind::Ring, false);
         let cut = preload.cut.expect("the kernel's BTF cut down");
         let btf = libbpf_rs::btf::Btf::from_path(cut.path()).expect("libbpf reads the cut");
         for name in [

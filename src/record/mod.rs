@@ -30,8 +30,14 @@ pub use error::RecordError;
 /// How many processes of the tree can be alive at once, unless
 /// [`Recorder::max_processes`] says otherwise.
 pub const DEFAULT_MAX_PROCESSES: u32 = defaults::DEFAULT_MAX_PROCESSES.0;
-/// The ring buffer's size in MiB, unless [`Recorder::ring_bytes`] says otherwise.
-pub const DEFAULT_RING_MIB: u32 = defaults::DEFAULT_RING_MIB.0;
+/// The ring buffer's size in MiB, unless [`Recorder::ring_bytes`] says
+/// otherwise: 2 MiB per CPU, from 4 to 16 MiB.
+pub fn default_ring_mib() -> u32 {
+    let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
+    cpus.saturating_mul(defaults::RING_MIB_PER_CPU.0)
+        .next_power_of_two()
+        .clamp(defaults::MIN_RING_MIB.0, defaults::MAX_DEFAULT_RING_MIB.0)
+}
 pub use kernel::{BufferChoice, HookChoice};
 pub use launch::sudo_owner;
 pub use linger::{Lingerer, Notice};
@@ -65,7 +71,7 @@ impl Default for KernelConfig {
             syscall_hook: None,
             raw: false,
             max_processes: DEFAULT_MAX_PROCESSES,
-            ring_bytes: DEFAULT_RING_MIB << 20,
+            ring_bytes: default_ring_mib() << 20,
             // 1 MiB per CPU: bursts of thousands of processes between polls.
             perf_pages: 256,
             btf: None,

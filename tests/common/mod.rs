@@ -140,14 +140,15 @@ pub fn workload(name: &str) -> PathBuf {
 /// Kernel hooks and buffer a recording uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Defaults: BTF tracepoints, ring buffer.
+    /// Defaults: raw sched tracepoints (BTF-typed where fexit loads), ring buffer.
     Ring,
     /// `--perf-buffer`.
     Perf,
-    /// `--raw-tracepoints` (ring buffer).
-    RawTp,
-    /// `--raw-tracepoints --perf-buffer`.
-    RawTpPerf,
+    /// `--btf-tracepoints` (ring buffer): BTF-typed sched tracepoints
+    /// where setsid/setpgid are not hooked by fexit.
+    BtfTp,
+    /// `--btf-tracepoints --perf-buffer`.
+    BtfTpPerf,
     /// `--syscall-hook sys-exit`: setsid/setpgid by the raw hook at every
     /// syscall's exit.
     SysExit,
@@ -160,8 +161,8 @@ impl Mode {
         match self {
             Mode::Ring => &[],
             Mode::Perf => &["--perf-buffer"],
-            Mode::RawTp => &["--raw-tracepoints"],
-            Mode::RawTpPerf => &["--raw-tracepoints", "--perf-buffer"],
+            Mode::BtfTp => &["--btf-tracepoints"],
+            Mode::BtfTpPerf => &["--btf-tracepoints", "--perf-buffer"],
             Mode::SysExit => &["--syscall-hook", "sys-exit"],
             Mode::Tracepoint => &["--syscall-hook", "tracepoint"],
         }
@@ -179,8 +180,8 @@ impl Mode {
 
     fn buffer(self) -> BufferKind {
         match self {
-            Mode::Ring | Mode::RawTp | Mode::SysExit | Mode::Tracepoint => BufferKind::Ring,
-            Mode::Perf | Mode::RawTpPerf => BufferKind::Perf,
+            Mode::Ring | Mode::BtfTp | Mode::SysExit | Mode::Tracepoint => BufferKind::Ring,
+            Mode::Perf | Mode::BtfTpPerf => BufferKind::Perf,
         }
     }
 }

@@ -68,8 +68,8 @@ fn known_tree(mode: Mode) {
 per_mode!(known_tree:
     known_tree_ring => Ring,
     known_tree_perf => Perf,
-    known_tree_raw_tracepoints => RawTp,
-    known_tree_raw_tracepoints_perf => RawTpPerf,
+    known_tree_btf_tracepoints => BtfTp,
+    known_tree_btf_tracepoints_perf => BtfTpPerf,
 );
 
 #[test]
@@ -501,7 +501,7 @@ f() { if [ $1 -gt 0 ]; then (f $(($1 - 1))); fi; }; f 30";
 per_mode!(many_processes:
     many_processes_ring => Ring,
     many_processes_perf => Perf,
-    many_processes_raw_tracepoints_perf => RawTpPerf,
+    many_processes_btf_tracepoints_perf => BtfTpPerf,
 );
 
 /// A child killed by SIGSEGV with core dumps on: core_dumped.

@@ -103,7 +103,7 @@ fn exec_from_non_leader_thread(mode: Mode) {
 per_mode!(exec_from_non_leader_thread:
     exec_from_non_leader_thread_ring => Ring,
     exec_from_non_leader_thread_perf => Perf,
-    exec_from_non_leader_thread_raw_tracepoints => RawTp,
+    exec_from_non_leader_thread_btf_tracepoints => BtfTp,
 );
 
 /// exit(7) (exit_group) from a non-leader thread while main sleeps.
@@ -124,5 +124,5 @@ fn exit_group_from_non_leader_thread(mode: Mode) {
 per_mode!(exit_group_from_non_leader_thread:
     exit_group_from_non_leader_thread_ring => Ring,
     exit_group_from_non_leader_thread_perf => Perf,
-    exit_group_from_non_leader_thread_raw_tracepoints => RawTp,
+    exit_group_from_non_leader_thread_btf_tracepoints => BtfTp,
 );
