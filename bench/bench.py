@@ -474,9 +474,10 @@ class Bench:
 def w6_python():
     """A Python with its own test suite: Debian's with libpython3-testsuite,
     else the one running this script."""
+    # Debian's python3 has a `test` package of helpers only, without the tests.
+    check = "import test.libregrtest, " + ", ".join(f"test.{t}" for t in W6_TESTS)
     for python in ("/usr/bin/python3", sys.executable):
-        if subprocess.run([python, "-c", "import test.libregrtest"],
-                          capture_output=True).returncode == 0:
+        if subprocess.run([python, "-c", check], capture_output=True).returncode == 0:
             return python
     sys.exit("W6 needs CPython's test suite (apt-get install libpython3.11-testsuite)")
 
@@ -495,12 +496,17 @@ def w5_recording(pt, out, hook):
     deadline = time.time() + 30
 
     def sleeping_child():
-        for task in os.listdir(f"/proc/{p.pid}/task"):
-            with open(f"/proc/{p.pid}/task/{task}/children") as f:
-                for child in f.read().split():
-                    with open(f"/proc/{child}/comm") as c:
-                        if c.read().strip() == "sleep":
-                            return True
+        # proctrace's short-lived threads may be gone between the listing
+        # and the read.
+        try:
+            for task in os.listdir(f"/proc/{p.pid}/task"):
+                with open(f"/proc/{p.pid}/task/{task}/children") as f:
+                    for child in f.read().split():
+                        with open(f"/proc/{child}/comm") as c:
+                            if c.read().strip() == "sleep":
+                                return True
+        except FileNotFoundError:
+            pass
         return False
 
     while not sleeping_child():

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
-    AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, MapType, OpenMapMut, OpenObject, ProgramType,
+    AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, MapType, OpenMapMut, OpenObject, ProgramMut,
+    ProgramType,
 };
 
 use super::core_btf::CutBtf;
@@ -585,7 +586,14 @@ fn attach_sched(skel: &ProctraceSkel<'_>, btf_hooks: bool) -> Result<Vec<Link>, 
         ]
     };
     // Of the two exec programs, one was loaded.
-    sched
+    attach_loaded(sched)
+}
+
+/// Attaches those of `programs` that were loaded.
+fn attach_loaded<'a, 'obj: 'a>(
+    programs: impl IntoIterator<Item = &'a ProgramMut<'obj>>,
+) -> Result<Vec<Link>, RecordError> {
+    programs
         .into_iter()
         .filter(|prog| prog.autoload())
         .map(|prog| {
@@ -612,15 +620,7 @@ fn attach_syscalls(
         _ if btf_hooks => vec![&progs.sys_exit_btf],
         _ => vec![&progs.sys_exit_raw],
     };
-    programs
-        .into_iter()
-        .filter(|prog| prog.autoload())
-        .map(|prog| {
-            let name = prog.name().to_string_lossy().into_owned();
-            prog.attach()
-                .map_err(RecordError::bpf(format!("attaching {name}")))
-        })
-        .collect()
+    attach_loaded(programs)
 }
 
 /// Attaches the programs at the classic tracepoints of setsid's and
