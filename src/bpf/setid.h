@@ -40,9 +40,9 @@ __noinline __u64 scan_children(__u64 pos, __u64 head, __u32 level, __s32 vpid)
 	struct task_struct *child;
 
 	for (int i = 0; i < WALK_BATCH && pos != head; i++) {
-		if (tgid_at(sibling_task(pos), level) == vpid)
-			return pos;
 		child = (void *)sibling_task(pos);
+		if (tgid_at((__u64)child, level) == vpid)
+			return pos;
 		pos = (__u64)BPF_CORE_READ(child, sibling.next);
 	}
 	return pos;
