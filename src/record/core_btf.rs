@@ -24,6 +24,8 @@ use std::ptr::NonNull;
 
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 
+use super::cut_cache::CutCache;
+
 const MAGIC: u16 = 0xEB9F;
 const HEADER_LEN: usize = 24;
 /// name_off, info, and size or type: every type record starts with these.
@@ -49,33 +51,50 @@ const DECL_TAG: u32 = 17;
 const TYPE_TAG: u32 = 18;
 const ENUM64: u32 = 19;
 
-/// The cut-down BTF, in a memory file for libbpf to open by path.
-pub struct CutBtf(File);
+/// The cut-down BTF, in a file for libbpf to open by path: kept from an
+/// earlier run (see [`CutCache`]), else a memory file.
+pub struct CutBtf {
+    file: File,
+    /// Whether an earlier run made it.
+    pub kept: bool,
+}
 
 impl CutBtf {
-    /// Cuts the kernel BTF at `kernel` down for the program whose own BTF
-    /// is `local`.
+    /// Cuts the kernel BTF at `kernel` (the running kernel's) down for the
+    /// program whose own BTF is `local`, or finds it cut earlier.
     pub fn new(kernel: &Path, local: &[u8]) -> Option<CutBtf> {
+        let cache = CutCache::new(local);
+        if let Some(file) = cache.as_ref().and_then(CutCache::open) {
+            return Some(CutBtf { file, kept: true });
+        }
         let kernel = KernelBtf::open(kernel)?;
         let cut = cut_down(kernel.bytes(), local)?;
-        // SAFETY: a plain system call on a constant name.
-        let fd = unsafe { libc::memfd_create(c"proctrace-btf".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: a new descriptor, owned from here on.
-        let mut file = unsafe { File::from_raw_fd(fd) };
-        file.write_all(&cut).ok()?;
-        Some(CutBtf(file))
+        let file = match cache.and_then(|cache| cache.store(&cut)) {
+            Some(file) => file,
+            None => in_memory(&cut)?,
+        };
+        Some(CutBtf { file, kept: false })
     }
 
     pub fn len(&self) -> u64 {
-        self.0.metadata().map_or(0, |meta| meta.len())
+        self.file.metadata().map_or(0, |meta| meta.len())
     }
 
     pub fn path(&self) -> PathBuf {
-        format!("/proc/self/fd/{}", self.0.as_raw_fd()).into()
+        format!("/proc/self/fd/{}", self.file.as_raw_fd()).into()
     }
+}
+
+fn in_memory(data: &[u8]) -> Option<File> {
+    // SAFETY: a plain system call on a constant name.
+    let fd = unsafe { libc::memfd_create(c"proctrace-btf".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a new descriptor, owned from here on.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(data).ok()?;
+    Some(file)
 }
 
 /// The kernel's BTF: mapped where sysfs allows it (6.16+), which spares
@@ -131,17 +150,18 @@ impl Drop for KernelBtf {
 /// is `local` (both raw BTF, as /sys/kernel/btf/vmlinux and
 /// `btf__raw_data` give them).
 pub fn cut_down(kernel: &[u8], local: &[u8]) -> Option<Vec<u8>> {
-    let kernel = Btf::parse(kernel)?;
     let local = Btf::parse(local)?;
     let wanted: HashSet<&[u8], Fnv> = local.named_types().collect();
-    let mut cut = Cut::new(kernel.types.len());
-    for id in 1..=kernel.types.len() as u32 {
-        if kernel
-            .named_type(id)
-            .is_some_and(|name| wanted.contains(name))
-        {
-            cut.keep(id);
+    // Found while the records are indexed, in one pass over 5 MB.
+    let mut found = Vec::new();
+    let kernel = Btf::parse_visiting(kernel, |id, record, strings| {
+        if named_type(record, strings).is_some_and(|name| wanted.contains(name)) {
+            found.push(id);
         }
+    })?;
+    let mut cut = Cut::new(kernel.types.len());
+    for id in found {
+        cut.keep(id);
     }
     let mut next = 0;
     while let Some(&id) = cut.order.get(next) {
@@ -153,6 +173,17 @@ pub fn cut_down(kernel: &[u8], local: &[u8]) -> Option<Vec<u8>> {
     cut.write(&kernel)
 }
 
+/// Whether `data` is BTF that ends where its last section does: a cut
+/// kept in a file, not cut short.
+pub fn is_whole_btf(data: &[u8]) -> bool {
+    let end = || {
+        let header_len = word(data, 4)?;
+        let end = |offset| Some(header_len + word(data, offset)? + word(data, offset + 4)?);
+        Some(end(8)?.max(end(16)?) as usize)
+    };
+    Btf::parse(data).is_some() && end() == Some(data.len())
+}
+
 /// A raw BTF blob, its type records indexed by id - 1.
 struct Btf<'a> {
     types: Vec<&'a [u8]>,
@@ -161,6 +192,15 @@ struct Btf<'a> {
 
 impl<'a> Btf<'a> {
     fn parse(data: &'a [u8]) -> Option<Self> {
+        Btf::parse_visiting(data, |_, _, _| {})
+    }
+
+    /// Parses `data`, handing each type's id, record and the string
+    /// section to `visit` as it goes.
+    fn parse_visiting(
+        data: &'a [u8],
+        mut visit: impl FnMut(u32, &'a [u8], &'a [u8]),
+    ) -> Option<Self> {
         if u16::from_ne_bytes(data.get(..2)?.try_into().ok()?) != MAGIC {
             return None;
         }
@@ -176,6 +216,7 @@ impl<'a> Btf<'a> {
             let len = record_len(section)?;
             let (record, rest) = section.split_at_checked(len)?;
             types.push(record);
+            visit(types.len() as u32, record, strings);
             section = rest;
         }
         Some(Btf { types, strings })
@@ -185,28 +226,35 @@ impl<'a> Btf<'a> {
         self.types.get(id.checked_sub(1)? as usize).copied()
     }
 
+    #[cfg(test)]
     fn name_of(&self, id: u32) -> Option<&'a [u8]> {
         self.string(word(self.record(id)?, 0)?)
     }
 
     fn string(&self, offset: u32) -> Option<&'a [u8]> {
-        let tail = self.strings.get(offset as usize..)?;
-        Some(CStr::from_bytes_until_nul(tail).ok()?.to_bytes())
-    }
-
-    /// The essential name of type `id` if a relocation can name it.
-    fn named_type(&self, id: u32) -> Option<&'a [u8]> {
-        if !is_nameable(kind(self.record(id)?)) {
-            return None;
-        }
-        let name = self.name_of(id)?;
-        (!name.is_empty()).then(|| essential_name(name))
+        string_at(self.strings, offset)
     }
 
     /// The essential names of the types a relocation can name.
     fn named_types(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        (1..=self.types.len() as u32).filter_map(|id| self.named_type(id))
+        self.types
+            .iter()
+            .filter_map(|record| named_type(record, self.strings))
     }
+}
+
+fn string_at(strings: &[u8], offset: u32) -> Option<&[u8]> {
+    let tail = strings.get(offset as usize..)?;
+    Some(CStr::from_bytes_until_nul(tail).ok()?.to_bytes())
+}
+
+/// The essential name of the type `record` if a relocation can name it.
+fn named_type<'a>(record: &[u8], strings: &'a [u8]) -> Option<&'a [u8]> {
+    if !is_nameable(kind(record)) {
+        return None;
+    }
+    let name = string_at(strings, word(record, 0)?)?;
+    (!name.is_empty()).then(|| essential_name(name))
 }
 
 /// The kernel's types kept, in the order they are found: new id = index + 1.
@@ -290,7 +338,7 @@ impl<'a> Strings<'a> {
 /// nothing against the kernel's own type names.
 type Fnv = BuildHasherDefault<FnvHasher>;
 
-struct FnvHasher(u64);
+pub struct FnvHasher(u64);
 
 impl Default for FnvHasher {
     fn default() -> Self {

@@ -7,6 +7,7 @@
 
 mod attach;
 mod core_btf;
+mod cut_cache;
 mod decode;
 mod drain;
 mod error;

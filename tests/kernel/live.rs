@@ -76,7 +76,13 @@ fn view_shows_the_recorded_tree_at_any_moment() {
     assert!(listed.iter().all(|r| r.contains("sleep")), "{screen:#?}");
 
     // Back in time, while the long sleep ran: it is alive there.
+    // A lone Esc followed within a millisecond by Home's own escape
+    // sequence reads as Esc and the characters "[1~": wait between, as a
+    // person would.
     tmux.keys(&["Escape"]);
+    tmux.wait_for("the search cleared", |rows| {
+        rows.last().is_some_and(|r| !r.contains("search:"))
+    });
     tmux.keys(&["Home"]);
     // Twenty steps of 2% of the run: 40% in, within the 1.5 s sleep.
     for _ in 0..20 {

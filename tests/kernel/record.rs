@@ -95,6 +95,56 @@ fn exit_status_passthrough() {
     }
 }
 
+/// The kernel's BTF is cut down once a boot and kept (in /run/proctrace)
+/// for later recordings; a damaged entry is passed over and made again.
+/// Every one of them records the same tree exactly.
+#[test]
+fn the_cut_kernel_btf_is_kept_and_a_damaged_one_made_again() {
+    if !have_root() {
+        return;
+    }
+    let mut opts = Opts::new(Mode::Ring);
+    opts.env.push(("PROCTRACE_DEBUG".into(), "1".into()));
+    let script = "sh -c 'exit 3'; exit 4";
+    let exact = |run: &Run| {
+        assert_eq!(run.code(), 4, "{}", run.stderr);
+        assert_eq!(run.forks().len(), 1, "{}", run.text);
+        assert_eq!(run.all_execs().len(), 2, "{}", run.text);
+        assert_eq!(run.all_exits().len(), 2, "{}", run.text);
+    };
+    exact(&record_with(&opts, &["sh", "-c", script]));
+    let kept = record_with(&opts, &["sh", "-c", script]);
+    exact(&kept);
+    assert!(
+        kept.stderr.contains("kept from an earlier run"),
+        "{}",
+        kept.stderr
+    );
+    let entries = || {
+        std::fs::read_dir("/run/proctrace")
+            .expect("/run/proctrace")
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "btf"))
+    };
+    let sizes: Vec<_> = entries()
+        .map(|path| (std::fs::metadata(&path).unwrap().len(), path))
+        .collect();
+    for (size, path) in &sizes {
+        std::fs::write(path, vec![0u8; *size as usize / 2]).unwrap();
+    }
+    exact(&record_with(&opts, &["sh", "-c", script]));
+    // This binary's entry is whole again (made by this run, or by a test
+    // running beside it).
+    assert!(
+        entries().any(|path| {
+            let data = std::fs::read(&path).unwrap();
+            data.starts_with(&[0x9f, 0xeb])
+                && sizes.iter().any(|(size, _)| *size == data.len() as u64)
+        }),
+        "no whole entry after a damaged one"
+    );
+}
+
 /// vfork+exec, clone(CLONE_PARENT) from a child, clone3, posix_spawn.
 fn every_kind_of_fork(mode: Mode) {
     if !have_root() {
