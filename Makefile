@@ -50,6 +50,7 @@ lint: deps
 # and writes bench/results.json. See BENCHMARKS.md. Not part of `make test`.
 .PHONY: bench
 bench:
+	scripts/install-deps.sh --bench
 	bench/run.sh
 
 # Installs the release binary, its man pages and shell completions under

@@ -6,7 +6,8 @@ traced, baseline, traced, ...), and the median of the rounds is reported.
 Recording needs root. Python 3 standard library only.
 
 W0 start   `record -- true` (the fixed cost of a recording), `strace -f
-           true` and `true` alone, interleaved: medians, peak RSS.
+           true` and `true` alone, interleaved: medians, peak RSS; and the
+           first recording of a boot (the kernel's BTF cut, not found kept).
 W1 spawn   bash loop of 2000 /bin/true: wall time traced / untraced, for
            proctrace and strace; proctrace's own CPU per event, peak RSS.
 W2 filter  W1 traced while an untraced loop outside the tree spawns as fast
@@ -37,6 +38,8 @@ REPO = os.path.dirname(HERE)
 W1_LOOP = "for ((i = 0; i < 2000; i++)); do /bin/true; done"
 W3_SPAWNERS, W3_PER_SPAWNER = 8, 2500
 NOISE = "while :; do /bin/true; done"
+# Where record keeps the cut of the kernel's BTF for the rest of the boot.
+CUT_CACHE = "/run/proctrace"
 # W5: 2 syscalls per byte, nothing else.
 W5_CMD = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1000000", "status=none"]
 W5_HOOKS = ["fexit", "tracepoint", "sys-exit"]
@@ -295,14 +298,20 @@ class Bench:
         tracing mutex that long, which a recording starting within that
         moment would wait for)."""
         n = max(self.args.rounds, 15)
+        record = [self.pt, "record", "-q", "-o", "/dev/null", "--", "true"]
+        # proctrace_cold: the first recording of a boot, which cuts the
+        # kernel's BTF down (later ones find the cut in /run/proctrace).
         runs = {"true": ["true"],
-                "proctrace": [self.pt, "record", "-q", "-o", "/dev/null", "--", "true"],
+                "proctrace_cold": record,
+                "proctrace": record,
                 "strace": ["strace", "-f", "-o", "/dev/null", "true"]}
         log(f"W0 start: {n} rounds of " + ", ".join(runs))
         rows = []
         for _ in range(n):
             row = {}
             for name, cmd in runs.items():
+                if name == "proctrace_cold":
+                    shutil.rmtree(CUT_CACHE, ignore_errors=True)
                 time.sleep(0.2)
                 row[name], ru, rc = timed(cmd)
                 assert rc == 0, f"{name} exited {rc}"
@@ -312,6 +321,7 @@ class Bench:
             "rounds": rows,
             **{f"{name}_ms": median([r[name] for r in rows]) * 1000 for name in runs},
             "proctrace_min_ms": min(r["proctrace"] for r in rows) * 1000,
+            "proctrace_cold_min_ms": min(r["proctrace_cold"] for r in rows) * 1000,
             "peak_rss_mb": max(r["proctrace_maxrss_kb"] for r in rows) / 1024,
         }
 
@@ -543,6 +553,10 @@ def table(r):
         row("W0 start", "record -- true, wall (median; fastest)",
             f"{w['proctrace_ms']:.0f} ms; {w['proctrace_min_ms']:.0f} ms", "<= 25 ms",
             w["proctrace_ms"] <= TARGETS["w0_ms"])
+        if "proctrace_cold_ms" in w:
+            row("W0 start", "the same, first recording of a boot (BTF cut made)",
+                f"{w['proctrace_cold_ms']:.0f} ms; {w['proctrace_cold_min_ms']:.0f} ms",
+                "<= 25 ms", w["proctrace_cold_ms"] <= TARGETS["w0_ms"])
         row("W0 start", "strace -f true / true alone, wall", f"{w['strace_ms']:.1f} ms / "
             f"{w['true_ms']:.1f} ms", "(reference)")
         row("W0 start", "record -- true, peak RSS", f"{w['peak_rss_mb']:.1f} MB", "<= 64 MB",

@@ -2,6 +2,7 @@
 # Installs everything proctrace needs, and only what is missing:
 #   install-deps.sh           to build it (what `make build` and `make demo` run)
 #   install-deps.sh --static  also to build the static binary (`make static`)
+#   install-deps.sh --bench   also what the benchmarks use (`make bench`)
 #   install-deps.sh --test    also everything the test suite uses (`make test`):
 #                             Debian packages, the npm tools in tests/.node, the
 #                             Python packages in tests/.venv and the kernels of
@@ -30,12 +31,18 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
     python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
+# The benchmarks: strace as the peer of W0 and W1, CPython's own tests for
+# W6 (Debian's python3 ships without them), and the guest W5's qemu, busybox
+# and static build.
+bench_packages=(strace "libpython3.$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)-testsuite"
+    qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;
 --static) packages+=("${static_packages[@]}") ;;
+--bench) packages+=("${static_packages[@]}" "${bench_packages[@]}") ;;
 --test) packages+=("${static_packages[@]}" "${test_packages[@]}") ;;
 *)
-    echo "usage: install-deps.sh [--static|--test]" >&2
+    echo "usage: install-deps.sh [--static|--bench|--test]" >&2
     exit 2
     ;;
 esac

@@ -94,19 +94,19 @@ static int path_step_cb(__u32 level, void *ctx)
 	return path_step(ctx);
 }
 
-/* Writes the path of `file` into the record's path area at `offset`: its
+/* Writes the path of `dentry` on `vfsmnt` into the record's path area at `offset`: its
  * names from the leaf up, each NUL-terminated, crossing mount points, at
  * most PATH_DEPTH levels (bpf_loop's callback with `use_loop`). Returns
  * the bytes written. */
-static __always_inline __u32 write_path(struct fd_entry *entry, struct file *file, __u32 base,
-					__u32 offset, bool use_loop)
+static __always_inline __u32 write_path(struct fd_entry *entry, struct dentry *dentry,
+					struct vfsmount *vfsmnt, __u32 base, __u32 offset,
+					bool use_loop)
 {
 	/* The exec'ing task is current. Its root ends the walk, as for
 	 * /proc/PID/fd: in a chroot, paths are the ones the program sees. */
 	struct fs_struct *fs = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), fs);
-	struct vfsmount *vfsmnt = BPF_CORE_READ(file, f_path.mnt);
 	struct path_walk walk = {
-		.dentry = BPF_CORE_READ(file, f_path.dentry),
+		.dentry = dentry,
 		.vfsmnt = vfsmnt,
 		.mnt = (void *)vfsmnt - bpf_core_field_offset(struct mount, mnt),
 		.root_dentry = BPF_CORE_READ(fs, root.dentry),
@@ -126,6 +126,65 @@ static __always_inline __u32 write_path(struct fd_entry *entry, struct file *fil
 	return walk.written;
 }
 
+/* What a search of the entries recorded so far looks for, and finds. */
+struct walked_search {
+	__u64 dentry;
+	__u64 vfsmnt;
+	/* The entry with the same file, plus one; 0 while none. */
+	__u32 found;
+};
+
+static int find_walked(__u32 i, void *ctx)
+{
+	struct walked_search *search = ctx;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct exec_record *record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	struct walked_path *walked;
+
+	if (!record || i >= MAX_FDS)
+		return 1;
+	/* Bounded right at the use: clang would index with an unchecked copy. */
+	barrier_var(i);
+	walked = &record->walked[i & (MAX_FDS - 1)];
+	if (walked->dentry != search->dentry || walked->mnt != search->vfsmnt)
+		return 0;
+	search->found = i + 1;
+	return 1;
+}
+
+/* Copies the path of an earlier entry of this CPU's exec record whose file
+ * has the same dentry and mount (a dup'ed fd, or the same name opened
+ * again: 0, 1 and 2 on a terminal or /dev/null) to entry `slot`, rather
+ * than walk it again. Returns its length; 0 where there is none or it is
+ * longer than a name. A global function with the search in a bpf_loop
+ * callback: each is verified once, and the caller goes on from one state. */
+__noinline __u32 copy_walked(__u32 slot, __u64 dentry, __u64 vfsmnt, __u32 base)
+{
+	struct walked_search search = { .dentry = dentry, .vfsmnt = vfsmnt };
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct exec_record *record;
+	__u32 at, from, len, i;
+	__u64 pos;
+
+	bpf_loop(slot < MAX_FDS ? slot : MAX_FDS, find_walked, &search, 0);
+	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	if (!record || !search.found)
+		return 0;
+	i = (search.found - 1) & (MAX_FDS - 1);
+	at = record->event.paths_len;
+	from = record->walked[i].offset;
+	len = record->walked[i].len;
+	pos = (__u64)base + at;
+	barrier_var(pos);
+	if (!len || len > NAME_CAP || from > PATHS_CAP || at > PATHS_CAP - NAME_CAP ||
+	    base > STRINGS_CAP || pos > STRINGS_CAP + PATHS_CAP - NAME_CAP)
+		return 0;
+	if (bpf_probe_read_kernel(record->data + pos, len, record->data + base + from))
+		return 0;
+	record->event.fds[slot & (MAX_FDS - 1)].path_truncated = record->event.fds[i].path_truncated;
+	return len;
+}
+
 /* Records open fd `fd` of the fd array at `files_addr` in this CPU's exec
  * record: the next entry of fds[] and its path in the path area, which
  * starts `base` bytes into data[]. The record keeps the counts, so the
@@ -136,8 +195,11 @@ static __always_inline int record_fd(__u64 files_addr, __s32 fd, __u32 base, boo
 	struct exec_record *record;
 	struct fd_entry *entry;
 	struct file *file = NULL;
+	struct walked_path *walked;
+	struct vfsmount *vfsmnt;
+	struct dentry *dentry;
 	struct inode *inode;
-	__u32 slot, type;
+	__u32 slot, type, len;
 
 	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
 	if (!record || base > STRINGS_CAP || fd < 0 || fd >= FDS_SCANNED)
@@ -151,6 +213,8 @@ static __always_inline int record_fd(__u64 files_addr, __s32 fd, __u32 base, boo
 		return 0;
 	}
 	entry = &record->event.fds[slot];
+	walked = &record->walked[slot];
+	walked->dentry = 0;
 	record->event.fd_count = slot + 1;
 	inode = BPF_CORE_READ(file, f_inode);
 	entry->fd = fd;
@@ -164,8 +228,20 @@ static __always_inline int record_fd(__u64 files_addr, __s32 fd, __u32 base, boo
 	/* Pipes and sockets are named by their inode, like /proc does. */
 	if (type == S_IFIFO || type == S_IFSOCK)
 		return 0;
-	entry->path_len = write_path(entry, file, base, record->event.paths_len, use_loop);
-	record->event.paths_len += entry->path_len;
+	dentry = BPF_CORE_READ(file, f_path.dentry);
+	vfsmnt = BPF_CORE_READ(file, f_path.mnt);
+	/* Without bpf_loop (before 5.17) each path is walked. */
+	len = use_loop ? copy_walked(slot, (__u64)dentry, (__u64)vfsmnt, base) : 0;
+	if (!len)
+		len = write_path(entry, dentry, vfsmnt, base, record->event.paths_len, use_loop);
+	*walked = (struct walked_path){
+		.dentry = (__u64)dentry,
+		.mnt = (__u64)vfsmnt,
+		.offset = record->event.paths_len,
+		.len = len,
+	};
+	entry->path_len = len;
+	record->event.paths_len += len;
 	return 0;
 }
 
@@ -198,6 +274,23 @@ static int fd_step(__u32 fd, void *ctx)
 	return 0;
 }
 
+/* One past the highest fd set in `open` (0 for none): the walk ends there,
+ * after 3 steps rather than 64 for a program started with 0, 1 and 2. A
+ * global function, so that the caller goes on from one state rather than
+ * one per possible result. */
+__noinline __u32 fds_end(__u64 open)
+{
+	__u32 end = 0;
+
+	for (__u32 shift = 32; shift; shift >>= 1) {
+		if (open >> shift) {
+			end += shift;
+			open >>= shift;
+		}
+	}
+	return end + open;
+}
+
 /* Records the fds the new program starts with (fd_count, fds[], paths).
  * With `use_loop` (kernels with bpf_loop, 5.17+) the walk is one callback;
  * without it, a bounded loop the verifier steps through fd by fd. Callers
@@ -210,6 +303,7 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	__u64 files_addr = (__u64)BPF_CORE_READ(fdt, fd);
 	__u32 max_fds = BPF_CORE_READ(fdt, max_fds);
 	__u64 open = 0;
+	__u32 end;
 
 	record->event.fd_count = 0;
 	record->event.fds_truncated = 0;
@@ -217,12 +311,15 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	if (!capture_fds || !fdt)
 		return;
 	bpf_probe_read_kernel(&open, sizeof(open), BPF_CORE_READ(fdt, open_fds));
+	end = fds_end(open);
+	if (end > max_fds)
+		end = max_fds;
 	if (use_loop) {
 		struct fd_walk walk = { .files_addr = files_addr, .open = open, .base = base };
 
-		bpf_loop(max_fds < FDS_SCANNED ? max_fds : FDS_SCANNED, fd_step, &walk, 0);
+		bpf_loop(end, fd_step, &walk, 0);
 	} else {
-		for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
+		for (int fd = 0; fd < FDS_SCANNED && fd < end; fd++) {
 			if (open & (1ULL << fd))
 				record_fd_unrolled(files_addr, fd, base);
 		}

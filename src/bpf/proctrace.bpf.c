@@ -188,8 +188,8 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	capture_open_fds(record, task, strings_len, use_loop);
 	size = sizeof(record->event) + strings_len + record->event.paths_len;
 	barrier_var(size);
-	if (size > sizeof(*record))
-		size = sizeof(*record);
+	if (size > offsetof(struct exec_record, walked))
+		size = offsetof(struct exec_record, walked);
 	emit(ctx, record, size, false);
 	return 0;
 }

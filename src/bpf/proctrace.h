@@ -159,11 +159,22 @@ struct exec_event {
 	struct fd_entry fds[MAX_FDS];
 };
 
+/* A path written for an fd of the exec being recorded: where its file
+ * is (kernel addresses, never sent) and where its names are in paths. */
+struct walked_path {
+	__u64 dentry;
+	__u64 mnt;
+	__u32 offset;
+	__u32 len;
+};
+
 /* The kernel-side buffer an exec record is built in; only the used part
  * of data[] is sent. */
 struct exec_record {
 	struct exec_event event;
 	__u8 data[STRINGS_CAP + PATHS_CAP + NAME_CAP];
+	/* Per entry of event.fds, for the fds after it with the same file. */
+	struct walked_path walked[MAX_FDS];
 };
 
 #endif /* PROCTRACE_H */

@@ -88,6 +88,45 @@ fn paths_in_a_chroot_are_the_ones_it_sees() {
     assert_eq!((fd(4).kind, fd(4).target.as_str()), (FdKind::Dir, "/"));
 }
 
+/// A file held on several fds (dup'ed, or the same name opened again) is
+/// walked once and named on each; the paths between keep their places,
+/// and a path cut short is cut short on each fd that holds it.
+#[test]
+fn a_file_on_several_fds_is_named_on_each() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let deep = (0..20).fold(dir.path().to_owned(), |path, i| path.join(format!("d{i}")));
+    std::fs::create_dir_all(&deep).unwrap();
+    let deep = deep.join("f");
+    std::fs::write(&deep, "x").unwrap();
+    let script = format!(
+        "exec 3</etc/hostname 4</dev/null 5<&3 6</etc/passwd 7</etc/hostname 8>/dev/null \
+         9<'{deep}' 10<'{deep}'; exec cat /dev/null",
+        deep = deep.display()
+    );
+    let run = record(Mode::Ring, &["bash", "-c", &script]);
+    let cat = exec_of(&run.all_execs(), "cat");
+    let target = |n: i32| match cat.fds.iter().find(|f| f.fd == n) {
+        Some(fd) => fd.target.clone(),
+        None => panic!("no fd {n}: {:?}", cat.fds),
+    };
+    for (n, path) in [
+        (3, "/etc/hostname"),
+        (4, "/dev/null"),
+        (5, "/etc/hostname"),
+        (6, "/etc/passwd"),
+        (7, "/etc/hostname"),
+        (8, "/dev/null"),
+    ] {
+        assert_eq!(target(n), path, "fd {n}: {:?}", cat.fds);
+    }
+    let cut = target(9);
+    assert!(cut.starts_with(".../") && cut.ends_with("/d19/f"), "{cut}");
+    assert_eq!(target(10), cut);
+}
+
 #[test]
 fn no_fds_turns_it_off() {
     if !have_root() {
