@@ -31,10 +31,10 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
     python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
-# The benchmarks: strace as the peer of W0 and W1, CPython's own tests for
+# The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
 # W6 (Debian's python3 ships without them), and the guest W5's qemu, busybox
 # and static build.
-bench_packages=(strace "libpython3.$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)-testsuite"
+bench_packages=(strace time "libpython3.$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)-testsuite"
     qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;
