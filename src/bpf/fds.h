@@ -311,15 +311,15 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	if (!capture_fds || !fdt)
 		return;
 	bpf_probe_read_kernel(&open, sizeof(open), BPF_CORE_READ(fdt, open_fds));
-	end = fds_end(open);
-	if (end > max_fds)
-		end = max_fds;
 	if (use_loop) {
 		struct fd_walk walk = { .files_addr = files_addr, .open = open, .base = base };
 
-		bpf_loop(end, fd_step, &walk, 0);
+		end = fds_end(open);
+		bpf_loop(end < max_fds ? end : max_fds, fd_step, &walk, 0);
 	} else {
-		for (int fd = 0; fd < FDS_SCANNED && fd < end; fd++) {
+		/* Unrolled by clang, which needs the constant bound: 5.10
+		 * refuses a loop whose back edge follows a call ("back-edge"). */
+		for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
 			if (open & (1ULL << fd))
 				record_fd_unrolled(files_addr, fd, base);
 		}
