@@ -2,7 +2,7 @@
 //! only this user can write.
 //!
 //! A cut costs a few milliseconds of every start (the kernel's 5 MB of BTF
-//! read through twice); its inputs cannot change until the machine boots
+//! read through); its inputs cannot change until the machine boots
 //! again or proctrace is rebuilt, so the cut made once serves every later
 //! recording. An entry is named by all that decides its contents: the
 //! boot, the executable (its device, inode, size and modification time)
