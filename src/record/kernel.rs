@@ -15,6 +15,7 @@ use libbpf_rs::{
 };
 
 use super::core_btf::CutBtf;
+use super::exec_apart::{self, ExecProgram};
 use super::{tracefs, RecordError};
 use crate::bpf::types::loss_kind;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
@@ -175,6 +176,7 @@ pub fn load<'obj>(
         pidns,
         buffer: choose_buffer(config.buffer),
         btf_hooks,
+        bpf_loop: has_bpf_loop(),
     };
     let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
     let started = Instant::now();
@@ -249,6 +251,9 @@ struct Settings {
     /// Whether the sched tracepoints are BTF-typed; before a hook for
     /// setsid/setpgid is chosen, whether they may be.
     btf_hooks: bool,
+    /// The kernel has bpf_loop (5.17+), which the exec programs use for
+    /// the fd walk where they can.
+    bpf_loop: bool,
 }
 
 impl Settings {
@@ -316,16 +321,19 @@ impl Preload {
                 local.map(|local| scope.spawn(move || CutBtf::new(Path::new(KERNEL_BTF), &local)));
             // Mounting tracefs where it is not takes a thread of its own.
             let reading = tracepoints.then(|| scope.spawn(tracefs::syscall_exit_ids));
-            let ring = (buffer == BufferKind::Ring)
-                .then(|| create_map(&open.maps.events, MapType::RingBuf, config.ring_bytes, 0))
-                .flatten();
+            // Each is a millisecond of zeroed pages: the ring's, and the
+            // tracked map's buckets.
+            let events = MapSpec::like(&open.maps.events, MapType::RingBuf, config.ring_bytes, 0);
+            let ring = (buffer == BufferKind::Ring).then(|| scope.spawn(move || events.create()));
             let tracked = &open.maps.tracked;
-            let tracked = create_map(
+            let tracked = MapSpec::like(
                 tracked,
                 tracked.map_type(),
                 config.max_processes,
                 tracked_map_flags(),
-            );
+            )
+            .create();
+            let ring = ring.and_then(|ring| ring.join().ok().flatten());
             let tracepoint_ids = reading.and_then(|reading| reading.join().ok()?.ok());
             let cut = cutting.and_then(|cutting| cutting.join().ok().flatten());
             if cut.is_none() && config.btf.is_none() {
@@ -358,19 +366,53 @@ fn local_btf(open: &OpenProctraceSkel<'_>) -> Option<Vec<u8>> {
     }
 }
 
-/// A map like `like` (its name, key, value and flags, with `flags` added)
-/// of `kind` with `entries`; `None` leaves it to libbpf.
-fn create_map(like: &OpenMapMut<'_>, kind: MapType, entries: u32, flags: u32) -> Option<MapHandle> {
-    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-        map_flags: like.map_flags() | flags,
-        ..Default::default()
-    };
-    let (key, value) = match kind {
-        MapType::RingBuf => (0, 0),
-        _ => (like.key_size(), like.value_size()),
-    };
-    MapHandle::create(kind, Some(like.name()), key, value, entries, &opts).ok()
+/// A map to make ahead: one like a map of the open object, of another
+/// kind or size; made on any thread, as the open object cannot be shared.
+struct MapSpec {
+    kind: MapType,
+    name: std::ffi::OsString,
+    key: u32,
+    value: u32,
+    entries: u32,
+    flags: u32,
+}
+
+impl MapSpec {
+    /// Like `like` (its name, key, value and flags, with `flags` added),
+    /// of `kind` with `entries`.
+    fn like(like: &OpenMapMut<'_>, kind: MapType, entries: u32, flags: u32) -> MapSpec {
+        let (key, value) = match kind {
+            MapType::RingBuf => (0, 0),
+            _ => (like.key_size(), like.value_size()),
+        };
+        MapSpec {
+            kind,
+            name: like.name().to_owned(),
+            key,
+            value,
+            entries,
+            flags: like.map_flags() | flags,
+        }
+    }
+
+    /// `None` leaves it to libbpf.
+    fn create(self) -> Option<MapHandle> {
+        let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            map_flags: self.flags,
+            ..Default::default()
+        };
+        let name = self.name.as_os_str();
+        MapHandle::create(
+            self.kind,
+            Some(name),
+            self.key,
+            self.value,
+            self.entries,
+            &opts,
+        )
+        .ok()
+    }
 }
 
 /// Opens, configures, loads and attaches with `hook` for setsid/setpgid,
@@ -389,25 +431,26 @@ fn load_with<'obj>(
         (SyscallHook::Tracepoint, None) => Some(tracefs::syscall_exit_ids()?),
         _ => None,
     };
-    let mut builder = ProctraceSkelBuilder::default();
-    if let Some(path) = btf {
-        builder
-            .obj_builder
-            .btf_custom_path(path)
-            .map_err(RecordError::bpf("using the BTF file"))?;
-    }
-    let mut open = builder
-        .open(storage)
-        .map_err(RecordError::bpf("opening the BPF object"))?;
+    let mut open = open_object(btf, storage)?;
     configure(&mut open, config, settings, preload, hook)?;
 
     let started = Instant::now();
-    let mut skel = open
-        .load()
-        .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
+    let (mut skel, exec_links) = if exec_apart::worth_it() {
+        let exec = ExecProgram {
+            btf: settings.btf_hooks && config.hooks == HookChoice::Btf,
+            looped: settings.bpf_loop,
+        };
+        exec_apart::load(open, btf, exec)?
+    } else {
+        let skel = open
+            .load()
+            .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
+        (skel, Vec::new())
+    };
     let loaded = Instant::now();
     let counters = Counters::take(&mut skel);
     let mut links = attach_sched(&skel, settings.btf_hooks)?;
+    links.extend(exec_links);
     let mut slow_links = Vec::new();
     let mut warnings = Vec::new();
     let attached = match tracepoints {
@@ -445,6 +488,24 @@ fn load_with<'obj>(
         slow_links,
         detach_in_child: config.detach_in_child,
     })
+}
+
+/// Opens the object, relocating against `btf` where given (else the
+/// kernel's own BTF).
+pub(super) fn open_object<'obj>(
+    btf: Option<&Path>,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<OpenProctraceSkel<'obj>, RecordError> {
+    let mut builder = ProctraceSkelBuilder::default();
+    if let Some(path) = btf {
+        builder
+            .obj_builder
+            .btf_custom_path(path)
+            .map_err(RecordError::bpf("using the BTF file"))?;
+    }
+    builder
+        .open(storage)
+        .map_err(RecordError::bpf("opening the BPF object"))
 }
 
 /// libbpf's own narration, and proctrace's about what it falls back
@@ -496,6 +557,7 @@ fn configure(
         pidns: (min_level, inum),
         buffer,
         btf_hooks,
+        bpf_loop: looped,
     } = *settings;
     let rodata = open
         .maps
@@ -540,7 +602,6 @@ fn configure(
         .and_then(|()| reuse(&mut open.maps.tracked, &preload.tracked))
         .map_err(RecordError::bpf("reusing the maps made ahead"))?;
     let progs = &mut open.progs;
-    let looped = has_bpf_loop();
     for (btf, raw, wanted) in [
         (&mut progs.fork_btf, &mut progs.fork_raw, true),
         (&mut progs.exec_btf, &mut progs.exec_raw, !looped),
@@ -598,8 +659,7 @@ fn has_compat_syscalls() -> bool {
     Path::new("/proc/sys/abi/vsyscall32").exists()
 }
 
-/// Whether the kernel has bpf_loop (5.17+), which the exec programs use
-/// for the fd walk where they can: probed with a program of a few
+/// Whether the kernel has bpf_loop: probed with a program of a few
 /// instructions, far cheaper than the verifier time it saves.
 fn has_bpf_loop() -> bool {
     ProgramType::RawTracepoint
@@ -629,7 +689,7 @@ fn attach_sched(skel: &ProctraceSkel<'_>, btf_hooks: bool) -> Result<Vec<Link>, 
 }
 
 /// Attaches those of `programs` that were loaded.
-fn attach_loaded<'a, 'obj: 'a>(
+pub(super) fn attach_loaded<'a, 'obj: 'a>(
     programs: impl IntoIterator<Item = &'a ProgramMut<'obj>>,
 ) -> Result<Vec<Link>, RecordError> {
     programs

@@ -11,6 +11,7 @@ mod cut_cache;
 mod decode;
 mod drain;
 mod error;
+mod exec_apart;
 mod kernel;
 mod launch;
 mod linger;

@@ -20,34 +20,44 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// The ids of the two tracepoints. Where tracefs is not mounted, a thread
 /// mounts it in a mount namespace of its own, which nothing else sees and
 /// which goes with the thread: the machine's mounts stay as they were.
+/// The ids are taken as soon as it has them: its exit, which unmounts,
+/// waits for an RCU grace period.
 pub fn syscall_exit_ids() -> Result<[u64; 2], RecordError> {
     if let Some(ids) = MOUNTED.iter().find_map(|dir| read_ids(Path::new(dir)).ok()) {
         return Ok(ids);
     }
-    std::thread::spawn(|| {
-        // Mounts made here must not propagate to the namespace we left.
-        unshare(CloneFlags::CLONE_NEWNS)?;
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )?;
-        mount(
-            Some("tracefs"),
-            MOUNTED[0],
-            Some("tracefs"),
-            MsFlags::empty(),
-            None::<&str>,
-        )?;
-        read_ids(Path::new(MOUNTED[0]))
-    })
-    .join()
-    .unwrap_or_else(|_| Err(io::Error::other("the tracefs thread failed")))
-    .map_err(RecordError::system(
-        "finding the syscall tracepoints in tracefs",
-    ))
+    let (ids_tx, ids_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = ids_tx.send(read_in_own_namespace());
+    });
+    ids_rx
+        .recv()
+        .unwrap_or_else(|_| Err(io::Error::other("the tracefs thread failed")))
+        .map_err(RecordError::system(
+            "finding the syscall tracepoints in tracefs",
+        ))
+}
+
+/// Mounts tracefs in a mount namespace of this thread's own and reads the
+/// ids there.
+fn read_in_own_namespace() -> io::Result<[u64; 2]> {
+    // Mounts made here must not propagate to the namespace we left.
+    unshare(CloneFlags::CLONE_NEWNS)?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )?;
+    mount(
+        Some("tracefs"),
+        MOUNTED[0],
+        Some("tracefs"),
+        MsFlags::empty(),
+        None::<&str>,
+    )?;
+    read_ids(Path::new(MOUNTED[0]))
 }
 
 fn read_ids(tracefs: &Path) -> io::Result<[u64; 2]> {
