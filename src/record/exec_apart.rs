@@ -50,8 +50,12 @@ pub(super) fn load<'obj>(
         }
     }
     let (fds_tx, fds_rx) = crossbeam_channel::bounded(1);
+    let here = nix::sched::sched_getcpu().ok();
     std::thread::scope(|scope| {
-        let alone = scope.spawn(move || load_alone(btf, exec, fds_rx));
+        let alone = scope.spawn(move || {
+            leave_cpu(here);
+            load_alone(btf, exec, fds_rx)
+        });
         // Maps made, programs not loaded yet.
         // SAFETY: the object is open and not loaded; libbpf checks its state.
         let prepared = unsafe {
@@ -76,6 +80,25 @@ pub(super) fn load<'obj>(
         })?;
         Ok((loaded?, links?))
     })
+}
+
+/// Moves this thread off `cpu`, where the first object is loading. A new
+/// thread may start on its creator's core when the other looks busy for a
+/// moment (a thread of the start-up still exiting there); the scheduler
+/// then spreads the two only at its next balancing, and half the time the
+/// two loads shared one core for ~3 ms, slower than one after the other.
+/// The thread ends with the load, so its affinity is not restored.
+fn leave_cpu(cpu: Option<usize>) {
+    let this = nix::unistd::Pid::from_raw(0);
+    let Some((cpu, mut allowed)) = cpu.zip(nix::sched::sched_getaffinity(this).ok()) else {
+        return;
+    };
+    let others = (0..nix::sched::CpuSet::count())
+        .filter(|&other| other != cpu && allowed.is_set(other).unwrap_or(false))
+        .count();
+    if others > 0 && allowed.unset(cpu).is_ok() {
+        let _ = nix::sched::sched_setaffinity(this, &allowed);
+    }
 }
 
 /// Every map of a prepared object, by name, with a copy of its fd (a
