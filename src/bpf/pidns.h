@@ -21,7 +21,8 @@ static __always_inline struct upid upid_at(struct pid *pid, __u32 level)
 	struct upid upid = {};
 	void *slot;
 
-	if (!pid || BPF_CORE_READ(pid, level) < level)
+	/* Every pid has a number at level 0: no need to read its depth. */
+	if (!pid || (level && BPF_CORE_READ(pid, level) < level))
 		return upid;
 	slot = (void *)pid + bpf_core_field_offset(struct pid, numbers) +
 	       level * bpf_core_type_size(struct upid);
@@ -92,6 +93,16 @@ static __always_inline __s32 pgid_of(struct task_struct *task)
 static __always_inline __s32 sid_of(struct task_struct *task)
 {
 	return pid_nr(BPF_CORE_READ(task, signal, pids[PIDTYPE_SID]));
+}
+
+/* Both, reading the signal struct's address once: fork, exec and exit
+ * record both, and every read is a helper call. */
+static __always_inline void group_ids(struct task_struct *task, __s32 *pgid, __s32 *sid)
+{
+	struct signal_struct *signal = BPF_CORE_READ(task, signal);
+
+	*pgid = pid_nr(BPF_CORE_READ(signal, pids[PIDTYPE_PGID]));
+	*sid = pid_nr(BPF_CORE_READ(signal, pids[PIDTYPE_SID]));
 }
 
 #endif /* PROCTRACE_PIDNS_H */

@@ -110,8 +110,7 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 	fill_header(&event.header, EVENT_FORK, child_pid);
 	event.parent_pid = parent_pid;
 	event.parent_pgid = pgid_of(parent);
-	event.child_pgid = pgid_of(child);
-	event.child_sid = sid_of(child);
+	group_ids(child, &event.child_pgid, &event.child_sid);
 	event.child_ppid = tgid_of(BPF_CORE_READ(child, real_parent));
 	emit(ctx, &event, sizeof(event), false);
 	return 0;
@@ -138,8 +137,7 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 		return 0;
 	fill_header(&record->event.header, EVENT_EXEC, pid);
 	record->event.ppid = tgid_of(BPF_CORE_READ(task, real_parent));
-	record->event.pgid = pgid_of(task);
-	record->event.sid = sid_of(task);
+	group_ids(task, &record->event.pgid, &record->event.sid);
 
 	name_len = bpf_probe_read_kernel_str(record->data, FILENAME_CAP,
 					     BPF_CORE_READ(bprm, filename));
@@ -225,8 +223,7 @@ static __always_inline int on_exit(void *ctx, struct task_struct *task)
 
 	fill_header(&event.header, EVENT_EXIT, pid);
 	event.ppid = tgid_of(BPF_CORE_READ(task, real_parent));
-	event.pgid = pgid_of(task);
-	event.sid = sid_of(task);
+	group_ids(task, &event.pgid, &event.sid);
 	event.status = group_status(task);
 	read_resources(&event.resources, task);
 	/* The last process of the tree going: wake userspace to finish. */
