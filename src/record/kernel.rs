@@ -177,12 +177,13 @@ pub fn load<'obj>(
         buffer: choose_buffer(config.buffer),
         btf_hooks,
         bpf_loop: has_bpf_loop(),
+        tracked_flags: tracked_map_flags(),
     };
     let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
     let started = Instant::now();
     let preload = Preload::make(
         config,
-        settings.buffer,
+        &settings,
         hooks.first() == Some(&SyscallHook::Tracepoint),
     );
     debug(&format!(
@@ -254,6 +255,8 @@ struct Settings {
     /// The kernel has bpf_loop (5.17+), which the exec programs use for
     /// the fd walk where they can.
     bpf_loop: bool,
+    /// Flags of the tracked map beyond the program's ([`tracked_map_flags`]).
+    tracked_flags: u32,
 }
 
 impl Settings {
@@ -306,7 +309,7 @@ struct Preload {
 }
 
 impl Preload {
-    fn make(config: &KernelConfig, buffer: BufferKind, tracepoints: bool) -> Preload {
+    fn make(config: &KernelConfig, settings: &Settings, tracepoints: bool) -> Preload {
         // The program's own BTF and map definitions are only reachable
         // through an opened object, and the BTF libbpf relocates against is
         // fixed when one opens: this one is opened to be read (half a
@@ -319,18 +322,20 @@ impl Preload {
         std::thread::scope(|scope| {
             let cutting =
                 local.map(|local| scope.spawn(move || CutBtf::new(Path::new(KERNEL_BTF), &local)));
-            // Mounting tracefs where it is not takes a thread of its own.
+            // Beside the maps: where tracefs is not mounted, this waits for
+            // the thread that mounts it.
             let reading = tracepoints.then(|| scope.spawn(tracefs::syscall_exit_ids));
             // Each is a millisecond of zeroed pages: the ring's, and the
             // tracked map's buckets.
             let events = MapSpec::like(&open.maps.events, MapType::RingBuf, config.ring_bytes, 0);
-            let ring = (buffer == BufferKind::Ring).then(|| scope.spawn(move || events.create()));
+            let ring =
+                (settings.buffer == BufferKind::Ring).then(|| scope.spawn(move || events.create()));
             let tracked = &open.maps.tracked;
             let tracked = MapSpec::like(
                 tracked,
                 tracked.map_type(),
                 config.max_processes,
-                tracked_map_flags(),
+                settings.tracked_flags,
             )
             .create();
             let ring = ring.and_then(|ring| ring.join().ok().flatten());
@@ -558,6 +563,7 @@ fn configure(
         buffer,
         btf_hooks,
         bpf_loop: looped,
+        tracked_flags,
     } = *settings;
     let rodata = open
         .maps
@@ -577,7 +583,7 @@ fn configure(
     let tracked = &mut open.maps.tracked;
     tracked
         .set_max_entries(config.max_processes)
-        .and_then(|()| tracked.set_map_flags(tracked.map_flags() | tracked_map_flags()))
+        .and_then(|()| tracked.set_map_flags(tracked.map_flags() | tracked_flags))
         .map_err(map_error)?;
     let cpus = libbpf_rs::num_possible_cpus().map_err(RecordError::bpf("counting CPUs"))?;
     open.maps
@@ -893,7 +899,14 @@ mod tests {
             assert!(std::env::var_os("CI").is_none(), "CI needs kernel BTF");
             return;
         }
-        let preload = Preload::make(&KernelConfig::default(), BufferKind::Ring, false);
+        let settings = Settings {
+            pidns: (0, PROC_PID_INIT_INO),
+            buffer: BufferKind::Ring,
+            btf_hooks: false,
+            bpf_loop: false,
+            tracked_flags: 0,
+        };
+        let preload = Preload::make(&KernelConfig::default(), &settings, false);
         let cut = preload.cut.expect("the kernel's BTF cut down");
         let btf = libbpf_rs::btf::Btf::from_path(cut.path()).expect("libbpf reads the cut");
         for name in [
