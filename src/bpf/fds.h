@@ -89,9 +89,19 @@ static __always_inline int path_step(struct path_walk *walk)
 	return walk->done;
 }
 
+/* path_step for bpf_loop's callback, as a global function (any kernel with
+ * bpf_loop lets one take a pointer): verified once, rather than over and
+ * over until the callback's states converge. */
+__noinline int path_step_global(struct path_walk *walk)
+{
+	if (!walk)
+		return 1;
+	return path_step(walk);
+}
+
 static int path_step_cb(__u32 level, void *ctx)
 {
-	return path_step(ctx);
+	return path_step_global(ctx) ? 1 : 0;
 }
 
 /* Writes the path of `dentry` on `vfsmnt` into the record's path area at `offset`: its
@@ -269,26 +279,13 @@ static int fd_step(__u32 fd, void *ctx)
 {
 	struct fd_walk *walk = ctx;
 
-	if (fd < FDS_SCANNED && (walk->open & (1ULL << fd)))
+	/* Past the highest open fd: 3 steps rather than 64 for a program
+	 * started with 0, 1 and 2. */
+	if (fd >= FDS_SCANNED || !(walk->open >> fd))
+		return 1;
+	if (walk->open & (1ULL << fd))
 		record_fd_looped(walk->files_addr, fd, walk->base);
 	return 0;
-}
-
-/* One past the highest fd set in `open` (0 for none): the walk ends there,
- * after 3 steps rather than 64 for a program started with 0, 1 and 2. A
- * global function, so that the caller goes on from one state rather than
- * one per possible result. */
-__noinline __u32 fds_end(__u64 open)
-{
-	__u32 end = 0;
-
-	for (__u32 shift = 32; shift; shift >>= 1) {
-		if (open >> shift) {
-			end += shift;
-			open >>= shift;
-		}
-	}
-	return end + open;
 }
 
 /* Records the fds the new program starts with (fd_count, fds[], paths).
@@ -303,7 +300,6 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	__u64 files_addr = (__u64)BPF_CORE_READ(fdt, fd);
 	__u32 max_fds = BPF_CORE_READ(fdt, max_fds);
 	__u64 open = 0;
-	__u32 end;
 
 	record->event.fd_count = 0;
 	record->event.fds_truncated = 0;
@@ -314,8 +310,7 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	if (use_loop) {
 		struct fd_walk walk = { .files_addr = files_addr, .open = open, .base = base };
 
-		end = fds_end(open);
-		bpf_loop(end < max_fds ? end : max_fds, fd_step, &walk, 0);
+		bpf_loop(max_fds < FDS_SCANNED ? max_fds : FDS_SCANNED, fd_step, &walk, 0);
 	} else {
 		/* Unrolled by clang, which needs the constant bound: 5.10
 		 * refuses a loop whose back edge follows a call ("back-edge"). */

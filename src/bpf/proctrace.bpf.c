@@ -116,15 +116,90 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 	return 0;
 }
 
+/* Copies `len` bytes of the new program's memory at `src`, at most `cap`,
+ * to data[at] of this CPU's exec record; returns how many (0 where they
+ * could not be read). */
+static __always_inline __u32 copy_user(__u32 at, __u64 src, __u64 len, __u32 cap)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct exec_record *record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	__u64 pos = at;
+
+	/* Bounds checked on the register used: clang may index with a copy. */
+	barrier_var(pos);
+	if (!record || pos > STRINGS_CAP - cap)
+		return 0;
+	if (len > cap)
+		len = cap;
+	barrier_var(len);
+	if (bpf_probe_read_user(record->data + pos, len, (void *)src))
+		return 0;
+	return len;
+}
+
+/* copy_user for each string, as global functions: each is verified once,
+ * and the caller goes on from one state whatever happened inside. */
+__noinline __u32 copy_args(__u32 at, __u64 src, __u64 len)
+{
+	return copy_user(at, src, len, ARGS_CAP);
+}
+
+__noinline __u32 copy_env(__u32 at, __u64 src, __u64 len)
+{
+	return copy_user(at, src, len, ENV_CAP);
+}
+
+/* Copies the new program's filename, argv and environment into this CPU's
+ * exec record, one after another at the start of data[]; returns their
+ * total length. */
+static __always_inline __u32 read_strings(struct exec_record *record, struct task_struct *task,
+					  struct linux_binprm *bprm)
+{
+	/* The exec has succeeded: argv sits in the new program's memory. */
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	unsigned long arg_start = BPF_CORE_READ(mm, arg_start);
+	unsigned long arg_end = BPF_CORE_READ(mm, arg_end);
+	unsigned long env_start = BPF_CORE_READ(mm, env_start);
+	unsigned long env_end = BPF_CORE_READ(mm, env_end);
+	__u64 args_len = arg_end > arg_start ? arg_end - arg_start : 0;
+	__u64 env_len = capture_env && env_end > env_start ? env_end - env_start : 0;
+	__u32 name_len, args_got, env_got;
+	long read;
+
+	/* Set once all are read; the returns between are for the verifier. */
+	record->event.filename_len = 0;
+	record->event.args_len = 0;
+	record->event.env_len = 0;
+	read = bpf_probe_read_kernel_str(record->data, FILENAME_CAP,
+					 BPF_CORE_READ(bprm, filename));
+	name_len = read > 0 ? read : 0;
+	if (name_len > FILENAME_CAP)
+		return 0;
+	args_got = copy_args(name_len, arg_start, args_len);
+	if (args_got > ARGS_CAP)
+		return 0;
+	/* Runners add their variables after the environment they inherit
+	 * (putenv, Python's os.environ): of a long one, its end is kept. */
+	if (env_len > ENV_CAP)
+		env_start = env_end - ENV_CAP;
+	env_got = copy_env(name_len + args_got, env_start, env_len);
+	if (env_got > ENV_CAP)
+		return 0;
+	record->event.filename_len = name_len;
+	record->event.args_len = args_got;
+	record->event.args_truncated = args_got < args_len;
+	record->event.env_len = env_got;
+	record->event.env_truncated = env_got < env_len;
+	return name_len + args_got + env_got;
+}
+
 static __always_inline int on_exec(void *ctx, struct task_struct *task,
 				   struct linux_binprm *bprm, bool use_loop)
 {
 	struct exec_record *record;
-	unsigned long arg_start, arg_end, env_start, env_end;
-	struct mm_struct *mm;
 	__u32 cpu = bpf_get_smp_processor_id();
-	__u64 args_len, env_len, strings_len, size;
-	long name_len;
+	__u32 strings_len;
+	__u64 size;
 	__s32 pid;
 
 	pid = tgid_of(task);
@@ -138,51 +213,7 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	fill_header(&record->event.header, EVENT_EXEC, pid);
 	record->event.ppid = tgid_of(BPF_CORE_READ(task, real_parent));
 	group_ids(task, &record->event.pgid, &record->event.sid);
-
-	name_len = bpf_probe_read_kernel_str(record->data, FILENAME_CAP,
-					     BPF_CORE_READ(bprm, filename));
-	if (name_len < 0)
-		name_len = 0;
-	if (name_len > FILENAME_CAP)
-		name_len = FILENAME_CAP;
-	barrier_var(name_len);
-
-	/* The exec has succeeded: argv sits in the new program's memory. */
-	mm = BPF_CORE_READ(task, mm);
-	arg_start = BPF_CORE_READ(mm, arg_start);
-	arg_end = BPF_CORE_READ(mm, arg_end);
-	args_len = arg_end > arg_start ? arg_end - arg_start : 0;
-	record->event.args_truncated = args_len > ARGS_CAP;
-	if (args_len > ARGS_CAP)
-		args_len = ARGS_CAP;
-	barrier_var(args_len);
-	if (bpf_probe_read_user(record->data + name_len, args_len, (void *)arg_start)) {
-		args_len = 0;
-		record->event.args_truncated = 1;
-	}
-	record->event.filename_len = name_len;
-	record->event.args_len = args_len;
-
-	env_start = BPF_CORE_READ(mm, env_start);
-	env_end = BPF_CORE_READ(mm, env_end);
-	env_len = capture_env && env_end > env_start ? env_end - env_start : 0;
-	record->event.env_truncated = env_len > ENV_CAP;
-	/* Runners add their variables after the environment they inherit
-	 * (putenv, Python's os.environ): of a long one, its end is kept. */
-	if (env_len > ENV_CAP) {
-		env_start = env_end - ENV_CAP;
-		env_len = ENV_CAP;
-	}
-	barrier_var(env_len);
-	if (bpf_probe_read_user(record->data + name_len + args_len, env_len, (void *)env_start)) {
-		env_len = 0;
-		record->event.env_truncated = 1;
-	}
-	record->event.env_len = env_len;
-	strings_len = name_len + args_len + env_len;
-	barrier_var(strings_len);
-	if (strings_len > STRINGS_CAP)
-		strings_len = STRINGS_CAP;
+	strings_len = read_strings(record, task, bprm);
 	capture_open_fds(record, task, strings_len, use_loop);
 	size = sizeof(record->event) + strings_len + record->event.paths_len;
 	barrier_var(size);
