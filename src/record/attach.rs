@@ -7,7 +7,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fs;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::RecordError;
 use crate::event::Pid;
@@ -15,6 +15,8 @@ use crate::event::Pid;
 /// How long a process caught inside exit() while it was seeded may take to
 /// finish exiting, before the seeds are checked once more.
 const EXIT_SETTLE: Duration = Duration::from_millis(50);
+/// The longest a seed still inside exit() is waited for.
+const EXITING_WAIT: Duration = Duration::from_secs(2);
 
 /// Running processes to follow, with all their present and future descendants.
 #[derive(Debug, Clone)]
@@ -63,14 +65,26 @@ impl Attach {
             queue.extend(children(pid));
         }
         // A seed whose exit already ran in the kernel before it was seeded
-        // would keep the recording waiting forever.
+        // would keep the recording waiting forever. One still inside
+        // exit() is waited for: on a loaded machine it can stay there for
+        // longer than the settling time.
+        let deadline = Instant::now() + EXITING_WAIT;
         std::thread::sleep(EXIT_SETTLE);
-        for &pid in &seeded {
-            if !is_alive(pid) {
-                untrack(pid);
+        let mut left: Vec<Pid> = seeded.into_iter().collect();
+        loop {
+            left.retain(|&pid| match state(pid) {
+                State::Running => false,
+                State::Exiting => true,
+                State::Gone => {
+                    untrack(pid);
+                    false
+                }
+            });
+            if left.is_empty() || Instant::now() >= deadline {
+                return Ok(self.root());
             }
+            std::thread::sleep(EXIT_SETTLE / 5);
         }
-        Ok(self.root())
     }
 }
 
@@ -91,14 +105,38 @@ fn children(pid: Pid) -> Vec<Pid> {
         .collect()
 }
 
+/// Where a process is in its life, as /proc/PID/stat tells.
+#[derive(Debug, PartialEq)]
+enum State {
+    Running,
+    /// Inside exit() (PF_EXITING), not yet a zombie.
+    Exiting,
+    /// A zombie, or no more.
+    Gone,
+}
+
+/// include/linux/sched.h
+const PF_EXITING: u64 = 0x4;
+
+fn state(pid: Pid) -> State {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return State::Gone;
+    };
+    // The fields follow the parenthesised command, which may contain
+    // spaces: the state first, the flags sixth after it.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
+    match fields.first() {
+        Some(&("Z" | "X" | "x")) => State::Gone,
+        _ if flags & PF_EXITING != 0 => State::Exiting,
+        _ => State::Running,
+    }
+}
+
 /// Whether `pid` exists and has not exited (a zombie has).
 fn is_alive(pid: Pid) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised command, which may contain spaces.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, Some("Z" | "X" | "x"))
+    state(pid) != State::Gone
 }
