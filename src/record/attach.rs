@@ -9,6 +9,7 @@ use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::time::{Duration, Instant};
 
+use super::proc_stat::{life, Life};
 use super::RecordError;
 use crate::event::Pid;
 
@@ -72,10 +73,10 @@ impl Attach {
         std::thread::sleep(EXIT_SETTLE);
         let mut left: Vec<Pid> = seeded.into_iter().collect();
         loop {
-            left.retain(|&pid| match state(pid) {
-                State::Running => false,
-                State::Exiting => true,
-                State::Gone => {
+            left.retain(|&pid| match life(pid) {
+                Life::Running => false,
+                Life::Exiting => true,
+                Life::Gone => {
                     untrack(pid);
                     false
                 }
@@ -105,38 +106,7 @@ fn children(pid: Pid) -> Vec<Pid> {
         .collect()
 }
 
-/// Where a process is in its life, as /proc/PID/stat tells.
-#[derive(Debug, PartialEq)]
-enum State {
-    Running,
-    /// Inside exit() (PF_EXITING), not yet a zombie.
-    Exiting,
-    /// A zombie, or no more.
-    Gone,
-}
-
-/// include/linux/sched.h
-const PF_EXITING: u64 = 0x4;
-
-fn state(pid: Pid) -> State {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return State::Gone;
-    };
-    // The fields follow the parenthesised command, which may contain
-    // spaces: the state first, the flags sixth after it.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
-    match fields.first() {
-        Some(&("Z" | "X" | "x")) => State::Gone,
-        _ if flags & PF_EXITING != 0 => State::Exiting,
-        _ => State::Running,
-    }
-}
-
 /// Whether `pid` exists and has not exited (a zombie has).
 fn is_alive(pid: Pid) -> bool {
-    state(pid) != State::Gone
+    life(pid) != Life::Gone
 }

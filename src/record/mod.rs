@@ -15,6 +15,7 @@ mod exec_apart;
 mod kernel;
 mod launch;
 mod linger;
+mod proc_stat;
 mod snapshot;
 mod tracefs;
 

@@ -4,10 +4,8 @@
 use std::fs;
 
 use super::linger::{held_fds, Lineage};
+use super::proc_stat::{Life, Stat};
 use crate::event::{Pid, Snapshot, SnapshotCause};
-
-/// `PF_EXITING` in `/proc/PID/stat`'s flags: its Exit may already be recorded.
-const PF_EXITING: u64 = 0x4;
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are
@@ -33,7 +31,7 @@ pub(crate) fn take(
 /// What `/proc/PID` says of `pid`, but its descriptors.
 fn read(pid: Pid, now: u64, cause: SnapshotCause) -> Option<Snapshot> {
     let stat = Stat::read(pid)?;
-    if matches!(stat.state, 'Z' | 'X' | 'x') || stat.flags & PF_EXITING != 0 {
+    if stat.life() != Life::Running {
         return None;
     }
     let (syscall, syscall_arg) = blocked_in(pid);
@@ -71,39 +69,6 @@ fn blocked_in(pid: Pid) -> (Option<i64>, Option<i64>) {
         // An fd or a pid is a C int: the register's upper half is noise.
         .map(|a| i64::from(a as u32 as i32));
     (Some(nr), arg)
-}
-
-/// The fields of `/proc/PID/stat` a snapshot uses.
-struct Stat {
-    state: char,
-    flags: u64,
-    /// Clock ticks after boot when the process started.
-    start_ticks: u64,
-}
-
-impl Stat {
-    fn read(pid: Pid) -> Option<Stat> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // The command name in parentheses may hold anything, ')' too.
-        let (_, rest) = stat.rsplit_once(')')?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        Some(Stat {
-            state: fields.first()?.chars().next()?,
-            flags: fields.get(6)?.parse().ok()?,
-            start_ticks: fields.get(19)?.parse().ok()?,
-        })
-    }
-
-    fn alive_ns(&self) -> u64 {
-        // SAFETY: sysconf has no preconditions.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let started = self.start_ticks.saturating_mul(1_000_000_000) / ticks;
-        nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
-            .map(|t| {
-                (t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64).saturating_sub(started)
-            })
-            .unwrap_or(0)
-    }
 }
 
 #[cfg(test)]
