@@ -2,6 +2,8 @@
 
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -122,6 +124,30 @@ impl From<SyscallHookArg> for Option<SyscallHook> {
 }
 
 /// Runs `proctrace record`; returns the command's exit status.
+/// libbpf narrates its work on stderr, which is the command's terminal too:
+/// only with PROCTRACE_DEBUG set, and then all of it, each line stamped
+/// with the milliseconds since this call and the thread, so that the
+/// start-up's critical path can be read off it (BENCHMARKS.md).
+fn libbpf_narration() {
+    static START: OnceLock<Instant> = OnceLock::new();
+    if std::env::var_os("PROCTRACE_DEBUG").is_none() {
+        libbpf_rs::set_print(None);
+        return;
+    }
+    START.get_or_init(Instant::now);
+    let narrate = |_, message: String| {
+        let at = START
+            .get()
+            .map_or(0.0, |start| start.elapsed().as_secs_f64() * 1e3);
+        let thread = std::thread::current();
+        eprint!(
+            "proctrace: +{at:.2} ms [{}] {message}",
+            thread.name().unwrap_or("?")
+        );
+    };
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, narrate)));
+}
+
 pub fn run(args: RecordArgs) -> Result<i32> {
     if args.live && (args.output.as_os_str() == "-" || !io::stdout().is_terminal()) {
         anyhow::bail!("--live needs stdout to be a terminal, and the recording in a file");
@@ -132,11 +158,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         args.live.then(|| log.into())
     });
     let (output, created) = open_output(&args.output)?;
-    // libbpf narrates its work on stderr, which is the command's terminal
-    // too; keep it for debugging only.
-    if std::env::var_os("PROCTRACE_DEBUG").is_none() {
-        libbpf_rs::set_print(None);
-    }
+    libbpf_narration();
     let signals = Signals::install()?;
     let recorder = if args.pids.is_empty() {
         Recorder::command(&args.command)

@@ -52,10 +52,14 @@ pub(super) fn load<'obj>(
     let (fds_tx, fds_rx) = crossbeam_channel::bounded(1);
     let here = nix::sched::sched_getcpu().ok();
     std::thread::scope(|scope| {
-        let alone = scope.spawn(move || {
-            leave_cpu(here);
-            load_alone(btf, exec, fds_rx)
-        });
+        // Named, for `top -H`, perf and PROCTRACE_DEBUG's narration.
+        let alone = std::thread::Builder::new()
+            .name("proctrace-exec".into())
+            .spawn_scoped(scope, move || {
+                leave_cpu(here);
+                load_alone(btf, exec, fds_rx)
+            })
+            .map_err(RecordError::system("starting the exec program's loader"))?;
         // Maps made, programs not loaded yet.
         // SAFETY: the object is open and not loaded; libbpf checks its state.
         let prepared = unsafe {

@@ -120,6 +120,16 @@ fn the_cut_kernel_btf_is_kept_and_a_damaged_one_made_again() {
         "{}",
         kept.stderr
     );
+    // libbpf's narration, stamped with the time since start and the thread.
+    assert!(
+        kept.stderr
+            .lines()
+            .any(|line| line.starts_with("proctrace: +")
+                && line.contains(" ms [")
+                && line.contains("] libbpf: loading object")),
+        "{}",
+        kept.stderr
+    );
     let entries = || {
         std::fs::read_dir("/run/proctrace")
             .expect("/run/proctrace")
