@@ -123,7 +123,6 @@ impl From<SyscallHookArg> for Option<SyscallHook> {
     }
 }
 
-/// Runs `proctrace record`; returns the command's exit status.
 /// libbpf narrates its work on stderr, which is the command's terminal too:
 /// only with PROCTRACE_DEBUG set, and then all of it, each line stamped
 /// with the milliseconds since this call and the thread, so that the
@@ -148,6 +147,7 @@ fn libbpf_narration() {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, narrate)));
 }
 
+/// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
     if args.live && (args.output.as_os_str() == "-" || !io::stdout().is_terminal()) {
         anyhow::bail!("--live needs stdout to be a terminal, and the recording in a file");

@@ -513,8 +513,9 @@ pub(super) fn open_object<'obj>(
         .map_err(RecordError::bpf("opening the BPF object"))
 }
 
-/// libbpf's own narration, and proctrace's about what it falls back
-/// from, only with PROCTRACE_DEBUG set.
+/// proctrace's narration of what it made ahead, loaded and fell back
+/// from, only with PROCTRACE_DEBUG set (libbpf's own is the caller's to
+/// print: `libbpf_rs::set_print`).
 fn debug(message: &str) {
     if std::env::var_os("PROCTRACE_DEBUG").is_some() {
         eprintln!("proctrace: {message}");
