@@ -101,6 +101,8 @@ __noinline int path_step_global(struct path_walk *walk)
 
 static int path_step_cb(__u32 level, void *ctx)
 {
+	/* A global function's result is any number to the verifier, and a
+	 * bpf_loop callback must be seen to return 0 or 1. */
 	return path_step_global(ctx) ? 1 : 0;
 }
 

@@ -135,9 +135,7 @@ fn libbpf_narration() {
     }
     START.get_or_init(Instant::now);
     let narrate = |_, message: String| {
-        let at = START
-            .get()
-            .map_or(0.0, |start| start.elapsed().as_secs_f64() * 1e3);
+        let at = START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3;
         let thread = std::thread::current();
         eprint!(
             "proctrace: +{at:.2} ms [{}] {message}",

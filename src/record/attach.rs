@@ -28,7 +28,7 @@ pub struct Attach {
 impl Attach {
     /// Checks that every pid names a running process.
     pub fn new(pids: &[Pid]) -> Result<Self, RecordError> {
-        if let Some(&missing) = pids.iter().find(|&&pid| !is_alive(pid)) {
+        if let Some(&missing) = pids.iter().find(|&&pid| life(pid) == Life::Gone) {
             return Err(RecordError::NoSuchProcess(missing));
         }
         Ok(Attach {
@@ -104,9 +104,4 @@ fn children(pid: Pid) -> Vec<Pid> {
                 .collect::<Vec<Pid>>()
         })
         .collect()
-}
-
-/// Whether `pid` exists and has not exited (a zombie has).
-fn is_alive(pid: Pid) -> bool {
-    life(pid) != Life::Gone
 }
