@@ -25,6 +25,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (program, count) in by_count {
         println!("{count:>8}  {program}");
     }
-    eprintln!("{} events, {} lost", totals.events, totals.lost());
+    eprintln!("{} events, {} lost", totals.events, totals.lost);
     Ok(())
 }

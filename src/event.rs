@@ -67,6 +67,7 @@ pub enum BufferKind {
 /// recorded events are the same whichever it was; the cost to the rest of
 /// the machine is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum SyscallHook {
     /// fexit on the two syscalls' kernel functions: no other syscall pays.
@@ -77,6 +78,37 @@ pub enum SyscallHook {
     /// A raw tracepoint at every syscall's exit.
     SysExit,
 }
+
+impl SyscallHook {
+    /// Its name in messages and on the command line: `fexit`, `tracepoint`
+    /// or `sys-exit`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyscallHook::Fexit => "fexit",
+            SyscallHook::Tracepoint => "tracepoint",
+            SyscallHook::SysExit => "sys-exit",
+        }
+    }
+}
+
+impl std::fmt::Display for SyscallHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The environment variables a recording keeps by default: those by which
+/// test runners tell a test's processes which test they run. pytest sets
+/// `PYTEST_CURRENT_TEST` (`path::test (call)`) in its own environment, so
+/// every process a test starts inherits it; bats exports the test's file
+/// and function name (not its description); nextest gives each test
+/// process the test binary's `NEXTEST_BINARY_ID` (the test is in argv).
+pub const RUNNER_VARIABLES: &[&str] = &[
+    "PYTEST_CURRENT_TEST",
+    "BATS_TEST_FILENAME",
+    "BATS_TEST_NAME",
+    "NEXTEST_BINARY_ID",
+];
 
 /// First line of a recording.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -566,6 +598,9 @@ pub struct Trailer {
     /// tracking map was full (their own events are missing too).
     #[serde(default)]
     pub lost_tracking_full: u64,
+    /// Of `lost`: kernel records that could not be decoded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub malformed: u64,
     /// Nanoseconds from start to the end of the recording.
     pub end_timestamp: u64,
     /// The recording was stopped (Ctrl-C, SIGTERM) before the tree was gone.

@@ -24,7 +24,7 @@
 //!     }
 //! }
 //! let totals = recording.finish()?;
-//! println!("{} events, {} lost, exit code {:?}", totals.events, totals.lost(), totals.root_exit_code);
+//! println!("{} events, {} lost, exit code {:?}", totals.events, totals.lost, totals.root_exit_code);
 //! # Ok(())
 //! # }
 //! ```

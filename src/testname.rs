@@ -5,19 +5,6 @@ use std::collections::HashMap;
 
 use crate::processes::Processes;
 
-/// The environment variables a recording keeps by default: those by which
-/// test runners tell a test's processes which test they run. pytest sets
-/// `PYTEST_CURRENT_TEST` (`path::test (call)`) in its own environment, so
-/// every process a test starts inherits it; bats exports the test's file
-/// and function name (not its description); nextest gives each test
-/// process the test binary's `NEXTEST_BINARY_ID` (the test is in argv).
-pub const RUNNER_VARIABLES: &[&str] = &[
-    "PYTEST_CURRENT_TEST",
-    "BATS_TEST_FILENAME",
-    "BATS_TEST_NAME",
-    "NEXTEST_BINARY_ID",
-];
-
 /// The test that `index` runs or was started by: the nearest process, from
 /// `index` up through its ancestors, that a test runner marks as a test.
 pub fn test_of(processes: &Processes, index: usize) -> Option<String> {

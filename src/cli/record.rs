@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
-use proctrace::event::SyscallHook;
-use proctrace::record::{self, BufferChoice, HookChoice, Recorder, Recording, Totals};
+use proctrace::event::{SyscallHook, Trailer};
+use proctrace::record::{self, BufferChoice, HookChoice, Recorder, Recording};
 use proctrace::recording::Output;
 
 use super::live::Live;
@@ -38,8 +38,10 @@ pub struct RecordArgs {
     btf_tracepoints: bool,
     /// How to see setsid and setpgid: auto takes the cheapest the kernel allows (fexit,
     /// else the syscall tracepoints, else sys-exit, which every syscall pays for).
-    #[arg(long, value_name = "HOOK", value_enum, default_value_t = SyscallHookArg::Auto)]
-    syscall_hook: SyscallHookArg,
+    // The path spelled out keeps clap from reading `Option` as "may be
+    // absent": `auto` is the None.
+    #[arg(long, value_name = "HOOK", value_parser = syscall_hook_parser(), default_value = "auto")]
+    syscall_hook: std::option::Option<SyscallHook>,
     /// Under sudo, run the command as root rather than as the invoking user.
     #[arg(long)]
     keep_root: bool,
@@ -104,23 +106,15 @@ pub struct RecordArgs {
     command: Vec<std::ffi::OsString>,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum SyscallHookArg {
-    Auto,
-    Fexit,
-    Tracepoint,
-    SysExit,
-}
-
-impl From<SyscallHookArg> for Option<SyscallHook> {
-    fn from(arg: SyscallHookArg) -> Self {
-        match arg {
-            SyscallHookArg::Auto => None,
-            SyscallHookArg::Fexit => Some(SyscallHook::Fexit),
-            SyscallHookArg::Tracepoint => Some(SyscallHook::Tracepoint),
-            SyscallHookArg::SysExit => Some(SyscallHook::SysExit),
-        }
-    }
+/// `--syscall-hook`: `auto` (the recorder chooses) or one of the hooks.
+fn syscall_hook_parser() -> impl clap::builder::TypedValueParser<Value = Option<SyscallHook>> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    use clap::ValueEnum;
+    let hooks = SyscallHook::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value);
+    PossibleValuesParser::new(std::iter::once(PossibleValue::new("auto")).chain(hooks))
+        .map(|name| SyscallHook::from_str(&name, false).ok())
 }
 
 /// libbpf narrates its work on stderr, which is the command's terminal too:
@@ -175,7 +169,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             (_, true) => HookChoice::Btf,
             _ => HookChoice::Auto,
         })
-        .syscall_hook(args.syscall_hook.into())
+        .syscall_hook(args.syscall_hook)
         .detach_in_child(true)
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)
@@ -233,8 +227,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 
 /// Says what was lost in the kernel, then fails if the output did, or says
 /// what was recorded.
-fn report(output: &Output, processes: u64, totals: &Totals, quiet: bool) -> Result<()> {
-    let lost = totals.lost();
+fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Result<()> {
+    let lost = totals.lost;
     if lost > 0 {
         eprintln!(
             "proctrace: WARNING: {lost} events were lost in the kernel ({} with the buffer full, {} processes \
@@ -269,7 +263,7 @@ fn report(output: &Output, processes: u64, totals: &Totals, quiet: bool) -> Resu
 /// The command's own status, as a shell would report it: the exit code, or
 /// 128 + the signal that killed it; 130, as for SIGINT, when it never ended.
 /// Attached processes are not proctrace's children: their status is unknown.
-fn exit_status(totals: &Totals, attached: bool) -> i32 {
+fn exit_status(totals: &Trailer, attached: bool) -> i32 {
     if totals.timed_out {
         return 124;
     }

@@ -18,8 +18,8 @@ use super::decode::decode;
 use super::kernel::{self, KernelConfig, Probe};
 use super::linger::{Lineage, Notice};
 use super::snapshot;
-use super::{Control, LingerPolicy, Prepared, RecordError, Started, Totals};
-use crate::event::{BufferKind, Pid, Record, SnapshotCause};
+use super::{Control, LingerPolicy, Prepared, RecordError, Started};
+use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -49,13 +49,13 @@ pub fn run(
     policy: LingerPolicy,
     control: Arc<Control>,
     outputs: Outputs,
-) -> Result<Totals, RecordError> {
+) -> Result<Trailer, RecordError> {
     let mut storage = MaybeUninit::uninit();
     let probe = match kernel::load(&config, &mut storage) {
         Ok(probe) => probe,
         Err(err) => {
             let _ = outputs.ready.send(Err(err));
-            return Ok(Totals::default());
+            return Ok(Trailer::default());
         }
     };
     let drain = Drain {
@@ -112,7 +112,7 @@ impl Buffer<'_> {
 struct Progress {
     root: Pid,
     start_ns: u64,
-    totals: Totals,
+    totals: Trailer,
     lineage: Lineage,
     /// Lingering processes sent SIGTERM, and when SIGKILL is due.
     terminating: Vec<(Pid, u64)>,
@@ -141,7 +141,7 @@ enum End {
 }
 
 impl Drain<'_, '_> {
-    fn run(&self, target: &Prepared) -> Result<Totals, RecordError> {
+    fn run(&self, target: &Prepared) -> Result<Trailer, RecordError> {
         let malformed = RefCell::new(0u64);
         let start_ns = monotonic_ns();
         let on_record = |data: &[u8]| match decode(data, start_ns, &self.env_names) {
@@ -160,7 +160,7 @@ impl Drain<'_, '_> {
             Ok(ok) => ok,
             Err(err) => {
                 let _ = self.outputs.ready.send(Err(err));
-                return Ok(Totals::default());
+                return Ok(Trailer::default());
             }
         };
         let started = Started {
@@ -173,7 +173,7 @@ impl Drain<'_, '_> {
         let mut progress = Progress {
             root,
             start_ns,
-            totals: Totals::default(),
+            totals: Trailer::default(),
             lineage: Lineage::new(root),
             terminating: Vec::new(),
             stop_since: None,
@@ -203,6 +203,7 @@ impl Drain<'_, '_> {
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
         totals.unwatched_32bit_execs = self.probe.unwatched_32bit_execs();
         totals.malformed = *malformed.borrow();
+        totals.lost = totals.lost_buffer_full + totals.lost_tracking_full + totals.malformed;
         totals.end_timestamp = monotonic_ns().saturating_sub(start_ns);
         Ok(totals)
     }
@@ -464,7 +465,7 @@ impl Drain<'_, '_> {
     /// Collects exited children: the root's status, and as the subreaper
     /// the orphans of the tree, which would otherwise stay zombies. With
     /// `root_exited`, waits for the root's status first.
-    fn reap(&self, root: Pid, root_exited: bool, totals: &mut Totals) {
+    fn reap(&self, root: Pid, root_exited: bool, totals: &mut Trailer) {
         if root_exited {
             collect(waitpid(NixPid::from_raw(root), None), root, totals);
         }
@@ -503,7 +504,7 @@ impl Departed {
 }
 
 /// Takes in one wait result; false when there is nothing more to wait for.
-fn collect(waited: nix::Result<WaitStatus>, root: Pid, totals: &mut Totals) -> bool {
+fn collect(waited: nix::Result<WaitStatus>, root: Pid, totals: &mut Trailer) -> bool {
     match waited {
         Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => {
             totals.root_exit_code = Some(code)

@@ -53,8 +53,8 @@ pub enum RecordError {
     /// The syscall hook asked for cannot load or attach on this kernel.
     #[error("the {hook} hook for setsid and setpgid does not work on this kernel")]
     SyscallHook {
-        /// The hook, as `--syscall-hook` names it.
-        hook: &'static str,
+        /// The hook.
+        hook: crate::event::SyscallHook,
         /// Why it failed.
         source: Box<RecordError>,
     },

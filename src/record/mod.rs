@@ -7,11 +7,11 @@
 
 mod attach;
 mod core_btf;
+mod cut_btf;
 mod cut_cache;
 mod decode;
 mod drain;
 mod error;
-mod exec_apart;
 mod kernel;
 mod launch;
 mod linger;
@@ -46,7 +46,7 @@ pub use launch::sudo_owner;
 pub use linger::{Lingerer, Notice};
 
 use crate::bpf::types::defaults;
-use crate::event::{BufferKind, Header, Pid, Record, SyscallHook, FORMAT_VERSION};
+use crate::event::{BufferKind, Header, Pid, Record, SyscallHook, Trailer, FORMAT_VERSION};
 use kernel::KernelConfig;
 
 /// Events queued between the drain thread and the consumer. When the
@@ -79,7 +79,7 @@ impl Default for KernelConfig {
             perf_pages: 256,
             btf: None,
             capture_fds: true,
-            env_names: crate::testname::RUNNER_VARIABLES
+            env_names: crate::event::RUNNER_VARIABLES
                 .iter()
                 .map(|n| n.to_string())
                 .collect(),
@@ -177,7 +177,7 @@ impl Recorder {
 
     /// Like timeout(1): after `timeout`, takes a snapshot of the live tree,
     /// then ends it (SIGTERM, SIGKILL 2 s later) and records the exits;
-    /// [`Totals::timed_out`] says so.
+    /// [`Trailer::timed_out`] says so.
     pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
         self.policy.timeout = timeout;
         self
@@ -226,7 +226,7 @@ impl Recorder {
     }
 
     /// Keeps these environment variables of every exec too, besides the
-    /// test runners' ([`crate::testname::RUNNER_VARIABLES`]). The rest of
+    /// test runners' ([`crate::event::RUNNER_VARIABLES`]). The rest of
     /// an environment is dropped as it is decoded, never recorded.
     pub fn env<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         for name in names.into_iter().map(Into::into) {
@@ -347,7 +347,7 @@ impl Prepared {
     }
 }
 
-fn join_error(thread: JoinHandle<Result<Totals, RecordError>>) -> RecordError {
+fn join_error(thread: JoinHandle<Result<Trailer, RecordError>>) -> RecordError {
     match thread.join() {
         Ok(Err(err)) => err,
         _ => RecordError::System {
@@ -388,41 +388,6 @@ struct Control {
     interrupt: AtomicI32,
 }
 
-/// Totals of a finished recording, for the trailer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Events handed to the consumer.
-    pub events: u64,
-    /// Events the kernel dropped because the buffer was full.
-    pub lost_buffer_full: u64,
-    /// Processes that could not be followed because the map was full.
-    pub lost_tracking_full: u64,
-    /// Kernel records that could not be decoded.
-    pub malformed: u64,
-    /// Nanoseconds from start to the end of the recording.
-    pub end_timestamp: u64,
-    /// Stopped before every process of the tree was gone.
-    pub interrupted: bool,
-    /// Exit status of the root command.
-    pub root_exit_code: Option<i32>,
-    /// Signal that killed the root command.
-    pub root_signal: Option<i32>,
-    /// Processes recorded as lingering.
-    pub lingering: u64,
-    /// `--timeout` expired and the tree was ended.
-    pub timed_out: bool,
-    /// Execs of 32-bit programs the syscall hook could not follow into
-    /// their setsid and setpgid calls (see [`SyscallHook::Tracepoint`]).
-    pub unwatched_32bit_execs: u64,
-}
-
-impl Totals {
-    /// Everything lost in the kernel.
-    pub fn lost(&self) -> u64 {
-        self.lost_buffer_full + self.lost_tracking_full + self.malformed
-    }
-}
-
 /// A running recording.
 pub struct Recording {
     header: Header,
@@ -430,7 +395,7 @@ pub struct Recording {
     events: Receiver<Record>,
     notices: Receiver<Notice>,
     control: Arc<Control>,
-    thread: JoinHandle<Result<Totals, RecordError>>,
+    thread: JoinHandle<Result<Trailer, RecordError>>,
 }
 
 /// Stops a recording from another thread (a signal handler's, say).
@@ -497,7 +462,7 @@ impl Recording {
 
     /// Waits for the recording to end and returns its totals. Events not
     /// yet received are discarded.
-    pub fn finish(self) -> Result<Totals, RecordError> {
+    pub fn finish(self) -> Result<Trailer, RecordError> {
         drop(self.events);
         self.thread.join().unwrap_or_else(|_| {
             Err(RecordError::System {

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use super::Writer;
 use crate::event::{Header, Record, Trailer};
-use crate::record::Totals;
 
 /// Where a recording goes, and what became of it.
 ///
@@ -115,20 +114,12 @@ impl Output {
         self.put(record)
     }
 
-    /// Writes the trailer from the recorder's totals, last, and flushes.
-    pub fn trailer(&mut self, totals: &Totals) -> io::Result<()> {
+    /// Writes the recorder's trailer, last, with the events this output
+    /// wrote, and flushes.
+    pub fn trailer(&mut self, totals: &Trailer) -> io::Result<()> {
         let trailer = Trailer {
             events: self.events,
-            lost: totals.lost(),
-            lost_buffer_full: totals.lost_buffer_full,
-            lost_tracking_full: totals.lost_tracking_full,
-            end_timestamp: totals.end_timestamp,
-            interrupted: totals.interrupted,
-            root_exit_code: totals.root_exit_code,
-            root_signal: totals.root_signal,
-            lingering: totals.lingering,
-            timed_out: totals.timed_out,
-            unwatched_32bit_execs: totals.unwatched_32bit_execs,
+            ..totals.clone()
         };
         let failed_before = self.failure.is_some();
         let _ = self.put(&Record::Trailer(trailer));

@@ -18,9 +18,9 @@ use crossbeam_channel::Receiver;
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{AsRawLibbpf, Link};
 
-use super::kernel::{attach_loaded, open_object};
-use super::RecordError;
-use crate::bpf::{OpenProctraceSkel, ProctraceSkel};
+use super::{attach_loaded, open_object};
+use crate::bpf::{OpenProctraceProgs, OpenProctraceSkel, ProctraceSkel};
+use crate::record::RecordError;
 
 /// Which of the four exec programs the second object loads.
 #[derive(Clone, Copy)]
@@ -44,10 +44,8 @@ pub(super) fn load<'obj>(
     btf: Option<&Path>,
     exec: ExecProgram,
 ) -> Result<(ProctraceSkel<'obj>, Vec<Link>), RecordError> {
-    for mut prog in open.open_object_mut().progs_mut() {
-        if prog.name().to_string_lossy().starts_with("exec_") {
-            prog.set_autoload(false);
-        }
+    for prog in exec_programs(&mut open.progs) {
+        prog.set_autoload(false);
     }
     let (fds_tx, fds_rx) = crossbeam_channel::bounded(1);
     let here = nix::sched::sched_getcpu().ok();
@@ -132,16 +130,17 @@ fn load_alone(
 ) -> Result<Vec<Link>, RecordError> {
     let mut storage = MaybeUninit::uninit();
     let mut open = open_object(btf, &mut storage)?;
-    let wanted = match (exec.btf, exec.looped) {
-        (true, true) => "exec_btf_loop",
-        (true, false) => "exec_btf",
-        (false, true) => "exec_raw_loop",
-        (false, false) => "exec_raw",
-    };
     for mut prog in open.open_object_mut().progs_mut() {
-        let load = prog.name() == wanted;
-        prog.set_autoload(load);
+        prog.set_autoload(false);
     }
+    let progs = &mut open.progs;
+    let wanted = match (exec.btf, exec.looped) {
+        (true, true) => &mut progs.exec_btf_loop,
+        (true, false) => &mut progs.exec_btf,
+        (false, true) => &mut progs.exec_raw_loop,
+        (false, false) => &mut progs.exec_raw,
+    };
+    wanted.set_autoload(true);
     // The first object could not be prepared: its error is the one told.
     let Ok(fds) = fds.recv() else {
         return Ok(Vec::new());
@@ -163,4 +162,16 @@ fn load_alone(
         &progs.exec_raw,
         &progs.exec_raw_loop,
     ])
+}
+
+/// The four exec programs, which the first object leaves to the second.
+fn exec_programs<'a, 'obj>(
+    progs: &'a mut OpenProctraceProgs<'obj>,
+) -> [&'a mut libbpf_rs::OpenProgramMut<'obj>; 4] {
+    [
+        &mut progs.exec_btf,
+        &mut progs.exec_btf_loop,
+        &mut progs.exec_raw,
+        &mut progs.exec_raw_loop,
+    ]
 }

@@ -1,5 +1,7 @@
 //! Loading, configuring and attaching the BPF program, and reading its maps.
 
+mod exec_apart;
+
 use std::fs;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, IntoRawFd, RawFd};
@@ -14,12 +16,12 @@ use libbpf_rs::{
     ProgramType,
 };
 
-use super::core_btf::CutBtf;
-use super::exec_apart::{self, ExecProgram};
+use super::cut_btf::CutBtf;
 use super::{tracefs, RecordError};
 use crate::bpf::types::loss_kind;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, Pid, SyscallHook};
+use exec_apart::ExecProgram;
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// The initial PID namespace's inode (include/linux/proc_ns.h).
@@ -219,8 +221,7 @@ pub fn load<'obj>(
         match load_with(config, &settings, &preload, btf.as_deref(), hook, storage) {
             Ok(probe) => return Ok(probe),
             Err(err) => {
-                let name = hook_name(hook);
-                debug(&format!("the {name} hook for setsid/setpgid failed: {err}"));
+                debug(&format!("the {hook} hook for setsid/setpgid failed: {err}"));
                 failure = Some(err);
             }
         }
@@ -228,20 +229,11 @@ pub fn load<'obj>(
     let failure = failure.expect("sys_exit is always tried");
     Err(match config.syscall_hook {
         Some(hook) => RecordError::SyscallHook {
-            hook: hook_name(hook),
+            hook,
             source: Box::new(failure),
         },
         None => failure,
     })
-}
-
-/// The hook as `record --syscall-hook` names it.
-fn hook_name(hook: SyscallHook) -> &'static str {
-    match hook {
-        SyscallHook::Fexit => "fexit",
-        SyscallHook::Tracepoint => "tracepoint",
-        SyscallHook::SysExit => "sys-exit",
-    }
 }
 
 /// What is settled before the program is opened.
