@@ -28,19 +28,33 @@ fn main() {
         "no vendored vmlinux.h for {arch} under vmlinux/"
     );
 
-    SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args([
-            "-I".as_ref(),
-            vmlinux.as_os_str(),
-            "-I".as_ref(),
-            manifest.join("src/bpf").as_os_str(),
-            "-O2".as_ref(),
-            "-g".as_ref(),
-            "-Wall".as_ref(),
-        ])
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "-I".into(),
+        vmlinux.as_os_str().into(),
+        "-I".into(),
+        manifest.join(BPF_DIR).into(),
+        "-O2".into(),
+        "-g".into(),
+        "-Wall".into(),
+    ];
+    // As packagers expect: CLANG picks the compiler, BPF_CFLAGS adds flags
+    // after ours (so they can override them).
+    args.extend(
+        env::var("BPF_CFLAGS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(Into::into),
+    );
+    let mut builder = SkeletonBuilder::new();
+    builder.source(SRC).clang_args(args);
+    if let Some(clang) = env::var_os("CLANG") {
+        builder.clang(clang);
+    }
+    builder
         .build_and_generate(&out)
         .unwrap_or_else(|err| panic!("building {SRC}: {err:#}"));
     println!("cargo:rerun-if-changed={BPF_DIR}");
     println!("cargo:rerun-if-changed={}", vmlinux.display());
+    println!("cargo:rerun-if-env-changed=CLANG");
+    println!("cargo:rerun-if-env-changed=BPF_CFLAGS");
 }
