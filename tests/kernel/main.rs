@@ -29,3 +29,4 @@ mod signals;
 mod status;
 mod terminal;
 mod threads;
+mod verifier;
