@@ -5,6 +5,7 @@ mod docs;
 mod files;
 mod ingest;
 mod live;
+mod narration;
 mod record;
 mod render;
 mod session;

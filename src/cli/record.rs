@@ -2,8 +2,6 @@
 
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -117,28 +115,6 @@ fn syscall_hook_parser() -> impl clap::builder::TypedValueParser<Value = Option<
         .map(|name| SyscallHook::from_str(&name, false).ok())
 }
 
-/// libbpf narrates its work on stderr, which is the command's terminal too:
-/// only with PROCTRACE_DEBUG set, and then all of it, each line stamped
-/// with the milliseconds since this call and the thread, so that the
-/// start-up's critical path can be read off it (BENCHMARKS.md).
-fn libbpf_narration() {
-    static START: OnceLock<Instant> = OnceLock::new();
-    if std::env::var_os("PROCTRACE_DEBUG").is_none() {
-        libbpf_rs::set_print(None);
-        return;
-    }
-    START.get_or_init(Instant::now);
-    let narrate = |_, message: String| {
-        let at = START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3;
-        let thread = std::thread::current();
-        eprint!(
-            "proctrace: +{at:.2} ms [{}] {message}",
-            thread.name().unwrap_or("?")
-        );
-    };
-    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, narrate)));
-}
-
 /// Runs `proctrace record`; returns the command's exit status.
 pub fn run(args: RecordArgs) -> Result<i32> {
     if args.live && (args.output.as_os_str() == "-" || !io::stdout().is_terminal()) {
@@ -150,7 +126,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         args.live.then(|| log.into())
     });
     let (output, created) = open_output(&args.output)?;
-    libbpf_narration();
+    super::narration::start();
     let signals = Signals::install()?;
     let recorder = if args.pids.is_empty() {
         Recorder::command(&args.command)
@@ -195,7 +171,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             if created {
                 let _ = std::fs::remove_file(&args.output);
             }
-            return Err(err.into());
+            return Err(with_hint(err));
         }
     };
     for warning in recording.warnings() {
@@ -223,6 +199,17 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     }
     report(&output, processes, &totals, args.quiet)?;
     Ok(exit_status(&totals, !args.pids.is_empty()))
+}
+
+/// `err` with what to do about it on the command line: the library's
+/// errors say what is wrong, not which flag helps.
+fn with_hint(err: record::RecordError) -> anyhow::Error {
+    let hint = match err {
+        record::RecordError::Permission => "run proctrace with sudo, as a root that has them",
+        record::RecordError::NoBtf => "pass a BTF file for it with --btf FILE",
+        _ => return err.into(),
+    };
+    anyhow::anyhow!("{err}: {hint}")
 }
 
 /// Says what was lost in the kernel, then fails if the output did, or says

@@ -1,20 +1,33 @@
 use std::io;
 use std::path::PathBuf;
 
+/// A limit of this kernel that a recording runs with: it goes on, with
+/// less in it than asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Warning {
+    /// No hook for setsid and setpgid could attach: the tree is still
+    /// followed, without those two events.
+    #[error("SetSID and SetPGID events are not recorded: {reason}")]
+    NoSyscallHook {
+        /// Why the last hook tried failed.
+        reason: String,
+    },
+}
+
 /// Why a recording could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// Loading BPF programs needs privileges the process lacks.
     #[error(
         "loading the eBPF program needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (before \
-         Linux 5.8, CAP_SYS_ADMIN), and this process has neither: run proctrace with sudo, as a \
-         root that has them"
+         Linux 5.8, CAP_SYS_ADMIN), and this process has neither"
     )]
     Permission,
     /// CO-RE relocation needs the kernel's BTF type information.
     #[error(
         "this kernel has no BTF type information at /sys/kernel/btf/vmlinux (built without \
-         CONFIG_DEBUG_INFO_BTF): pass a BTF file for it with --btf FILE"
+         CONFIG_DEBUG_INFO_BTF), and no BTF file for it was given"
     )]
     NoBtf,
     /// The command to record does not exist on PATH.

@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::Receiver;
 
-pub use error::RecordError;
+pub use error::{RecordError, Warning};
 
 /// How many processes of the tree can be alive at once, unless
 /// [`Recorder::max_processes`] says otherwise.
@@ -374,7 +374,7 @@ struct Started {
     root_pid: Pid,
     buffer: BufferKind,
     syscall_hook: Option<SyscallHook>,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 /// Requests from the consumer to the drain thread.
@@ -391,7 +391,7 @@ struct Control {
 /// A running recording.
 pub struct Recording {
     header: Header,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
     events: Receiver<Record>,
     notices: Receiver<Notice>,
     control: Arc<Control>,
@@ -440,7 +440,7 @@ impl Recording {
     }
 
     /// Limits of this kernel, to tell the user once.
-    pub fn warnings(&self) -> &[String] {
+    pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
 

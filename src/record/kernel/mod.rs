@@ -17,7 +17,7 @@ use libbpf_rs::{
 };
 
 use super::cut_btf::CutBtf;
-use super::{tracefs, RecordError};
+use super::{tracefs, RecordError, Warning};
 use crate::bpf::types::loss_kind;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, Pid, SyscallHook};
@@ -86,7 +86,7 @@ pub struct Probe<'obj> {
     /// What sees setsid and setpgid; `None` when nothing could attach.
     pub syscall_hook: Option<SyscallHook>,
     /// Events that cannot be recorded on this kernel, said once at start.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Detached one by one when dropped: detaching tracepoints from several
     /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
     /// kernel matrix), though it would share the RCU waits.
@@ -188,7 +188,7 @@ pub fn load<'obj>(
         &settings,
         hooks.first() == Some(&SyscallHook::Tracepoint),
     );
-    debug(&format!(
+    log::debug!(
         "made ahead in {:.1} ms: {}",
         millis(started),
         match &preload.cut {
@@ -203,7 +203,7 @@ pub fn load<'obj>(
             ),
             None => "no cut of the kernel's BTF".into(),
         }
-    ));
+    );
     let btf = config
         .btf
         .clone()
@@ -221,7 +221,7 @@ pub fn load<'obj>(
         match load_with(config, &settings, &preload, btf.as_deref(), hook, storage) {
             Ok(probe) => return Ok(probe),
             Err(err) => {
-                debug(&format!("the {hook} hook for setsid/setpgid failed: {err}"));
+                log::debug!("the {hook} hook for setsid/setpgid failed: {err}");
                 failure = Some(err);
             }
         }
@@ -334,7 +334,7 @@ impl Preload {
             let tracepoint_ids = reading.and_then(|reading| reading.join().ok()?.ok());
             let cut = cutting.and_then(|cutting| cutting.join().ok().flatten());
             if cut.is_none() && config.btf.is_none() {
-                debug("the kernel's BTF could not be cut down: libbpf reads all of it");
+                log::debug!("the kernel's BTF could not be cut down: libbpf reads all of it");
             }
             Preload {
                 cut,
@@ -465,16 +465,18 @@ fn load_with<'obj>(
         }
         // Without it the tree is still followed: a warning, not an error.
         Err(why) if hook == SyscallHook::SysExit => {
-            warnings.push(format!("SetSID and SetPGID events are not recorded: {why}"));
+            warnings.push(Warning::NoSyscallHook {
+                reason: why.to_string(),
+            });
             None
         }
         Err(why) => return Err(why),
     };
-    debug(&format!(
+    log::debug!(
         "libbpf loaded the object (relocation, maps, verifier) in {:.1} ms; attached in {:.1} ms",
         (loaded - started).as_secs_f64() * 1e3,
         millis(loaded)
-    ));
+    );
     Ok(Probe {
         skel,
         counters,
@@ -503,15 +505,6 @@ pub(super) fn open_object<'obj>(
     builder
         .open(storage)
         .map_err(RecordError::bpf("opening the BPF object"))
-}
-
-/// proctrace's narration of what it made ahead, loaded and fell back
-/// from, only with PROCTRACE_DEBUG set (libbpf's own is the caller's to
-/// print: `libbpf_rs::set_print`).
-fn debug(message: &str) {
-    if std::env::var_os("PROCTRACE_DEBUG").is_some() {
-        eprintln!("proctrace: {message}");
-    }
 }
 
 fn millis(since: Instant) -> f64 {
