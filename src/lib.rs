@@ -30,7 +30,7 @@
 //! ```
 //!
 //! [`record::Recorder::attach`] follows processes that already run instead,
-//! and [`record::Recording::stopper`] stops a recording from another thread.
+//! and [`record::LiveRecording::stopper`] stops a recording from another thread.
 //!
 //! # Modules
 //!

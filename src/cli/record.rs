@@ -8,7 +8,7 @@ use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
 use proctrace::event::{SyscallHook, Trailer};
-use proctrace::record::{self, BufferChoice, HookChoice, Recorder, Recording};
+use proctrace::record::{self, BufferChoice, HookChoice, LiveRecording, Recorder};
 use proctrace::recording::Output;
 
 use super::live::Live;
@@ -295,7 +295,7 @@ impl Signals {
 
     /// The first signal stops the recording after a grace period; a second
     /// ends it at once, with what has arrived so far.
-    fn watch(mut self, recording: &Recording) {
+    fn watch(mut self, recording: &LiveRecording) {
         let stopper = recording.stopper();
         let root = nix::unistd::Pid::from_raw(recording.root_pid());
         std::thread::spawn(move || {

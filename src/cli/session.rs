@@ -16,7 +16,7 @@ use super::status::{Status, REDRAW};
 use super::tui::Action;
 use proctrace::event::{Record, Snapshot, Trailer};
 use proctrace::processes::{Growing, Processes};
-use proctrace::record::{Lingerer, Notice, Recording, Stopper};
+use proctrace::record::{Lingerer, LiveRecording, Notice, Stopper};
 use proctrace::recording::{Keep, Output};
 
 /// The tree as recorded so far, which explaining a snapshot needs.
@@ -97,7 +97,7 @@ impl<'a> Session<'a> {
     /// Writes header, events and trailer; returns how many processes were
     /// recorded. A failing output does not end the recording: the tree runs
     /// on, watched and reaped as before, and its events are counted as lost.
-    pub fn run(mut self, recording: Recording) -> Result<(u64, Trailer, Output)> {
+    pub fn run(mut self, recording: LiveRecording) -> Result<(u64, Trailer, Output)> {
         tell_failure(&self.name, self.output.header(recording.header()));
         let (events, notices) = (recording.events(), recording.notices());
         let redraw = if self.status.shown() || self.live.is_some() {

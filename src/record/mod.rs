@@ -3,7 +3,7 @@
 //! [`Recorder`] loads the BPF program, starts the command stopped under
 //! ptrace, seeds the kernel-side map with its pid and lets it exec; a
 //! thread of its own then drains the kernel's buffer and sends events, in
-//! one causal order, over a crossbeam channel to the [`Recording`] handle.
+//! one causal order, over a crossbeam channel to the [`LiveRecording`] handle.
 
 mod attach;
 mod core_btf;
@@ -245,7 +245,7 @@ impl Recorder {
 
     /// Loads the BPF program, starts the command and returns once its first
     /// exec is under way.
-    pub fn start(self) -> Result<Recording, RecordError> {
+    pub fn start(self) -> Result<LiveRecording, RecordError> {
         let (prepared, command) = match &self.target {
             Target::Command(argv) => {
                 let command = argv
@@ -306,7 +306,7 @@ impl Recorder {
             buffer: started.buffer,
             syscall_hook: started.syscall_hook,
         };
-        Ok(Recording {
+        Ok(LiveRecording {
             header,
             warnings: started.warnings,
             events: events_rx,
@@ -388,8 +388,9 @@ struct Control {
     interrupt: AtomicI32,
 }
 
-/// A running recording.
-pub struct Recording {
+/// A recording under way (what [`Recorder::start`] returns), as opposed
+/// to one read back from a file ([`crate::recording::Recording`]).
+pub struct LiveRecording {
     header: Header,
     warnings: Vec<Warning>,
     events: Receiver<Record>,
@@ -428,7 +429,7 @@ impl Stopper {
     }
 }
 
-impl Recording {
+impl LiveRecording {
     /// The header line for this recording.
     pub fn header(&self) -> &Header {
         &self.header
