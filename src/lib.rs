@@ -53,6 +53,10 @@ pub mod render;
 pub mod testname;
 pub mod text;
 
+/// libbpf-rs, whose error [`record::RecordError::Bpf`] carries: re-exported
+/// so that an embedder matches on the same version.
+pub use libbpf_rs;
+
 /// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`, with
 /// the record layouts of `src/bpf/proctrace.h` in `bpf::types`. Hidden: it
 /// changes with every change to the BPF side, so it is no stable API.

@@ -39,7 +39,7 @@ pub enum RecordError {
         /// The command as given.
         command: String,
         /// Why execve failed.
-        source: nix::Error,
+        source: io::Error,
     },
     /// No pid was given to attach to, or no command to run.
     #[error("nothing to record: give a command to run or a pid to attach to")]

@@ -130,7 +130,7 @@ impl Launch {
                 let _ = waitpid(child, None);
                 Err(RecordError::Exec {
                     command: self.display.clone(),
-                    source: Errno::from_raw(i32::from_ne_bytes(errno)),
+                    source: std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)),
                 })
             }
             _ => Ok(child.as_raw()),

@@ -26,7 +26,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crossbeam_channel::Receiver;
+/// The channel of [`LiveRecording::events`] and
+/// [`LiveRecording::notices`]: crossbeam's, re-exported so that an
+/// embedder can `select!` over it and its own channels with the same
+/// version.
+pub use crossbeam_channel::Receiver;
 
 pub use error::{RecordError, Warning};
 

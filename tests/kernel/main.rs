@@ -20,6 +20,7 @@ mod hang;
 mod hostile;
 mod html;
 mod ingest;
+mod library;
 mod live;
 mod otlp;
 mod perfetto;
