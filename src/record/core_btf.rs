@@ -2,8 +2,8 @@
 //! use, handed to libbpf in place of the whole of it.
 //!
 //! libbpf resolves each relocated type by comparing its name with every
-//! type of the kernel's BTF (126,000 on 6.18), once per type: two thirds of
-//! `record`'s start-up. The cut-down BTF holds the kernel's types whose
+//! type of the kernel's BTF, once per type: most of `record`'s start-up
+//! (BENCHMARKS.md). The cut-down BTF holds the kernel's types whose
 //! names the program's own BTF has, and what those contain without a
 //! pointer in between (the fields' layouts, down through embedded structs,
 //! unions, arrays and typedefs). A pointer's target is never needed: libbpf

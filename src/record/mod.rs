@@ -56,8 +56,8 @@ use kernel::KernelConfig;
 /// Events queued between the drain thread and the consumer. When the
 /// consumer falls behind, the drain blocks and the kernel buffer absorbs
 /// the rest (its drops are counted). The channel allocates every slot up
-/// front: 65,536 of them cost 13 MB of RSS and 15 ms of page faults at
-/// start, for nothing the 16 MiB ring does not already hold.
+/// front, in RSS and page faults at every start (BENCHMARKS.md), for
+/// nothing the ring does not already hold.
 const QUEUE_CAPACITY: usize = 1 << 12;
 
 /// Configures and starts a recording.

@@ -1,8 +1,8 @@
 //! The exec program verified on a core of its own. The kernel verifies an
 //! object's programs one after another, and the exec program (its fd and
 //! path walks) is half of that work: a second object holding only it, with
-//! every map of the first, is verified beside the others (~2 ms off each
-//! start on two cores, BENCHMARKS.md). Once attached, the program needs
+//! every map of the first, is verified beside the others (what that saves
+//! on two cores: BENCHMARKS.md). Once attached, the program needs
 //! nothing of its object: the link holds it, and it holds its maps.
 //!
 //! Where the sched tracepoints are BTF-typed only because fexit made
@@ -88,7 +88,7 @@ pub(super) fn load<'obj>(
 /// thread may start on its creator's core when the other looks busy for a
 /// moment (a thread of the start-up still exiting there); the scheduler
 /// then spreads the two only at its next balancing, and half the time the
-/// two loads shared one core for ~3 ms, slower than one after the other.
+/// two loads shared one core for a while, slower than one after the other.
 /// The thread ends with the load, so its affinity is not restored.
 fn leave_cpu(cpu: Option<usize>) {
     let this = nix::unistd::Pid::from_raw(0);

@@ -106,7 +106,7 @@ impl Drop for Probe<'_> {
 }
 
 /// Closing a classic tracepoint's perf event waits out an RCU grace period
-/// (perf_trace_event_unreg: ~80 ms each on a 2-core VM), and a process
+/// (perf_trace_event_unreg, tens of milliseconds each), and a process
 /// cannot finish exiting while one of its closes waits. A child process
 /// takes over the links: it holds their fds while this process drops its
 /// own, which then costs nothing, and closes them itself afterwards.
@@ -621,8 +621,8 @@ fn configure(
 }
 
 /// The tracked map's own flags: from 6.1 (bpf_mem_alloc) a hash map that
-/// tracing programs fill need not have all its 65,536 entries allocated
-/// up front, ~2 ms of every start; before, the verifier warns with a
+/// tracing programs fill need not have all its entries allocated up
+/// front (BENCHMARKS.md: what that costs at every start); before, the verifier warns with a
 /// kernel backtrace about one that is not.
 fn tracked_map_flags() -> u32 {
     let release = nix::sys::utsname::uname().ok();
