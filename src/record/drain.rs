@@ -151,12 +151,13 @@ impl Drain<'_, '_> {
         // Perf events are installed in the map when the buffer opens: open
         // it before the command starts, or its first exec has nowhere to go.
         let started = self.open_buffer(on_record).and_then(|buffer| {
+            let tracked = self.probe.tracked_map()?;
             if self.policy.subreaper {
                 become_subreaper()?;
             }
-            Ok((buffer, target.start(self.probe)?))
+            Ok((buffer, tracked, target.start(self.probe)?))
         });
-        let (buffer, root) = match started {
+        let (buffer, tracked, root) = match started {
             Ok(ok) => ok,
             Err(err) => {
                 let _ = self.outputs.ready.send(Err(err));
@@ -164,6 +165,7 @@ impl Drain<'_, '_> {
             }
         };
         let started = Started {
+            tracked,
             root_pid: root,
             buffer: self.probe.buffer,
             syscall_hook: self.probe.syscall_hook,

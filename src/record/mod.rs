@@ -313,6 +313,7 @@ impl Recorder {
         Ok(LiveRecording {
             header,
             warnings: started.warnings,
+            tracked: started.tracked,
             events: events_rx,
             notices: notices_rx,
             control,
@@ -379,6 +380,7 @@ struct Started {
     buffer: BufferKind,
     syscall_hook: Option<SyscallHook>,
     warnings: Vec<Warning>,
+    tracked: libbpf_rs::MapHandle,
 }
 
 /// Requests from the consumer to the drain thread.
@@ -397,6 +399,7 @@ struct Control {
 pub struct LiveRecording {
     header: Header,
     warnings: Vec<Warning>,
+    tracked: libbpf_rs::MapHandle,
     events: Receiver<Record>,
     notices: Receiver<Notice>,
     control: Arc<Control>,
@@ -447,6 +450,18 @@ impl LiveRecording {
     /// Limits of this kernel, to tell the user once.
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
+    }
+
+    /// The map of the processes the kernel side follows, the one it
+    /// filters every event with: a BPF hash map whose key is a followed
+    /// process's pid (an `i32`, in the initial pid namespace) and whose
+    /// value is one byte. A process is in it from its fork (or from
+    /// `attach`) until its exit. Its key and value layout is a stable
+    /// promise: an embedder may read it, or share it with a BPF object of
+    /// its own (`OpenMapMut::reuse_fd`) to follow the same tree, without
+    /// depending on the rest of the BPF side. It must not write to it.
+    pub fn tracked_map(&self) -> &libbpf_rs::MapHandle {
+        &self.tracked
     }
 
     /// The events, in order; the channel closes when the recording ends.

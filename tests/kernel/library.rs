@@ -63,3 +63,20 @@ fn an_embedder_gets_a_typed_error_for_a_missing_command() {
     assert!(matches!(err, RecordError::CommandNotFound(_)), "{err:?}");
     assert_eq!(err.exit_status(), 127);
 }
+
+#[path = "../../examples/tracked_pids.rs"]
+mod tracked_pids;
+
+/// The tracked map an embedder reads (examples/tracked_pids.rs) holds
+/// exactly the tree's processes: a shell and its two sleeps, at once.
+#[test]
+fn the_tracked_map_holds_the_tree() {
+    if !have_root() {
+        return;
+    }
+    let command = strings(&["sh", "-c", "sleep 2 & sleep 2 & wait"]);
+    let sampled = tracked_pids::sample(&command).expect("recording");
+    assert_eq!(sampled.recorded.len(), 3, "{:?}", sampled.recorded);
+    assert_eq!(sampled.in_map, sampled.recorded);
+    assert_eq!(sampled.peak, 3);
+}

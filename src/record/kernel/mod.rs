@@ -96,6 +96,15 @@ pub struct Probe<'obj> {
     detach_in_child: bool,
 }
 
+impl Probe<'_> {
+    /// A handle of its own on the tracked map, for the embedder
+    /// ([`crate::record::LiveRecording::tracked_map`]).
+    pub fn tracked_map(&self) -> Result<MapHandle, RecordError> {
+        MapHandle::try_from(&self.skel.maps.tracked)
+            .map_err(RecordError::bpf("sharing the tracked map"))
+    }
+}
+
 impl Drop for Probe<'_> {
     fn drop(&mut self) {
         let slow = std::mem::take(&mut self.slow_links);
