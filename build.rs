@@ -8,7 +8,7 @@ use libbpf_cargo::SkeletonBuilder;
 const SRC: &str = "src/bpf/proctrace.bpf.c";
 /// The BPF program's headers (src/bpf/*.h) are rebuilt on change with it.
 const BPF_DIR: &str = "src/bpf";
-/// Targets whose syscall numbers and registers src/bpf/arch.h knows.
+/// Targets whose syscall numbers and registers src/bpf/arch.bpf.h knows.
 const SUPPORTED_ARCHES: &[&str] = &["x86_64"];
 
 fn main() {
@@ -18,7 +18,7 @@ fn main() {
     let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("set by cargo");
     assert!(
         SUPPORTED_ARCHES.contains(&arch.as_str()),
-        "proctrace supports {SUPPORTED_ARCHES:?}, not {arch}: src/bpf/arch.h has no syscall \
+        "proctrace supports {SUPPORTED_ARCHES:?}, not {arch}: src/bpf/arch.bpf.h has no syscall \
          numbers or registers for it, and vmlinux/ no headers"
     );
     // CO-RE: the vendored vmlinux.h, never the build machine's kernel.

@@ -5,23 +5,16 @@
  * userspace. Userspace seeds `tracked` with the root before it execs; every
  * process a tracked process creates is added here, before it can run.
  */
-#include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include "proctrace.h"
-#include "arch.h"
-#include "emit.h"
-#include "pidns.h"
-/* The task list walks (a process's threads, a parent's children) go in
- * batches of this many, each batch one call of a global function. */
-#define WALK_BATCH 16
-#include "resources.h"
+#include "common.bpf.h"
+#include "arch.bpf.h"
+#include "emit.bpf.h"
+#include "fds.bpf.h"
+#include "pidns.bpf.h"
+#include "resources.bpf.h"
+#include "setid.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Raw recordings emit every process's events; tracking still runs. */
-const volatile bool raw_mode = false;
 /* Copy the environment at exec, for userspace to keep the variables it was
  * asked for (set when that list is not empty). */
 const volatile bool capture_env = false;
@@ -48,38 +41,6 @@ struct exec_event _exec_event = {};
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, DEFAULT_MAX_PROCESSES);
-	__type(key, __s32);
-	__type(value, __u8);
-} tracked SEC(".maps");
-
-/* An exec record is too large for the BPF stack, and for a per-CPU map's
- * 32 KiB value limit: one slot per CPU, indexed by CPU id (userspace sets
- * max_entries to the number of CPUs). Tracepoint programs run with
- * preemption off, so a slot is never shared mid-use. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct exec_record);
-} exec_scratch SEC(".maps");
-
-#include "fds.h"
-
-static __always_inline bool is_tracked(__s32 tgid)
-{
-	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;
-}
-
-static __always_inline void fill_header(struct event_header *header, __u32 kind, __s32 pid)
-{
-	header->kind = kind;
-	header->pid = pid;
-	header->timestamp = bpf_ktime_get_ns();
-}
 
 static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 				   struct task_struct *child)
@@ -317,11 +278,8 @@ int BPF_PROG(exit_raw, struct task_struct *task)
 	return on_exit(ctx, task);
 }
 
-
-#include "setid.h"
-
 /* setsid and setpgid, three ways; userspace loads the cheapest this kernel
- * allows (src/record/kernel.rs). First, fexit on the syscalls' functions:
+ * allows (src/record/kernel/mod.rs). First, fexit on the syscalls' functions:
  * no other syscall pays anything. setsid's entry points of both ABIs alias
  * one function that calls ksys_setsid; setpgid has one per ABI, each
  * reading its argument from the saved user registers. */

@@ -7,6 +7,9 @@
 #ifndef PROCTRACE_H
 #define PROCTRACE_H
 
+/* The __u32 and friends, as the program sees them (CO-RE). */
+#include "vmlinux.h"
+
 /* Longest path we keep for the executed file. */
 #define FILENAME_CAP 4096
 /* argv bytes copied per exec; beyond this the event says it was truncated. */

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bpf_headers;
 mod fuzz;
 mod install;
 mod kernel_matrix;

@@ -3,8 +3,10 @@
  * holds what its released threads used, and the threads still listed in it
  * (the exiting one and any not yet released) add their own, as getrusage()
  * and /proc/PID/io add them up. */
-#ifndef PROCTRACE_RESOURCES_H
-#define PROCTRACE_RESOURCES_H
+#ifndef PROCTRACE_RESOURCES_BPF_H
+#define PROCTRACE_RESOURCES_BPF_H
+
+#include "common.bpf.h"
 
 /* Threads of one process added up; the rest are counted as skipped. */
 #define MAX_THREADS_SCAN 256
@@ -94,4 +96,4 @@ static __always_inline void read_resources(struct resources *out, struct task_st
 	*out = *r;
 }
 
-#endif /* PROCTRACE_RESOURCES_H */
+#endif /* PROCTRACE_RESOURCES_BPF_H */

@@ -2,8 +2,12 @@
 /* setsid and setpgid as they return, whichever hook saw them: userspace
  * loads one of three (proctrace.bpf.c), and each hands its result and
  * setpgid's first argument to these. */
-#ifndef PROCTRACE_SETID_H
-#define PROCTRACE_SETID_H
+#ifndef PROCTRACE_SETID_BPF_H
+#define PROCTRACE_SETID_BPF_H
+
+#include "common.bpf.h"
+#include "emit.bpf.h"
+#include "pidns.bpf.h"
 
 /* Children of one task scanned to find the target of setpgid(pid, ...). */
 #define MAX_CHILDREN_SCAN 128
@@ -95,4 +99,4 @@ static __always_inline int on_setpgid(void *ctx, __s32 vpid, long ret)
 	return 0;
 }
 
-#endif /* PROCTRACE_SETID_H */
+#endif /* PROCTRACE_SETID_BPF_H */

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Pids as proctrace's own PID namespace numbers them, which is not the
  * initial namespace inside a container. */
-#ifndef PROCTRACE_PIDNS_H
-#define PROCTRACE_PIDNS_H
+#ifndef PROCTRACE_PIDNS_BPF_H
+#define PROCTRACE_PIDNS_BPF_H
+
+#include "common.bpf.h"
 
 /* proctrace's own PID namespace: events carry pids as it sees them. Its
  * level is only known to be at least pidns_min_level (the levels /proc
@@ -105,4 +107,4 @@ static __always_inline void group_ids(struct task_struct *task, __s32 *pgid, __s
 	*sid = pid_nr(BPF_CORE_READ(signal, pids[PIDTYPE_SID]));
 }
 
-#endif /* PROCTRACE_PIDNS_H */
+#endif /* PROCTRACE_PIDNS_BPF_H */

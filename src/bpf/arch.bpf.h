@@ -3,8 +3,10 @@
  * where a syscall's number and first argument are saved. build.rs refuses
  * targets this file does not know, rather than build a program that would
  * watch the wrong syscalls. */
-#ifndef PROCTRACE_ARCH_H
-#define PROCTRACE_ARCH_H
+#ifndef PROCTRACE_ARCH_BPF_H
+#define PROCTRACE_ARCH_BPF_H
+
+#include "common.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
 
@@ -53,7 +55,7 @@ static __always_inline long syscall_arg1(const struct pt_regs *regs, bool compat
 #define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
 
 #else
-#error "proctrace's BPF side knows the syscalls and registers of x86 only (src/bpf/arch.h)"
+#error "proctrace's BPF side knows the syscalls and registers of x86 only (src/bpf/arch.bpf.h)"
 #endif
 
-#endif /* PROCTRACE_ARCH_H */
+#endif /* PROCTRACE_ARCH_BPF_H */

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The file descriptors a program starts with, read at exec: each open fd's
  * inode and the path of its file, walked up dentries and mount points.
- * Writes into the per-CPU exec record in `exec_scratch`, which the including
- * file declares. */
-#ifndef PROCTRACE_FDS_H
-#define PROCTRACE_FDS_H
+ * Writes into this CPU's exec record in `exec_scratch` (common.bpf.h). */
+#ifndef PROCTRACE_FDS_BPF_H
+#define PROCTRACE_FDS_BPF_H
+
+#include "common.bpf.h"
 
 /* Record the file descriptors each program starts with. */
 const volatile bool capture_fds = true;
@@ -331,4 +332,4 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	}
 }
 
-#endif /* PROCTRACE_FDS_H */
+#endif /* PROCTRACE_FDS_BPF_H */

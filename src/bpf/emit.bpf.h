@@ -2,8 +2,10 @@
 /* Handing records to userspace: the ring buffer or, on kernels before 5.8,
  * the perf buffer, chosen at load; what could not be handed over is counted
  * per CPU by kind, never dropped silently. */
-#ifndef PROCTRACE_EMIT_H
-#define PROCTRACE_EMIT_H
+#ifndef PROCTRACE_EMIT_BPF_H
+#define PROCTRACE_EMIT_BPF_H
+
+#include "common.bpf.h"
 
 /* Written by userspace before load; constant for the verifier. */
 const volatile bool use_ringbuf = false;
@@ -53,4 +55,4 @@ static __always_inline void emit(void *ctx, void *data, __u64 size, bool urgent)
 		count_loss(LOSS_OUTPUT);
 }
 
-#endif /* PROCTRACE_EMIT_H */
+#endif /* PROCTRACE_EMIT_BPF_H */
