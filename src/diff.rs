@@ -19,6 +19,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::analysis::{left_behind, outlived};
 use crate::event::{shell_join, Pid};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
@@ -54,7 +55,10 @@ impl Slower {
 
 /// Why a `--slower` threshold could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("{0:?} is not a threshold: give a factor like 2x or 1.5x, or a time like +500ms or +2s")]
+#[error(
+    "{0:?} is not a threshold: give a factor above 1 like 2x or 1.5x, or a positive time \
+     like +500ms or +2s"
+)]
 pub struct BadThreshold(String);
 
 impl FromStr for Slower {
@@ -64,14 +68,15 @@ impl FromStr for Slower {
         let bad = || BadThreshold(text.to_owned());
         if let Some(times) = text.strip_suffix('x') {
             let times: f64 = times.parse().map_err(|_| bad())?;
-            return (times.is_finite() && times > 0.0)
+            // At most 1x would call a process that got faster slower.
+            return (times.is_finite() && times > 1.0)
                 .then_some(Slower::Times(times))
                 .ok_or_else(bad);
         }
         let added = text.strip_prefix('+').ok_or_else(bad)?;
         let added = humantime::parse_duration(added).map_err(|_| bad())?;
         let ns = u64::try_from(added.as_nanos()).map_err(|_| bad())?;
-        Ok(Slower::Longer { ns })
+        (ns > 0).then_some(Slower::Longer { ns }).ok_or_else(bad)
     }
 }
 
@@ -159,7 +164,15 @@ pub struct Lone {
     pub process: Side,
     /// Its descendants that are in this run only too.
     pub descendants: usize,
+    /// What the first five of them ran, in the order they started,
+    /// with `(outlived its parent)` where one did.
+    pub named: Vec<String>,
+    /// It outlived its parent in this run.
+    pub outlived: bool,
 }
+
+/// Descendants of a process of one run only that the text names.
+const NAMED: usize = 5;
 
 impl Diff {
     /// Compares two recordings read keeping their processes.
@@ -177,12 +190,8 @@ impl Diff {
             &chains(b_processes, group),
             Some(exact),
         );
-        let one = One {
-            processes: a_processes,
-        };
-        let other = One {
-            processes: b_processes,
-        };
+        let one = One::new(a_processes);
+        let other = One::new(b_processes);
         let mut diff = Diff {
             a: run(a),
             b: run(b),
@@ -191,8 +200,8 @@ impl Diff {
             only_in_a: one.lone(&a_to_b),
             only_in_b: other.lone(&b_to_a),
             slower: Vec::new(),
-            hung_only_in_a: one.hung_only(&a_to_b, b_processes),
-            hung_only_in_b: other.hung_only(&b_to_a, a_processes),
+            hung_only_in_a: one.hung_only(&a_to_b, &other),
+            hung_only_in_b: other.hung_only(&b_to_a, &one),
         };
         for (ia, ib) in a_to_b.iter().enumerate() {
             let Some(ib) = *ib else { continue };
@@ -272,28 +281,45 @@ impl Diff {
                 let p = &lone.process;
                 let more = match lone.descendants {
                     0 => String::new(),
+                    1 => ", and 1 descendant".to_owned(),
                     n => format!(", and {n} descendants"),
+                };
+                let outlived = if lone.outlived {
+                    ", outlived its parent"
+                } else {
+                    ""
                 };
                 writeln!(
                     out,
-                    "  {}: {}, {} (pid {}){more}{}",
+                    "  {}: {}, {} (pid {}){outlived}{more}{}",
                     command(p),
                     p.status,
                     seconds(p.duration_ns),
                     p.pid,
                     test_note(p.test.as_ref())
                 )?;
-                write_under(&lone.path, out)
+                write_under(&lone.path, out)?;
+                for name in &lone.named {
+                    writeln!(out, "      with {}", shorten(&visible(name), Some(100)))?;
+                }
+                if lone.descendants > lone.named.len() {
+                    writeln!(
+                        out,
+                        "      … and {} more",
+                        lone.descendants - lone.named.len()
+                    )?;
+                }
+                Ok(())
             })
         };
         pairs("Ended differently", &self.status_changed, out)?;
         lones(
-            "Lingered or still running in A only",
+            "Outlived its parent or still running in A only",
             &self.hung_only_in_a,
             out,
         )?;
         lones(
-            "Lingered or still running in B only",
+            "Outlived its parent or still running in B only",
             &self.hung_only_in_b,
             out,
         )?;
@@ -358,6 +384,18 @@ fn pair_up(a_keys: &[u64], b_keys: &[u64], paired: Option<Pairing>) -> Pairing {
 /// One run's processes.
 struct One<'a> {
     processes: &'a Processes,
+    /// By process: whether it was left behind ([`left_behind`]).
+    left: Vec<bool>,
+}
+
+impl<'a> One<'a> {
+    fn new(processes: &'a Processes) -> Self {
+        let mut left = vec![false; processes.len()];
+        for index in left_behind(processes, &outlived(processes)) {
+            left[index] = true;
+        }
+        One { processes, left }
+    }
 }
 
 impl One<'_> {
@@ -381,19 +419,33 @@ impl One<'_> {
             .collect()
     }
 
-    fn lone_entry(&self, index: usize, descendants: usize) -> Lone {
+    fn lone_entry(&self, index: usize, descendants: &[usize]) -> Lone {
+        let named = descendants
+            .iter()
+            .take(NAMED)
+            .map(|&d| {
+                let mark = if self.left[d] {
+                    " (outlived its parent)"
+                } else {
+                    ""
+                };
+                format!("{}{mark}", self.processes.describe(d))
+            })
+            .collect();
         Lone {
             path: self.path(index),
             process: self.side(index),
-            descendants,
+            descendants: descendants.len(),
+            named,
+            outlived: self.left[index],
         }
     }
 
     /// The processes without a counterpart whose parent has one (or that
-    /// have no parent), each with its unpaired descendants counted.
+    /// have no parent), each with its unpaired descendants.
     fn lone(&self, counterpart: &[Option<usize>]) -> Vec<Lone> {
         let unpaired = |index: usize| counterpart[index].is_none();
-        let mut descendants: HashMap<usize, usize> = HashMap::new();
+        let mut descendants: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut tops = Vec::new();
         for index in (0..self.processes.len()).filter(|&i| unpaired(i)) {
             let mut top = index;
@@ -403,29 +455,29 @@ impl One<'_> {
             if top == index {
                 tops.push(index);
             } else {
-                *descendants.entry(top).or_default() += 1;
+                descendants.entry(top).or_default().push(index);
             }
         }
         tops.into_iter()
-            .map(|index| self.lone_entry(index, descendants.get(&index).copied().unwrap_or(0)))
+            .map(|index| self.lone_entry(index, descendants.get(&index).map_or(&[], Vec::as_slice)))
             .collect()
     }
 
-    /// The processes that hung here and whose counterpart, if any, did not.
-    fn hung_only(&self, counterpart: &[Option<usize>], other: &Processes) -> Vec<Lone> {
+    /// The processes of both runs that were left behind or still running
+    /// here only: those of this run only are under "Only in" already.
+    fn hung_only(&self, counterpart: &[Option<usize>], other: &One) -> Vec<Lone> {
         (0..self.processes.len())
-            .filter(|&index| hung(self.processes, index))
-            .filter(|&index| counterpart[index].is_none_or(|c| !hung(other, c)))
-            .map(|index| self.lone_entry(index, 0))
+            .filter(|&index| self.hung(index))
+            .filter(|&index| counterpart[index].is_some_and(|c| !other.hung(c)))
+            .map(|index| self.lone_entry(index, &[]))
             .collect()
     }
-}
 
-/// Whether a process lingered (`record --linger`) or was still running
-/// when the recording ended.
-fn hung(processes: &Processes, index: usize) -> bool {
-    let process = processes.get(index);
-    process.lingering.is_some() || process.outcome() == Outcome::Running
+    /// Whether a process outlived its parent (or `record --linger` found
+    /// it lingering) or was still running when the recording ended.
+    fn hung(&self, index: usize) -> bool {
+        self.left[index] || self.processes.get(index).outcome() == Outcome::Running
+    }
 }
 
 fn run(recording: &Recording) -> Run {
@@ -505,7 +557,9 @@ mod tests {
             "+500ms".parse::<Slower>().unwrap(),
             Slower::Longer { ns: 500_000_000 }
         );
-        for bad in ["2", "x", "0x", "-1x", "infx", "500ms", "+", "+soon"] {
+        for bad in [
+            "2", "x", "0x", "-1x", "0.5x", "1x", "infx", "500ms", "+", "+soon", "+0s",
+        ] {
             assert!(bad.parse::<Slower>().is_err(), "{bad}");
         }
         assert!(Slower::Times(2.0).holds(100, 200) && !Slower::Times(2.0).holds(100, 199));

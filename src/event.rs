@@ -422,8 +422,17 @@ pub struct Resources {
     /// does not account I/O.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_bytes: Option<u64>,
-    /// Bytes it caused to be written to storage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Bytes it caused to be written to storage: the kernel's
+    /// `write_bytes` less its `cancelled_write_bytes` (pages dirtied, then
+    /// truncated or deleted before they were written back), floored at 0.
+    /// A process that deletes a file others wrote cancels more than it
+    /// wrote; recordings made before the floor hold such a difference
+    /// wrapped around, which reads as 0.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "floored_bytes"
+    )]
     pub write_bytes: Option<u64>,
     /// Times it gave up the CPU (waiting for I/O, a lock, a child).
     pub voluntary_switches: u64,
@@ -433,6 +442,20 @@ pub struct Resources {
     /// the figures are a lower bound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+}
+
+/// `bytes`, the sum of differences some of which may be negative, as an
+/// unsigned count floored at 0: sums below 0 wrap around past 2^63.
+pub(crate) fn floor_wrapped(bytes: u64) -> u64 {
+    if i64::try_from(bytes).is_ok() {
+        bytes
+    } else {
+        0
+    }
+}
+
+fn floored_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<u64>::deserialize(d)?.map(floor_wrapped))
 }
 
 /// A process called setsid() and leads a new session.

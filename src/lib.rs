@@ -38,11 +38,14 @@
 //! - [`record`]: the recorder (kernel side, launch, drain).
 //! - [`recording`]: reading and writing recordings (newline-delimited JSON).
 //! - [`processes`]: the process table derived from a recording's events.
+//! - [`analysis`]: the answers views give (critical path, failures,
+//!   processes that outlived their parent), as plain data.
 //! - [`render`]: the views of a recording (`proctrace render`).
 //! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
 //! - [`testname`]: which test of a suite a process belongs to.
 //! - [`text`]: making command lines and other traced text safe to show.
 
+pub mod analysis;
 pub mod diff;
 pub mod event;
 pub mod ingest;

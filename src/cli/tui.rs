@@ -201,7 +201,7 @@ impl View {
             [
                 Constraint::Length(8),
                 Constraint::Length(8),
-                Constraint::Length(9),
+                Constraint::Length(12),
                 Constraint::Length(8),
                 Constraint::Fill(1),
             ],
@@ -306,7 +306,7 @@ impl View {
                 }
                 let (state, cpu_ns) = match ended_at {
                     Some(_) => (
-                        process.outcome().to_string(),
+                        process.outcome().short(),
                         process.resources.map(|r| r.cpu_ns),
                     ),
                     None => match state(process) {

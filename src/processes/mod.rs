@@ -103,6 +103,29 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// At most 12 columns, for a narrow column: `exit 1`, `SIGTERM`,
+    /// `SIGSEGV core`.
+    pub fn short(self) -> String {
+        match self {
+            Outcome::Killed {
+                signal,
+                core_dumped,
+            } => {
+                let name = Signal::try_from(signal)
+                    .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_owned());
+                if core_dumped {
+                    format!("{name} core")
+                } else {
+                    name
+                }
+            }
+            Outcome::Running => "running".to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -367,15 +390,21 @@ impl Serialize for Argv<'_> {
 }
 
 /// The display line of an exec: its command line, else its argv, else
-/// the file it executed.
+/// the file it executed; ending in ` …` where the recorder cut argv, so
+/// that no view shows a cut command as whole.
 pub fn command_line<'a>(exec: &ExecView<'a>) -> Cow<'a, str> {
     let cmdline = exec.cmdline();
-    if !cmdline.is_empty() {
+    let line = if !cmdline.is_empty() {
         cmdline
     } else if !exec.argv.is_empty() {
         Cow::Owned(shell_join(&exec.argv.iter().collect::<Vec<_>>()))
     } else {
         Cow::Borrowed(exec.filename)
+    };
+    if exec.argv_truncated {
+        Cow::Owned(format!("{line} …"))
+    } else {
+        line
     }
 }
 
@@ -517,27 +546,6 @@ impl Processes {
     pub fn wall_time(&self) -> u64 {
         let first = self.rows.iter().map(|r| r.start).min().unwrap_or(0);
         self.end.saturating_sub(first)
-    }
-
-    /// The chain of processes that set the run's wall time: from the root
-    /// that ended last, each process's child that ended last (the one it
-    /// was left waiting for), down to a process with no children. Each
-    /// link comes with its own share: its time not covered by the next.
-    pub fn critical_path(&self) -> Vec<(usize, u64)> {
-        let end = self.end;
-        let ends_last = |candidates: &mut dyn Iterator<Item = usize>| {
-            candidates.max_by_key(|&i| (self.get(i).end(end), std::cmp::Reverse(i)))
-        };
-        let mut path = Vec::new();
-        let mut at = ends_last(&mut self.roots());
-        while let Some(index) = at {
-            let process = self.get(index);
-            let next = ends_last(&mut process.children.iter());
-            let covered = next.map_or(0, |child| self.get(child).duration(end));
-            path.push((index, process.duration(end).saturating_sub(covered)));
-            at = next;
-        }
-        path
     }
 
     /// Every process in tree order, each with its depth (0 for the roots):

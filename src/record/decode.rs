@@ -227,7 +227,7 @@ fn decode_resources(r: &resources) -> Resources {
         system_ns: r.cpu_ns - user_ns,
         max_rss_bytes: r.max_rss_pages.saturating_mul(page_size()),
         read_bytes: accounted(r.read_bytes),
-        write_bytes: accounted(r.write_bytes),
+        write_bytes: accounted(r.write_bytes).map(crate::event::floor_wrapped),
         voluntary_switches: r.voluntary_switches,
         involuntary_switches: r.involuntary_switches,
         partial: r.threads_skipped != 0,

@@ -27,6 +27,12 @@ pub enum ReadError {
         /// Why the line did not parse.
         source: serde_json::Error,
     },
+    /// The input holds no record at all: an empty file is no recording.
+    #[error("{name}: no records: not a recording (empty, or nothing but blank lines)")]
+    Empty {
+        /// The input's display name.
+        name: String,
+    },
     /// The temporary file that holds the events could not be written.
     #[error("keeping the events in a temporary file: {0}")]
     Spool(io::Error),
@@ -426,6 +432,9 @@ impl Build {
     }
 
     fn finish(self) -> Result<Recording, ReadError> {
+        if self.count == 0 && self.header.is_none() && self.trailer.is_none() {
+            return Err(ReadError::Empty { name: self.name });
+        }
         let events = self.events.map(EventsWriter::finish).transpose();
         Ok(Recording {
             processes: self

@@ -132,8 +132,8 @@ impl Serialize for Rows<'_> {
             row_of[index] = row;
         }
         let mut critical = vec![None; processes.len()];
-        for (index, share) in processes.critical_path() {
-            critical[index] = Some(share);
+        for link in crate::analysis::critical_path(processes).links {
+            critical[link.index] = Some(link.own_ns);
         }
         serializer.collect_seq(order.iter().map(|&(index, depth)| {
             let parent = processes.get(index).parent.map(|p| row_of[p]);

@@ -1,5 +1,6 @@
-//! `leaks`: the processes `record --linger` found outliving the process
-//! that started them, and why anything would wait for them.
+//! `leaks`: the processes that outlived the process that started them
+//! (found from the exits, with or without `record --linger`), and why
+//! anything would wait for them.
 //!
 //! A runner that waits for a pipe to close (bats waits for its fd 3) hangs
 //! as long as any process holds the pipe's write end. So for each lingering
@@ -16,22 +17,38 @@
 use std::io::{self, Write};
 
 use super::{fd_list, seconds};
+use crate::analysis::{left_behind, outlived, Outlived};
 use crate::event::{FdKind, HeldFd, Lingering, Snapshot};
 use crate::processes::Processes;
 use crate::testname::test_of;
 use crate::text::visible;
 
-/// Writes every lingering process, or that there were none.
+/// Writes every process that outlived the process that started it (and
+/// every one `record --linger` reported), or that there were none.
 pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
-    let lingering: Vec<_> = processes.lingering().collect();
-    if lingering.is_empty() {
-        return writeln!(out, "no lingering processes");
+    let outlived = outlived(processes);
+    let leaks = left_behind(processes, &outlived);
+    let lingering = processes.lingering().next().is_some();
+    if leaks.is_empty() {
+        return writeln!(out, "no process outlived the process that started it");
     }
-    let plural = if lingering.len() == 1 { "" } else { "es" };
-    writeln!(out, "{} lingering process{plural}", lingering.len())?;
-    for (index, record) in lingering {
+    let plural = if leaks.len() == 1 { "" } else { "es" };
+    writeln!(
+        out,
+        "{} process{plural} outlived the process that started {}",
+        leaks.len(),
+        if leaks.len() == 1 { "it" } else { "them" }
+    )?;
+    if !lingering {
+        writeln!(
+            out,
+            "(record --linger also ends such processes and records what they held open)"
+        )?;
+    }
+    for index in leaks {
         writeln!(out)?;
-        write_process(processes, index, record, out)?;
+        let found = outlived.iter().find(|o| o.index == index);
+        write_process(processes, index, found, out)?;
     }
     Ok(())
 }
@@ -39,7 +56,7 @@ pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
 fn write_process(
     processes: &Processes,
     index: usize,
-    record: &Lingering,
+    found: Option<&Outlived>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let process = processes.get(index);
@@ -72,6 +89,50 @@ fn write_process(
         seconds(process.duration(end)),
         seconds(process.start())
     )?;
+    match (process.lingering, found) {
+        (Some(record), _) => write_outlived_record(processes, index, record, out)?,
+        (None, Some(found)) => writeln!(
+            out,
+            "  outlived:      {} (its parent) by {}",
+            name(processes, found.parent),
+            seconds(found.by_ns)
+        )?,
+        (None, None) => {}
+    }
+    if let Some(after) = found.and_then(|f| f.after_command_ns) {
+        writeln!(
+            out,
+            "  ran on:        {} after the command ended",
+            seconds(after)
+        )?;
+    }
+    let ended = match process.exit {
+        Some(exit) => format!("{} at +{}", process.outcome(), seconds(exit.timestamp)),
+        None => "still running at the end of the recording".to_string(),
+    };
+    writeln!(out, "  ended:         {ended}")?;
+    let Some(record) = process.lingering else {
+        return Ok(());
+    };
+    let mut unanswered = false;
+    for group in same_files(&record.fds) {
+        unanswered |= write_held(processes, index, record, &group, out)?;
+    }
+    // A snapshot has every live process's descriptors: none is unknown.
+    if unanswered && snapshot_at(processes, record.timestamp).is_empty() {
+        write_unrecorded(processes, index, record, out)?;
+    }
+    Ok(())
+}
+
+/// What `record --linger` said the process outlived, and by how long.
+fn write_outlived_record(
+    processes: &Processes,
+    index: usize,
+    record: &Lingering,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let process = processes.get(index);
     let outlived = processes.find(record.outlived, record.since);
     let relation = if process.parent_pid == Some(record.outlived) {
         " (its parent)"
@@ -87,22 +148,8 @@ fn write_process(
     writeln!(
         out,
         "  outlived:      {outlived}{relation} by {}",
-        seconds(process.end(end).saturating_sub(record.since))
-    )?;
-    let ended = match process.exit {
-        Some(exit) => format!("{} at +{}", process.outcome(), seconds(exit.timestamp)),
-        None => "still running at the end of the recording".to_string(),
-    };
-    writeln!(out, "  ended:         {ended}")?;
-    let mut unanswered = false;
-    for group in same_files(&record.fds) {
-        unanswered |= write_held(processes, index, record, &group, out)?;
-    }
-    // A snapshot has every live process's descriptors: none is unknown.
-    if unanswered && snapshot_at(processes, record.timestamp).is_empty() {
-        write_unrecorded(processes, index, record, out)?;
-    }
-    Ok(())
+        seconds(process.end(processes.end()).saturating_sub(record.since))
+    )
 }
 
 /// The held descriptors, those on one file together, in descriptor order.

@@ -11,6 +11,7 @@
 use std::io::{self, Write};
 
 use super::{seconds, shorten};
+use crate::analysis::{failures, left_behind, outlived};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
@@ -29,15 +30,19 @@ const CHAIN_LINES: usize = 20;
 /// Writes the page.
 pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     write_heading(recording, processes, out)?;
-    let failed: Vec<usize> = (0..processes.len())
-        .filter(|&i| processes.get(i).outcome().failed())
-        .collect();
-    write_table(
-        out,
-        &format!("Failed processes ({})", failed.len()),
-        &["PID", "Command", "Status", "Test"],
-        failed.iter().map(|&i| failed_row(processes, i)),
-    )?;
+    let failures = failures(processes);
+    let kinds = [
+        ("Failed, up to the command's status", &failures.propagated),
+        ("Failed, but the parent carried on", &failures.handled),
+    ];
+    for (title, failed) in kinds {
+        write_table(
+            out,
+            &format!("{title} ({})", failed.len()),
+            &["PID", "Command", "Status", "Test"],
+            failed.iter().map(|&i| failed_row(processes, i)),
+        )?;
+    }
     write_table(
         out,
         "Slowest commands",
@@ -46,16 +51,20 @@ pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write)
             .into_iter()
             .map(|i| slowest_row(processes, i)),
     )?;
-    let lingering: Vec<usize> = processes.lingering().map(|(i, _)| i).collect();
+    let left = left_behind(processes, &outlived(processes));
+    let mut is_left = vec![false; processes.len()];
+    for &i in &left {
+        is_left[i] = true;
+    }
     write_table(
         out,
-        &format!("Lingering processes ({})", lingering.len()),
+        &format!("Outlived the process that started them ({})", left.len()),
         &["PID", "Command", "Started by", "Test"],
-        lingering.iter().map(|&i| left_row(processes, i)),
+        left.iter().map(|&i| left_row(processes, i)),
     )?;
-    // A hang cut short by `--timeout` or Ctrl-C; lingering ones are above.
+    // A hang cut short by `--timeout` or Ctrl-C; leaks are above.
     let running: Vec<usize> = (0..processes.len())
-        .filter(|&i| processes.get(i).outcome() == Outcome::Running && !lingering.contains(&i))
+        .filter(|&i| processes.get(i).outcome() == Outcome::Running && !is_left[i])
         .collect();
     write_table(
         out,
@@ -90,9 +99,10 @@ fn write_heading(
     let execs: usize = processes.all().map(|p| p.execs.len()).sum();
     writeln!(
         out,
-        "**Wall time** {} · **Processes** {} ({execs} execs) · **Lost** {}",
+        "**Wall time** {} · **Processes** {} ({}) · **Lost** {}",
         seconds(processes.wall_time()),
         processes.len(),
+        super::summary::count(execs, "exec", "execs"),
         super::summary::lost(recording)
     )?;
     if let Some(warning) = warning(recording) {

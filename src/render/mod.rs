@@ -22,6 +22,7 @@ mod tree;
 use std::io::{self, Write};
 
 use anstyle::Style;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 pub use hang::explain as explain_hang;
 pub use otlp::{TraceParent, OTLP_BATCH};
@@ -156,13 +157,11 @@ fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
     out.write_all(b"\n")
 }
 
-/// Nanoseconds as seconds with millisecond precision: `1.234s`.
+/// Nanoseconds as seconds, rounded to the millisecond as the HTML report
+/// rounds them: `1.235s`.
 pub(crate) fn seconds(ns: u64) -> String {
-    format!(
-        "{}.{:03}s",
-        ns / 1_000_000_000,
-        ns % 1_000_000_000 / 1_000_000
-    )
+    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
+    format!("{}.{:03}s", ms / 1000, ms % 1000)
 }
 
 /// `fd 3` or `fds 1, 2, 4`.
@@ -183,15 +182,24 @@ fn paint(options: Options, style: Style, text: &str) -> String {
     }
 }
 
-/// Cuts `text` to `width` characters, marking the cut with '…'.
+/// Cuts `text` to `width` terminal columns, marking the cut with '…': a
+/// CJK character takes two columns, a combining mark none.
 pub(crate) fn shorten(text: &str, width: Option<usize>) -> String {
     let Some(width) = width.map(|w| w.max(MIN_WIDTH)) else {
         return text.to_string();
     };
-    if text.chars().count() <= width {
+    if text.width() <= width {
         return text.to_string();
     }
-    let mut cut: String = text.chars().take(width - 1).collect();
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        used += c.width().unwrap_or(0);
+        if used > width - 1 {
+            break;
+        }
+        cut.push(c);
+    }
     cut.push('…');
     cut
 }
@@ -199,6 +207,14 @@ pub(crate) fn shorten(text: &str, width: Option<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shortens_to_terminal_columns() {
+        let cjk = "漢字漢字漢字漢字漢字漢字漢字漢字";
+        let cut = shorten(cjk, Some(15));
+        assert_eq!(cut, "漢字漢字漢字漢…");
+        assert_eq!(cut.width(), 15);
+    }
 
     #[test]
     fn shortens_to_width_but_not_below_the_minimum() {
@@ -224,7 +240,8 @@ mod tests {
 
     #[test]
     fn seconds_have_millisecond_precision() {
-        assert_eq!(seconds(1_234_567_890), "1.234s");
+        assert_eq!(seconds(1_234_567_890), "1.235s");
+        assert_eq!(seconds(1_234_499_999), "1.234s");
         assert_eq!(seconds(51_000), "0.000s");
     }
 }

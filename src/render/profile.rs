@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::{seconds, shorten, Options};
+use crate::analysis::critical_path;
 use crate::processes::Processes;
 use crate::testname::test_of;
 use crate::text::visible;
@@ -88,23 +89,28 @@ fn write_table(
     writeln!(out)
 }
 
-/// The chain from the root down, each link with its own share.
+/// The processes the run waited for, in the order they started, each
+/// with its own share; the shares add up to the wall time in the heading.
 pub(super) fn write_critical_path(
     processes: &Processes,
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let path = processes.critical_path();
+    let path = critical_path(processes);
     let end = processes.end();
-    writeln!(out, "Critical path ({}):", seconds(processes.wall_time()))?;
-    for (index, own) in path {
-        let process = processes.get(index);
+    writeln!(
+        out,
+        "Critical path ({}, the own shares add up to it):",
+        seconds(path.wall_ns)
+    )?;
+    for link in path.links {
+        let process = processes.get(link.index);
         let line = format!(
             "  {:>9} {:>9} own  {} {}",
             seconds(process.duration(end)),
-            seconds(own),
+            seconds(link.own_ns),
             process.pid,
-            visible(&processes.describe(index))
+            visible(&processes.describe(link.index))
         );
         let width = options.width.unwrap_or(PATH_WIDTH);
         writeln!(out, "{}", shorten(&line, Some(width)))?;

@@ -673,7 +673,7 @@
     const execs = procs.reduce((n, p) => n + p.execs.length, 0);
     if (data.start_time) fact("Started", clock(0));
     fact("Wall time", duration(data.wall_time));
-    fact("Processes", N + " (" + execs + " execs)");
+    fact("Processes", N + " (" + execs + (execs === 1 ? " exec)" : " execs)"));
     fact("Failed", String(failed), failed ? "bad" : "", failed ? "is:failed" : null);
     // With `record --linger` the leaks are known, killed or not; without,
     // what still ran at the end is the best guess at them.

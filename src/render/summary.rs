@@ -3,13 +3,16 @@
 use std::io::{self, Write};
 
 use super::{seconds, shorten, Options};
+use crate::analysis::{failures, outlived, Outlived};
 use crate::event::shell_join;
-use crate::processes::{Outcome, Process, Processes};
+use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::visible;
 
 /// How many of the slowest processes are listed.
 const SLOWEST: usize = 5;
+/// Processes a list shows before `… and N more`.
+const LISTED: usize = 10;
 
 /// Writes the summary.
 pub fn render(
@@ -27,30 +30,84 @@ pub fn render(
         )?;
     }
     writeln!(out, "Wall time:  {}", seconds(processes.wall_time()))?;
+    let outlived = outlived(processes);
+    write_command_end(processes, &outlived, out)?;
     let execs: usize = processes.all().map(|p| p.execs.len()).sum();
-    writeln!(out, "Processes:  {} ({execs} execs)", processes.len())?;
+    writeln!(
+        out,
+        "Processes:  {} ({})",
+        processes.len(),
+        count(execs, "exec", "execs")
+    )?;
     writeln!(out, "Lost:       {}", lost(recording))?;
 
-    let listed = |keep: fn(&Process) -> bool| -> Vec<usize> {
-        let all = processes.all().enumerate();
-        all.filter(|(_, p)| keep(p)).map(|(i, _)| i).collect()
-    };
     let slowest = slowest(processes, SLOWEST);
-    let failed = listed(|p| p.outcome().failed());
-    let running = listed(|p| p.outcome() == Outcome::Running);
     write_list(processes, "Slowest", &slowest, options, out)?;
     writeln!(out)?;
     super::profile::write_critical_path(processes, options, out)?;
-    write_list(processes, "Failed", &failed, options, out)?;
-    write_list(
-        processes,
-        "Still running at the end",
-        &running,
-        options,
-        out,
-    )?;
-    write_lingering(processes, options, out)?;
+    write_failures(processes, options, out)?;
+    let running: Vec<usize> = processes
+        .all()
+        .enumerate()
+        .filter(|(_, p)| p.outcome() == Outcome::Running)
+        .map(|(i, _)| i)
+        .collect();
+    let title = "Still running at the end";
+    write_list(processes, title, &running, options, out)?;
+    write_outlived(processes, &outlived, options, out)?;
     write_hang(processes, options, out)
+}
+
+/// `1 exec`, `2 execs`.
+pub(super) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// When the command itself ended, if processes ran on after it: the run's
+/// wall time then is theirs, not the command's.
+fn write_command_end(
+    processes: &Processes,
+    outlived: &[Outlived],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let Some(root) = processes.roots().next().map(|r| processes.get(r)) else {
+        return Ok(());
+    };
+    let Some(exit) = root.exit else {
+        return Ok(());
+    };
+    let after: Vec<&Outlived> = outlived
+        .iter()
+        .filter(|o| o.after_command_ns.is_some())
+        .collect();
+    let ran_on = match after.len() {
+        0 => String::new(),
+        n => format!(
+            "; {} on after it, until +{}",
+            count(n, "process ran", "processes ran"),
+            seconds(processes.end())
+        ),
+    };
+    writeln!(
+        out,
+        "Ended:      +{} ({}){ran_on}",
+        seconds(exit.timestamp),
+        root.outcome()
+    )
+}
+
+/// The failures, those that reached the command's status first, each kind
+/// cut to [`LISTED`].
+fn write_failures(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let failures = failures(processes);
+    let kinds = [
+        ("Failed, up to the command's status", &failures.propagated),
+        ("Failed, but the parent carried on", &failures.handled),
+    ];
+    for (title, list) in kinds {
+        write_list(processes, title, list, options, out)?;
+    }
+    Ok(())
 }
 
 /// The culprits of the last snapshot of the live tree, if one was taken
@@ -60,6 +117,9 @@ fn write_hang(processes: &Processes, options: Options, out: &mut dyn Write) -> i
     let Some((heading, culprits)) = lines.split_first() else {
         return Ok(());
     };
+    if culprits.is_empty() {
+        return Ok(());
+    }
     writeln!(out, "\nHang ({heading}):")?;
     for culprit in culprits {
         let line = format!("  {}", culprit.trim_start_matches("culprit: "));
@@ -68,18 +128,22 @@ fn write_hang(processes: &Processes, options: Options, out: &mut dyn Write) -> i
     Ok(())
 }
 
-/// Writes the processes `record --linger` reported, each with who started
-/// it; nothing for recordings made without `--linger` or without leaks.
-fn write_lingering(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
-    let lingering: Vec<usize> = processes.lingering().map(|(index, _)| index).collect();
-    if lingering.is_empty() {
+/// Writes the processes that outlived the process that started them,
+/// with or without `record --linger`, each with who started it.
+fn write_outlived(
+    processes: &Processes,
+    outlived: &[Outlived],
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if outlived.is_empty() {
         return Ok(());
     }
-    writeln!(out, "\nLingering ({}):", lingering.len())?;
-    for index in lingering {
-        let process = processes.get(index);
+    writeln!(out, "\nOutlived their parent ({}):", outlived.len())?;
+    for found in outlived.iter().take(LISTED) {
+        let process = processes.get(found.index);
         // Past subshells: `( cmd & )` should name the test, not a fork of it.
-        let starter = processes.starter(index).map(|s| {
+        let starter = processes.starter(found.index).map(|s| {
             format!(
                 "  ← started by {} {}",
                 processes.get(s).pid,
@@ -87,12 +151,21 @@ fn write_lingering(processes: &Processes, options: Options, out: &mut dyn Write)
             )
         });
         let line = format!(
-            "  {:>7}  {}{}",
+            "  {:>7}  by {}  {}{}",
             process.pid,
-            processes.describe(index),
+            seconds(found.by_ns),
+            processes.describe(found.index),
             starter.unwrap_or_default()
         );
         writeln!(out, "{}", shorten(&visible(&line), options.width))?;
+    }
+    write_left_out(outlived.len(), out)
+}
+
+/// `  … and 12 more` under a list cut to [`LISTED`].
+fn write_left_out(total: usize, out: &mut dyn Write) -> io::Result<()> {
+    if total > LISTED {
+        writeln!(out, "  … and {} more", total - LISTED)?;
     }
     Ok(())
 }
@@ -118,7 +191,8 @@ pub(super) fn lost(recording: &Recording) -> String {
     }
 }
 
-/// Writes a titled list of processes: duration, pid, outcome, command.
+/// Writes a titled list of processes, at most [`LISTED`]: duration, pid,
+/// outcome, command; nothing for an empty list.
 fn write_list(
     processes: &Processes,
     title: &str,
@@ -126,8 +200,11 @@ fn write_list(
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    if list.is_empty() {
+        return Ok(());
+    }
     writeln!(out, "\n{title} ({}):", list.len())?;
-    for &index in list {
+    for &index in list.iter().take(LISTED) {
         let process = processes.get(index);
         let line = format!(
             "  {:>9}  {:>7}  {:<17}  {}",
@@ -138,5 +215,5 @@ fn write_list(
         );
         writeln!(out, "{}", shorten(&visible(&line), options.width))?;
     }
-    Ok(())
+    write_left_out(list.len(), out)
 }

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
+use unicode_width::UnicodeWidthStr;
 
 use super::{paint, seconds, shorten, Options};
 use crate::processes::{Outcome, Processes};
@@ -86,7 +87,7 @@ fn write_line(
         seconds(process.duration(processes.end()))
     );
     let pid = process.pid.to_string();
-    let fixed = prefix.chars().count() + pid.len() + times.len() + outcome.to_string().len() + 4;
+    let fixed = prefix.width() + pid.len() + times.len() + outcome.to_string().len() + 4;
     let command = shorten(
         &visible(&command),
         options.width.map(|w| w.saturating_sub(fixed)),

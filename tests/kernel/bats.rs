@@ -128,7 +128,10 @@ fn the_test_that_leaks_a_sleeper_is_blamed_and_no_other() {
     assert_eq!(trailer.lingering, 1);
 
     let leaks = &suite.leaks;
-    assert!(leaks.starts_with("1 lingering process\n\n"), "{leaks}");
+    assert!(
+        leaks.starts_with("1 process outlived the process that started it\n\n"),
+        "{leaks}"
+    );
     assert!(
         leaks.contains(&format!("\n{sleeper} sleep 1000\n")),
         "{leaks}"
@@ -168,5 +171,8 @@ fn a_suite_without_leaks_has_no_lingering_processes() {
         "1..2\nok 1 first is fine\nok 2 waits for its job\n"
     );
     assert_eq!(lingering_pids(&suite.records), Vec::<Pid>::new());
-    assert_eq!(suite.leaks, "no lingering processes\n");
+    assert_eq!(
+        suite.leaks,
+        "no process outlived the process that started it\n"
+    );
 }

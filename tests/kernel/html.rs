@@ -13,6 +13,8 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
+use proctrace::event::Pid;
+
 use crate::browser::{chromium, have_chromium, screenshot, screenshot_path};
 use crate::common::{big_recording, matching, process_count, record_demo, render, Synthetic};
 
@@ -252,15 +254,21 @@ fn report_shows_what_processes_used_and_the_critical_path() {
     ] {
         assert!(details.contains(shown), "the details lack {shown}");
     }
-    // The root, then the child that ended last: what the root waited for.
-    let last = *children
-        .iter()
-        .max_by_key(|&&pid| run.exit(pid).timestamp)
-        .unwrap();
+    // The root, the `usage` that ended last (the root waited for it
+    // before the pipe), then the end of the pipe: what the root waited for.
+    let ended_last = |pids: &[Pid]| {
+        *pids
+            .iter()
+            .max_by_key(|&&pid| run.exit(pid).timestamp)
+            .unwrap()
+    };
+    let last = ended_last(&children);
+    let usage: Vec<Pid> = children[..2].to_vec();
+    let usage = ended_last(&usage);
     assert!(run.children(last).is_empty());
     let status = load(&page, "#search=is:critical");
-    assert_eq!(status.number("critical"), 2);
-    assert_eq!(status.attributes["order"], format!("{root},{last}"));
+    assert_eq!(status.number("critical"), 3);
+    assert_eq!(status.attributes["order"], format!("{root},{usage},{last}"));
     // sh, both usage, then head and sha256sum: three at once at most.
     assert_eq!(status.number("peak-alive"), 3);
 

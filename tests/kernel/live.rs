@@ -30,6 +30,28 @@ fn in_terminal(args: &[&str], done: &Path) -> Tmux {
     Tmux::start(120, 24, &command)
 }
 
+/// A process a signal killed shows the signal's name in view's narrow
+/// state column, not "killed by" cut short.
+#[test]
+fn view_names_the_signal_that_killed_a_process() {
+    if !have_terminal() {
+        return;
+    }
+    let run = record(Mode::Ring, &["sh", "-c", "sh -c 'kill -TERM $$'; true"]);
+    let input = run.dir.path().join("rec.ndjson");
+    let done = run.dir.path().join("done");
+    let tmux = in_terminal(&["view", input.to_str().unwrap()], &done);
+    let killed = run.child_with_argv(run.root(), &["sh", "-c", "kill -TERM $$"]);
+    let screen = tmux.wait_for("the killed shell", |rows| {
+        rows.iter().any(|r| r.contains("✗ sh -c"))
+    });
+    let row = screen.iter().find(|r| r.contains("✗")).unwrap();
+    assert!(row.starts_with(&killed.to_string()), "{row}");
+    assert!(row.contains(" SIGTERM "), "{screen:#?}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("view to end", |_| done.exists());
+}
+
 #[test]
 fn view_shows_the_recorded_tree_at_any_moment() {
     if !have_terminal() {

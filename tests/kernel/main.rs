@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod answers;
 mod argv;
 mod attach;
 mod bats;

@@ -145,10 +145,10 @@ fn critical_path_follows_the_slowest_chain() {
     )
     .unwrap();
     let processes = &recording.processes;
-    let path: Vec<i32> = processes
-        .critical_path()
+    let path: Vec<i32> = proctrace::analysis::critical_path(processes)
+        .links
         .iter()
-        .map(|&(i, _)| processes.get(i).pid)
+        .map(|l| processes.get(l.index).pid)
         .collect();
     assert_eq!(path, [run.root(), subshell, slow], "{}", run.text);
     let out = run.dir.path().join("profile");

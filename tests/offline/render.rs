@@ -63,11 +63,15 @@ fn every_mode_renders_as_expected() {
 }
 
 #[test]
-fn leaks_of_a_recording_without_lingering_processes_says_so() {
+fn leaks_of_a_recording_without_leaks_says_so() {
     for fixture in ["demo", "legacy", "interrupted"] {
         let output = render(&data(&format!("{fixture}.ndjson")), "leaks");
         assert!(output.status.success(), "{fixture}: {}", stderr(&output));
-        assert_eq!(stdout(&output), "no lingering processes\n", "{fixture}");
+        assert_eq!(
+            stdout(&output),
+            "no process outlived the process that started it\n",
+            "{fixture}"
+        );
     }
 }
 
@@ -199,4 +203,68 @@ fn ingest_extracts_the_tree_from_a_raw_recording() {
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = fs::read_to_string(data("expected/raw.ingested")).unwrap();
     assert_eq!(fs::read_to_string(out).unwrap(), expected);
+}
+
+/// An empty file, or one of blank lines, is no recording: `render` and
+/// `diff` fail with exit status 2 naming it, so that a CI gate does not
+/// pass on a broken recording.
+#[test]
+fn an_empty_recording_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("empty.ndjson", ""), ("blank.ndjson", "\n\n")] {
+        let path = dir.path().join(name);
+        fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap();
+        for args in [
+            vec!["render", "-i", path, "-d", "summary"],
+            vec!["diff", path, path],
+        ] {
+            let output = proctrace(&args);
+            assert_eq!(output.status.code(), Some(2), "{args:?}");
+            assert_eq!(
+                stderr(&output),
+                format!(
+                    "proctrace: {path}: no records: not a recording (empty, or nothing but blank lines)\n"
+                ),
+                "{args:?}"
+            );
+            assert!(output.stdout.is_empty(), "{args:?}");
+        }
+    }
+}
+
+/// `--slower` takes a factor above 1 or a positive time; anything else
+/// would list processes that got faster.
+#[test]
+fn slower_thresholds_that_would_list_faster_processes_are_refused() {
+    let demo = data("demo.ndjson");
+    let demo = demo.to_str().unwrap();
+    for bad in ["0.5x", "1x", "+0s"] {
+        let output = proctrace(&["diff", "--slower", bad, demo, demo]);
+        assert_eq!(output.status.code(), Some(2), "{bad}");
+        assert!(
+            stderr(&output).contains("factor above 1"),
+            "{bad}: {}",
+            stderr(&output)
+        );
+    }
+    let output = proctrace(&["diff", "--slower", "1.5x", demo, demo]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// Each cause of an error is said once.
+#[test]
+fn an_error_says_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("binary.ndjson");
+    fs::write(&binary, b"\xff\xfe\n").unwrap();
+    let directory = dir.path().to_str().unwrap();
+    for input in [binary.to_str().unwrap(), directory] {
+        let output = render(Path::new(input), "summary");
+        assert_eq!(output.status.code(), Some(2), "{input}");
+        let message = stderr(&output);
+        assert_eq!(message.lines().count(), 1, "{message}");
+        let cause = message.rsplit(": ").next().unwrap().trim_end();
+        assert_eq!(message.matches(cause).count(), 1, "{message}");
+    }
 }

@@ -1,0 +1,16 @@
+//! Analyses of a recording: answers computed once from the process table,
+//! as plain data that every view formats the same way.
+//!
+//! - [`critical_path`]: where the run's wall time went, link by link.
+//! - [`outlived`]: the processes that outlived the process that started
+//!   them, with or without `record --linger`.
+//! - [`failures`]: the failures that reached the command's status apart
+//!   from those a parent carried on from.
+
+mod critical;
+mod failures;
+mod outlived;
+
+pub use critical::{critical_path, CriticalPath, Link};
+pub use failures::{failures, Failures};
+pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
