@@ -135,6 +135,10 @@ pub struct Header {
     /// nothing could).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscall_hook: Option<SyscallHook>,
+    /// CPUs online when the recording started: what the CPU estimates
+    /// are capped at (absent from older recordings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
 }
 
 /// A process created a new process. `timestamp` is taken before the child

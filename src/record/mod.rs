@@ -309,6 +309,7 @@ impl Recorder {
             raw: self.kernel.raw,
             buffer: started.buffer,
             syscall_hook: started.syscall_hook,
+            cpus: online_cpus(),
         };
         Ok(LiveRecording {
             header,
@@ -491,4 +492,11 @@ impl LiveRecording {
             })
         })
     }
+}
+
+/// How many CPUs are online, if the system says.
+fn online_cpus() -> Option<u32> {
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(online).ok().filter(|&n| n > 0)
 }

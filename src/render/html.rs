@@ -41,6 +41,8 @@ struct Report<'a> {
     /// Nanoseconds from the start to the end of the recording.
     end: u64,
     wall_time: u64,
+    /// CPUs online (the header's), which the CPU estimate never exceeds.
+    cpus: Option<u32>,
     /// Events lost; `None` without a trailer, when nobody knows.
     lost: Option<u64>,
     interrupted: bool,
@@ -114,6 +116,7 @@ fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> 
         version: header.map(|h| h.proctrace_version.as_str()),
         end: processes.end(),
         wall_time: processes.wall_time(),
+        cpus: header.and_then(|h| h.cpus),
         lost: trailer.map(|t| t.lost),
         // Recordings of the original proctrace never had a trailer; for
         // the others a missing one means the recording was cut short.

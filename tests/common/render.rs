@@ -123,6 +123,7 @@ impl Synthetic {
             raw: false,
             buffer: Default::default(),
             syscall_hook: None,
+            cpus: Some(2),
         };
         Synthetic {
             records: vec![Record::Header(header)],

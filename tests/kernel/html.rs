@@ -271,6 +271,14 @@ fn report_shows_what_processes_used_and_the_critical_path() {
     assert_eq!(status.attributes["order"], format!("{root},{usage},{last}"));
     // sh, both usage, then head and sha256sum: three at once at most.
     assert_eq!(status.number("peak-alive"), 3);
+    // Two `usage` of two busy threads each on the CPUs there are: the
+    // estimate reaches the CPU count and stops there.
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let cpus = run.header().cpus.expect("the header counts the CPUs");
+    assert_eq!(i64::from(cpus), online);
+    let busy: f64 = status.attributes["peak-busy"].parse().unwrap();
+    assert!(busy > 0.0 && busy <= f64::from(cpus), "{busy} of {cpus}");
 
     let mut heaviest = children.clone();
     heaviest.sort_by_key(|&pid| std::cmp::Reverse(cpu(pid)));
