@@ -15,6 +15,9 @@ pub struct Link {
     /// Its own share: the part of the run's time spent in it that no
     /// process below it on the path covers.
     pub own_ns: u64,
+    /// The part of the run the path spends in it and below it: its own
+    /// share and those of the links under it.
+    pub covered_ns: u64,
 }
 
 /// The critical path of a run: its links' own shares add up to the wall
@@ -68,12 +71,18 @@ pub fn critical_path(processes: &Processes) -> CriticalPath {
             work.push((child, start, end));
             at = start;
         }
-        own[index] = Some(share + at.saturating_sub(from));
+        own[index] = Some((share + at.saturating_sub(from), to - from));
     }
     let mut links: Vec<Link> = own
         .iter()
         .enumerate()
-        .filter_map(|(index, own)| own.map(|own_ns| Link { index, own_ns }))
+        .filter_map(|(index, own)| {
+            own.map(|(own_ns, covered_ns)| Link {
+                index,
+                own_ns,
+                covered_ns,
+            })
+        })
         .collect();
     links.sort_by_key(|l| (processes.get(l.index).start(), l.index));
     CriticalPath { wall_ns, links }

@@ -15,6 +15,8 @@ use crate::text::visible;
 
 /// Groups listed in each table.
 const TOP: usize = 15;
+/// Links of the critical path listed: those with the largest own shares.
+const PATH_LINKS: usize = 15;
 /// Widest a critical path line gets when no terminal sets the width: its
 /// commands can be linker lines of kilobytes.
 const PATH_WIDTH: usize = 160;
@@ -91,6 +93,10 @@ fn write_table(
 
 /// The processes the run waited for, in the order they started, each
 /// with its own share; the shares add up to the wall time in the heading.
+/// The [`PATH_LINKS`] links that cover the most of the run (with what is
+/// below them on the path) are listed, and what the others' own shares
+/// add up to: the outline of a long path, as `configure` and `make` over
+/// their hundreds of steps.
 pub(super) fn write_critical_path(
     processes: &Processes,
     options: Options,
@@ -103,7 +109,12 @@ pub(super) fn write_critical_path(
         "Critical path ({}, the own shares add up to it):",
         seconds(path.wall_ns)
     )?;
-    for link in path.links {
+    let mut largest: Vec<usize> = (0..path.links.len()).collect();
+    largest.sort_by_key(|&i| (std::cmp::Reverse(path.links[i].covered_ns), i));
+    let (shown, left_out) = largest.split_at(largest.len().min(PATH_LINKS));
+    let mut shown = shown.to_vec();
+    shown.sort_unstable();
+    for link in shown.iter().map(|&i| path.links[i]) {
         let process = processes.get(link.index);
         let line = format!(
             "  {:>9} {:>9} own  {} {}",
@@ -114,6 +125,15 @@ pub(super) fn write_critical_path(
         );
         let width = options.width.unwrap_or(PATH_WIDTH);
         writeln!(out, "{}", shorten(&line, Some(width)))?;
+    }
+    if !left_out.is_empty() {
+        let rest: u64 = left_out.iter().map(|&i| path.links[i].own_ns).sum();
+        writeln!(
+            out,
+            "  … and {} more, {} own together",
+            left_out.len(),
+            seconds(rest)
+        )?;
     }
     Ok(())
 }

@@ -32,3 +32,4 @@ mod status;
 mod terminal;
 mod threads;
 mod verifier;
+mod views;
