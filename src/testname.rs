@@ -7,26 +7,38 @@ use crate::processes::Processes;
 
 /// The test that `index` runs or was started by: the nearest process, from
 /// `index` up through its ancestors, that a test runner marks as a test.
+///
+/// Under bats that is the nearest `bats-exec-test`: the variables bats
+/// exports are inherited by what it runs outside a test (`setup_file`,
+/// `source`, an empty name) and by a nested suite's own bats, so they
+/// name a test only where no `bats-exec-test` was recorded (`record
+/// --pid`).
 pub fn test_of(processes: &Processes, index: usize) -> Option<String> {
-    std::iter::once(index)
+    let chain: Vec<usize> = std::iter::once(index)
         .chain(processes.ancestors(index).into_iter().rev())
-        .find_map(|a| own_test(processes, a))
-}
-
-/// The test a process itself runs, if a runner marks it as one.
-fn own_test(processes: &Processes, index: usize) -> Option<String> {
-    let process = processes.get(index);
-    let exec = process.execs.last()?;
-    if process.program() == Some("bats-exec-test") {
+        .collect();
+    let bats = chain.iter().find(|&&a| is_bats_exec_test(processes, a));
+    if let Some(&runner) = bats {
+        let exec = processes.get(runner).execs.last()?;
         let file = exec.argv.iter().position(|a| a.ends_with(".bats"))?;
         return bats_test(exec.argv.get(file)?, exec.argv.get(file + 1)?);
     }
-    // What a bats test starts, also where bats-exec-test was not
-    // recorded (`record --pid`).
+    chain.iter().find_map(|&a| own_test(processes, a))
+}
+
+fn is_bats_exec_test(processes: &Processes, index: usize) -> bool {
+    processes.get(index).program() == Some("bats-exec-test")
+}
+
+/// The test a process itself runs, if a runner marks it as one (bats'
+/// `bats-exec-test` aside: see [`test_of`]).
+fn own_test(processes: &Processes, index: usize) -> Option<String> {
+    let process = processes.get(index);
+    let exec = process.execs.last()?;
     if let (Some(file), Some(function)) =
         (exec.env("BATS_TEST_FILENAME"), exec.env("BATS_TEST_NAME"))
     {
-        return bats_test(file, function);
+        return bats_variables_test(file, function);
     }
     if let Some(current) = exec.env("PYTEST_CURRENT_TEST") {
         return Some(pytest_node_id(current).to_string());
@@ -126,6 +138,23 @@ fn bats_test(file: &str, function: &str) -> Option<String> {
         .iter()
         .find(|d| bats_function_name(d) == function);
     Some(description.map_or(function, |d| d).to_string())
+}
+
+/// bats' variables as a test: none for an empty name, or one that is no
+/// `@test` of a file that can be read (`source` while bats loads files).
+fn bats_variables_test(file: &str, function: &str) -> Option<String> {
+    let descriptions = bats_descriptions(file);
+    if function.is_empty() {
+        return None;
+    }
+    match descriptions
+        .iter()
+        .find(|d| bats_function_name(d) == function)
+    {
+        Some(description) => Some(description.clone()),
+        None if descriptions.is_empty() => Some(function.to_string()),
+        None => None,
+    }
 }
 
 /// The descriptions of the `@test` lines of a .bats file, read once.

@@ -176,3 +176,54 @@ fn a_suite_without_leaks_has_no_lingering_processes() {
         "no process outlived the process that started it\n"
     );
 }
+
+/// A test that runs a suite of its own: each process is named by the
+/// nearest test above it, as bats prints it, never by bats' encoded
+/// function name, `source` or an empty name that the exported variables
+/// of the other runs would give.
+#[test]
+fn nested_suites_name_each_process_by_its_nearest_test() {
+    if !have_root() || !have_tool("bats") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("nested")).unwrap();
+    fs::write(
+        dir.path().join("nested/inner.bats"),
+        "@test \"inner one, with a comma\" { /bin/sleep 0.1; }\n",
+    )
+    .unwrap();
+    let outer = dir.path().join("outer.bats");
+    fs::write(
+        &outer,
+        "@test \"runs a nested suite\" { bats --tap \"$BATS_TEST_DIRNAME/nested/inner.bats\"; }\n",
+    )
+    .unwrap();
+    let opts = crate::common::Opts::new(crate::common::Mode::Ring);
+    let run = crate::common::record_in(dir, &opts, &["bats", "--tap", outer.to_str().unwrap()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let processes = crate::common::read(&run.dir.path().join("rec.ndjson"));
+    let test = |argv: &[&str]| {
+        let index = (0..processes.len())
+            .find(|&i| {
+                let exec = processes.get(i).execs.last();
+                exec.is_some_and(|e| e.argv.iter().eq(argv.iter().copied()))
+            })
+            .unwrap_or_else(|| panic!("no {argv:?}"));
+        proctrace::testname::test_of(&processes, index)
+    };
+    assert_eq!(
+        test(&["/bin/sleep", "0.1"]).as_deref(),
+        Some("inner one, with a comma")
+    );
+    let names: std::collections::BTreeSet<String> = (0..processes.len())
+        .filter_map(|i| proctrace::testname::test_of(&processes, i))
+        .collect();
+    let expected = ["inner one, with a comma", "runs a nested suite"];
+    assert_eq!(
+        names,
+        expected.iter().map(|s| s.to_string()).collect(),
+        "{}",
+        run.text
+    );
+}
