@@ -3,8 +3,14 @@
 //!
 //! Each process's tasks go into the section of its parent, so the chart
 //! reads as the tree: the top-level processes first, then what each
-//! process started.
+//! process started. Siblings that ran the same command group (as
+//! `profile` groups them: `cc -c *.c`) fold into one task when there are
+//! more than [`FOLD_OVER`], spanning the first's start to the last's end,
+//! with what they started: a big tree stays readable, and within the
+//! 50,000 characters Mermaid renders by default. A chart that is still
+//! longer says so in a comment on its first line.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use super::shorten;
@@ -18,31 +24,51 @@ const NS_PER_MS: u64 = 1_000_000;
 /// Mermaid refuses a chart of more than 50,000 characters in all.
 const LABEL_WIDTH: usize = 200;
 
+/// Siblings of one command group shown one by one; more fold into one task.
+const FOLD_OVER: usize = 3;
+
+/// The characters Mermaid renders by default (its `maxTextSize`).
+pub const MERMAID_MAX_TEXT: usize = 50_000;
+
 /// Writes the chart.
 pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     let title = match &recording.header {
         Some(header) => format!("proctrace: {}", shell_join(&header.command)),
         None => "proctrace".to_string(),
     };
-    writeln!(out, "gantt")?;
-    writeln!(out, "    title {}", escape(&title))?;
-    writeln!(out, "    dateFormat x")?;
-    writeln!(out, "    axisFormat {}", axis_format(processes.end()))?;
-    writeln!(out, "    todayMarker off")?;
-    write_section(processes, None, out)?;
+    // Whole before it is written: its length decides the first line.
+    let mut chart: Vec<u8> = Vec::new();
+    writeln!(chart, "gantt")?;
+    writeln!(chart, "    title {}", escape(&title))?;
+    writeln!(chart, "    dateFormat x")?;
+    writeln!(chart, "    axisFormat {}", axis_format(processes.end()))?;
+    writeln!(chart, "    todayMarker off")?;
+    let mut shown = vec![false; processes.len()];
+    write_section(processes, None, &mut shown, &mut chart)?;
     for (index, process) in processes.all().enumerate() {
-        if !process.children.is_empty() {
-            write_section(processes, Some(index), out)?;
+        if shown[index] && !process.children.is_empty() {
+            write_section(processes, Some(index), &mut shown, &mut chart)?;
         }
     }
-    Ok(())
+    let length = String::from_utf8_lossy(&chart).chars().count();
+    if length > MERMAID_MAX_TEXT {
+        writeln!(
+            out,
+            "%% {length} characters, more than Mermaid's default maxTextSize of \
+             {MERMAID_MAX_TEXT}: render with {{\"maxTextSize\": {length}}} in its \
+             configuration (mmdc -c)"
+        )?;
+    }
+    out.write_all(&chart)
 }
 
 /// Writes the tasks of the children of `parent` (of the top-level
-/// processes for `None`) under one section heading.
+/// processes for `None`) under one section heading, folding repeated
+/// siblings; marks in `shown` the processes that got a task of their own.
 fn write_section(
     processes: &Processes,
     parent: Option<usize>,
+    shown: &mut [bool],
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let heading = match parent {
@@ -54,10 +80,42 @@ fn write_section(
         Some(index) => processes.get(index).children.iter().collect(),
         None => processes.roots().collect(),
     };
-    for index in members {
-        write_tasks(processes, index, out)?;
+    let groups: Vec<String> = members
+        .iter()
+        .map(|&i| processes.command_group(i))
+        .collect();
+    let mut by_group: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (group, &index) in groups.iter().zip(&members) {
+        by_group.entry(group).or_default().push(index);
+    }
+    let mut folded: HashSet<&str> = HashSet::new();
+    for (group, &index) in groups.iter().zip(&members) {
+        let same = &by_group[group.as_str()];
+        if same.len() <= FOLD_OVER {
+            shown[index] = true;
+            write_tasks(processes, index, out)?;
+        } else if folded.insert(group) {
+            write_folded(processes, group, same, out)?;
+        }
     }
     Ok(())
+}
+
+/// One task for `count` siblings of one command group, from the first
+/// one's start to the last one's end.
+fn write_folded(
+    processes: &Processes,
+    group: &str,
+    same: &[usize],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let end = processes.end();
+    let start = same.iter().map(|&i| processes.get(i).start()).min();
+    let until = same.iter().map(|&i| processes.get(i).end(end)).max();
+    let failed = same.iter().any(|&i| processes.get(i).outcome().failed());
+    let status = if failed { "crit" } else { "active" };
+    let name = format!("[{} processes] {}", same.len(), shorten_store_paths(group));
+    write_task(out, &name, status, start.unwrap_or(0), until.unwrap_or(0))
 }
 
 fn write_tasks(processes: &Processes, index: usize, out: &mut dyn Write) -> io::Result<()> {

@@ -31,3 +31,66 @@ fn xml_escapes_are_undone() {
     assert_eq!(unescape_xml("&amp;amp;"), "&amp;");
     assert_eq!(unescape_xml("a & b"), "a & b");
 }
+
+/// A build of 2,000 processes: its repeated compilers fold into one task
+/// per command group and section, and the chart stays within what
+/// Mermaid renders by default; mermaid-cli draws it.
+#[test]
+fn repeated_siblings_fold_and_a_big_tree_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.ndjson");
+    big_recording(&input, 2000);
+    let chart = dir.path().join("chart.mmd");
+    render(&input, "mermaid", &chart);
+    let text = std::fs::read_to_string(&chart).unwrap();
+    assert!(text.chars().count() <= 50_000, "{} characters", text.len());
+    assert!(text.starts_with("gantt\n"), "{}", &text[..200]);
+    assert!(
+        text.contains("    [8 processes] cc -O2 -c *.c :"),
+        "{text:.2000}"
+    );
+    if mermaid_set_up() {
+        let svg = unescape_xml(&mermaid_svg(&chart));
+        assert!(svg.contains("[8 processes] cc -O2 -c *.c"), "not drawn");
+    }
+}
+
+/// A chart longer than Mermaid's default limit says so on its first line,
+/// with the setting that renders it.
+#[test]
+fn a_chart_past_mermaids_limit_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("wide.ndjson");
+    let mut rec = Synthetic::new(1000, &["sh", "run"]);
+    rec.exec(1000, 999, 1000, &["sh", "run"], 0);
+    // Each child a program of its own name: nothing folds.
+    let name = |i: usize| -> String {
+        let letters: String = i
+            .to_string()
+            .bytes()
+            .map(|d| char::from(b'a' + d - b'0'))
+            .collect();
+        format!("tool-{letters}-{}", "x".repeat(60))
+    };
+    for i in 0..800 {
+        let pid = 1001 + i as i32;
+        rec.fork(1000, pid, 1000, 1_000);
+        rec.exec(pid, 1000, 1000, &[name(i).as_str()], 1_000);
+        rec.exit(pid, 1000, 1000, 0, 1_000);
+    }
+    rec.exit(1000, 999, 1000, 0, 1_000);
+    rec.write(&input);
+    let chart = dir.path().join("chart.mmd");
+    render(&input, "mermaid", &chart);
+    let text = std::fs::read_to_string(&chart).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    let length = rest.chars().count();
+    assert!(length > 50_000, "{length}");
+    assert_eq!(
+        first,
+        format!(
+            "%% {length} characters, more than Mermaid's default maxTextSize of 50000: \
+             render with {{\"maxTextSize\": {length}}} in its configuration (mmdc -c)"
+        )
+    );
+}
