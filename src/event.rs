@@ -218,6 +218,21 @@ pub struct Exec {
     /// the whole environment, which holds secrets.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// What the process had used when the program started (absent from
+    /// older recordings): with the next exec's, or the Exit's resources,
+    /// what each program of a process used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_before: Option<UsedBefore>,
+}
+
+/// What a process had used when it exec'd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsedBefore {
+    /// CPU time, user and system, in nanoseconds.
+    pub cpu_ns: u64,
+    /// Peak resident set size so far, in bytes: the forked copy of the
+    /// parent's memory and every program before this one.
+    pub max_rss_bytes: u64,
 }
 
 impl Exec {

@@ -6,11 +6,14 @@
 //!   them, with or without `record --linger`.
 //! - [`failures`]: the failures that reached the command's status apart
 //!   from those a parent carried on from.
+//! - [`programs`]: what each program of a process used.
 
 mod critical;
 mod failures;
 mod outlived;
+mod programs;
 
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
 pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
+pub use programs::{programs, Peak, Program};

@@ -174,6 +174,10 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 	fill_header(&record->event.header, EVENT_EXEC, pid);
 	record->event.ppid = tgid_of(BPF_CORE_READ(task, real_parent));
 	group_ids(task, &record->event.pgid, &record->event.sid);
+	/* The exec left one thread: its runtime and the dead threads'. */
+	record->event.cpu_ns = BPF_CORE_READ(task, signal, sum_sched_runtime) +
+			       BPF_CORE_READ(task, se.sum_exec_runtime);
+	record->event.max_rss_pages = BPF_CORE_READ(task, signal, maxrss);
 	strings_len = read_strings(record, task, bprm);
 	capture_open_fds(record, task, strings_len, use_loop);
 	size = sizeof(record->event) + strings_len + record->event.paths_len;

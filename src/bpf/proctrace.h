@@ -159,6 +159,11 @@ struct exec_event {
 	__u32 fds_truncated;
 	__u32 paths_len;
 	__u32 _pad;
+	/* What the process had used when the new program started: its CPU
+	 * time, and its signal struct's peak RSS, into which the exec has
+	 * folded the replaced program's (pages). */
+	__u64 cpu_ns;
+	__u64 max_rss_pages;
 	struct fd_entry fds[MAX_FDS];
 };
 

@@ -111,6 +111,7 @@ impl Builder {
             sid,
             set,
             env_count: u16::try_from(exec.env.len()).map_err(|_| TooLarge)?,
+            used_before: exec.used_before,
         };
         small(self.execs.len() + 1)?;
         self.execs.push((process, row));

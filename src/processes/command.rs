@@ -1,7 +1,7 @@
 //! What a process ran, as a name that is the same from run to run: the
 //! key that groups processes in `profile` and aligns two runs in `diff`.
 
-use super::Processes;
+use super::{ExecView, Processes};
 
 /// Arguments kept in a command's group name; the rest become `…`.
 const ARGS_KEPT: usize = 6;
@@ -13,32 +13,36 @@ impl Processes {
     /// paths), option values likewise, and repeats of the same folded
     /// argument are kept once. `<fork>` for a process that never exec'd.
     pub fn command_group(&self, index: usize) -> String {
-        let process = self.get(index);
-        let Some(exec) = process.execs.last() else {
-            return "<fork>".into();
-        };
-        let program = process.program().unwrap_or("?");
-        let mut words: Vec<String> = vec![program.to_string()];
-        // `sh ./run.sh x` is `run.sh x`: the script is the program.
-        let base = |word: &str| word.rsplit('/').next().unwrap_or(word).to_owned();
-        let interpreted = match (exec.argv.get(0), exec.argv.get(1)) {
-            (Some(interpreter), Some(script)) => {
-                base(interpreter) != program && base(script) == program
-            }
-            _ => false,
-        };
-        let args = exec.argv.iter().skip(1 + usize::from(interpreted));
-        for arg in args.map(fold_argument) {
-            if words.last() != Some(&arg) {
-                words.push(arg);
-            }
-            if words.len() > ARGS_KEPT {
-                words.push("…".into());
-                break;
-            }
+        match self.get(index).execs.last() {
+            Some(exec) => command_group_of(&exec),
+            None => "<fork>".into(),
         }
-        words.join(" ")
     }
+}
+
+/// The command group of one exec: see [`Processes::command_group`].
+pub fn command_group_of(exec: &ExecView<'_>) -> String {
+    let program = exec.program();
+    let mut words: Vec<String> = vec![program.to_string()];
+    // `sh ./run.sh x` is `run.sh x`: the script is the program.
+    let base = |word: &str| word.rsplit('/').next().unwrap_or(word).to_owned();
+    let interpreted = match (exec.argv.get(0), exec.argv.get(1)) {
+        (Some(interpreter), Some(script)) => {
+            base(interpreter) != program && base(script) == program
+        }
+        _ => false,
+    };
+    let args = exec.argv.iter().skip(1 + usize::from(interpreted));
+    for arg in args.map(fold_argument) {
+        if words.last() != Some(&arg) {
+            words.push(arg);
+        }
+        if words.len() > ARGS_KEPT {
+            words.push("…".into());
+            break;
+        }
+    }
+    words.join(" ")
 }
 
 fn fold_argument(arg: &str) -> String {

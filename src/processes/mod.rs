@@ -19,9 +19,12 @@ mod storage;
 
 pub(crate) use builder::Builder;
 pub use builder::Growing;
+pub use command::command_group_of;
 use storage::{ExecRow, Grouped, Row, Strings, Text};
 
-use crate::event::{shell_join, Fd, Lingering, Pid, Resources, SetPgid, SetSid, Snapshot};
+use crate::event::{
+    shell_join, Fd, Lingering, Pid, Resources, SetPgid, SetSid, Snapshot, UsedBefore,
+};
 
 /// One process: everything between its fork and its exit, as a view into
 /// the [`Processes`] table.
@@ -311,6 +314,9 @@ pub struct ExecView<'a> {
     pub argv_truncated: bool,
     /// The file descriptors the new program started with.
     pub fds: &'a [Fd],
+    /// What the process had used when the program started, where the
+    /// recording says.
+    pub used_before: Option<UsedBefore>,
     /// The recorded command line where it is not `shell_join(argv)`.
     cmdline: Option<&'a str>,
     /// The recorded environment variables, name then value.
@@ -634,6 +640,7 @@ mod tests {
             fds: Vec::new(),
             fds_truncated: false,
             env: Default::default(),
+            used_before: None,
         })
     }
 

@@ -2,7 +2,7 @@
 //! items of all processes grouped by process.
 
 use super::{Argv, Ended, ExecView, Processes, TooLarge};
-use crate::event::{Exit, Pid};
+use crate::event::{Exit, Pid, UsedBefore};
 
 /// What the table keeps of each process besides its lists, packed (a
 /// table holds hundreds of thousands): an optional field is there when
@@ -86,6 +86,7 @@ pub(super) struct ExecRow {
     pub(super) set: u16,
     /// Environment variables kept.
     pub(super) env_count: u16,
+    pub(super) used_before: Option<UsedBefore>,
 }
 
 impl ExecRow {
@@ -116,6 +117,7 @@ impl ExecRow {
                 strings: env,
                 len: 2 * usize::from(self.env_count),
             },
+            used_before: self.used_before,
         }
     }
 }

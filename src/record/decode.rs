@@ -10,6 +10,7 @@ use crate::bpf::types::{
 };
 use crate::event::{
     shell_join, Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, Resources, SetPgid, SetSid,
+    UsedBefore,
 };
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
@@ -88,6 +89,10 @@ pub fn decode(data: &[u8], start: u64, env_names: &[String]) -> Result<Record, M
                 fds,
                 fds_truncated: e.fds_truncated != 0,
                 env,
+                used_before: Some(UsedBefore {
+                    cpu_ns: e.cpu_ns,
+                    max_rss_bytes: e.max_rss_pages.saturating_mul(page_size()),
+                }),
             })
         }
         event_kind::EVENT_EXIT => {

@@ -97,6 +97,7 @@ fn legacy_exec(seq: u64, timestamp: u64, pid: Pid, ppid: Pid, pgid: Pid) -> Exec
         fds: Vec::new(),
         fds_truncated: false,
         env: Default::default(),
+        used_before: None,
     }
 }
 

@@ -17,6 +17,7 @@ use std::io::{self, BufWriter, Write};
 use serde::{Serialize, Serializer};
 
 use super::seconds;
+use crate::analysis::{programs, Peak};
 use crate::event::{shell_join, Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
@@ -76,6 +77,9 @@ struct Row<'a> {
     /// What it used, from its Exit; `None` while it ran or in recordings
     /// made before proctrace read it.
     resources: Option<&'a Resources>,
+    /// Its peak RSS is only an upper bound for its last program: the
+    /// kernel's figure holds memory from before that exec.
+    rss_upper_bound: bool,
     /// Its own share of the critical path, if it is on it.
     critical: Option<u64>,
 }
@@ -185,6 +189,9 @@ fn row<'a>(processes: &'a Processes, index: usize, depth: usize, parent: Option<
         label: processes.describe(index),
         execs,
         resources: process.resources,
+        rss_upper_bound: programs(&process, end)
+            .last()
+            .is_some_and(|p| matches!(p.peak_rss, Some(Peak::AtMost(_)))),
         critical: None,
     }
 }

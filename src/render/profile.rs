@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::{seconds, shorten, Options};
-use crate::analysis::critical_path;
-use crate::processes::Processes;
+use crate::analysis::{critical_path, programs, Peak};
+use crate::processes::{command_group_of, Processes};
 use crate::testname::test_of;
 use crate::text::visible;
 
@@ -21,14 +21,28 @@ const PATH_LINKS: usize = 15;
 /// commands can be linker lines of kilobytes.
 const PATH_WIDTH: usize = 160;
 
-/// What the processes of one group used together.
+/// What the programs (or processes) of one group used together.
 #[derive(Debug, Default)]
 struct Group {
     count: u64,
     wall_ns: u64,
     cpu_ns: u64,
-    max_rss_bytes: u64,
+    /// The largest peak, and whether it is only an upper bound.
+    max_rss: Option<Peak>,
     failed: u64,
+}
+
+impl Group {
+    fn add(&mut self, wall_ns: u64, cpu_ns: Option<u64>, peak: Option<Peak>, failed: bool) {
+        self.count += 1;
+        // Saturating: a damaged recording may hold any figure.
+        self.wall_ns = self.wall_ns.saturating_add(wall_ns);
+        self.cpu_ns = self.cpu_ns.saturating_add(cpu_ns.unwrap_or(0));
+        if peak.map(Peak::bytes) > self.max_rss.map(Peak::bytes) {
+            self.max_rss = peak;
+        }
+        self.failed += u64::from(failed);
+    }
 }
 
 /// Writes the profile.
@@ -37,20 +51,39 @@ pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> i
     let mut by_test: HashMap<String, Group> = HashMap::new();
     let end = processes.end();
     for (index, process) in processes.all().enumerate() {
-        let add = |group: &mut Group| {
-            group.count += 1;
-            group.wall_ns += process.duration(end);
-            if let Some(used) = process.resources {
-                group.cpu_ns += used.cpu_ns;
-                group.max_rss_bytes = group.max_rss_bytes.max(used.max_rss_bytes);
-            }
-            group.failed += u64::from(process.outcome().failed());
+        let failed = process.outcome().failed();
+        let ran = programs(&process, end);
+        // Each program under its own command: a shell that ends as
+        // `sleep` is a shell, then a sleep.
+        for program in &ran {
+            let exec = process.execs.iter().nth(program.exec);
+            let group = exec.map_or_else(|| "<fork>".into(), |e| command_group_of(&e));
+            let last = program.exec + 1 == ran.len();
+            by_command.entry(group).or_default().add(
+                program.end - program.start,
+                program.cpu_ns,
+                program.peak_rss,
+                failed && last,
+            );
+        }
+        let resources = process.resources;
+        let whole = |group: &mut Group| {
+            let peak = resources.map(|r| match ran.last().and_then(|p| p.peak_rss) {
+                Some(Peak::AtMost(_)) => Peak::AtMost(r.max_rss_bytes),
+                _ => Peak::Exact(r.max_rss_bytes),
+            });
+            group.add(
+                process.duration(end),
+                resources.map(|r| r.cpu_ns),
+                peak,
+                failed,
+            )
         };
-        add(by_command
-            .entry(processes.command_group(index))
-            .or_default());
+        if ran.is_empty() {
+            whole(by_command.entry("<fork>".into()).or_default());
+        }
         if let Some(test) = test_of(processes, index) {
-            add(by_test.entry(test).or_default());
+            whole(by_test.entry(test).or_default());
         }
     }
     write_table(out, "Commands", by_command, options)?;
@@ -83,7 +116,7 @@ fn write_table(
             seconds(group.wall_ns),
             group.count,
             group.failed,
-            mebibytes(group.max_rss_bytes),
+            mebibytes(group.max_rss),
             visible(name)
         );
         writeln!(out, "{}", shorten(&line, options.width))?;
@@ -138,9 +171,12 @@ pub(super) fn write_critical_path(
     Ok(())
 }
 
-fn mebibytes(bytes: u64) -> String {
-    if bytes == 0 {
-        return "-".into();
-    }
-    format!("{:.1}M", bytes as f64 / f64::from(1 << 20))
+/// `12.3M`, or `≤12.3M` for an upper bound.
+fn mebibytes(peak: Option<Peak>) -> String {
+    let (mark, bytes) = match peak {
+        None | Some(Peak::Exact(0) | Peak::AtMost(0)) => return "-".into(),
+        Some(Peak::Exact(bytes)) => ("", bytes),
+        Some(Peak::AtMost(bytes)) => ("≤", bytes),
+    };
+    format!("{mark}{:.1}M", bytes as f64 / f64::from(1 << 20))
 }

@@ -756,7 +756,8 @@
     const r = p.resources;
     if (r) {
       row("CPU", duration(r.cpu_ns) + "  (user " + duration(r.user_ns) + ", system " + duration(r.system_ns) + ")");
-      row("peak RSS", bytes(r.max_rss_bytes));
+      row("peak RSS", (p.rss_upper_bound ? "≤ " : "") + bytes(r.max_rss_bytes) +
+        (p.rss_upper_bound ? " (with memory from before its exec)" : ""));
       if (r.read_bytes !== undefined && r.read_bytes !== null) row("storage I/O", "read " + bytes(r.read_bytes) + ", written " + bytes(r.write_bytes));
       row("context switches", r.voluntary_switches + " voluntary, " + r.involuntary_switches + " involuntary");
     }

@@ -176,6 +176,7 @@ impl Synthetic {
                 fds: Vec::new(),
                 fds_truncated: false,
                 env: Default::default(),
+                used_before: None,
             }),
             step,
         );

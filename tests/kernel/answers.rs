@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use proctrace::analysis::{critical_path, failures, outlived};
+use proctrace::analysis::{critical_path, failures, outlived, programs, Peak};
 use proctrace::event::Pid;
 use proctrace::processes::Processes;
 
@@ -265,4 +265,75 @@ fn a_cut_argument_is_marked_in_every_view() {
             .unwrap_or_else(|| panic!("{mode}: {text}"));
         assert!(line.contains("xxx …"), "{mode}: {line:.200}");
     }
+}
+
+/// A `sleep` forked from a process of 100 MiB: the kernel's peak RSS for
+/// it holds the forked copy, so its own is given as an upper bound; a
+/// program that grows past what it had is given exactly.
+#[test]
+fn peak_rss_of_a_program_forked_from_a_large_parent_is_an_upper_bound() {
+    if !have_root() || !have_tool("python3") {
+        return;
+    }
+    let python = tool_path("python3").unwrap();
+    let script = "import os\nx = b'x' * (100 << 20)\npid = os.fork()\nif pid == 0:\n    os.execv('/bin/sleep', ['sleep', '0.1'])\nos.waitpid(pid, 0)\n";
+    let run = record(Mode::Ring, &[python.to_str().unwrap(), "-c", script]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let processes = read(&recording(&run));
+    let end = processes.end();
+    let sleep = processes.get(index_of(&processes, &["sleep", "0.1"]));
+    let before = sleep.execs.last().unwrap().used_before.expect("recorded");
+    assert!(before.max_rss_bytes >= 100 << 20, "{before:?}");
+    let kernel = sleep.resources.unwrap().max_rss_bytes;
+    assert_eq!(
+        programs(&sleep, end)[0].peak_rss,
+        Some(Peak::AtMost(kernel))
+    );
+    // python3 itself, past what it had at its exec.
+    let python = processes.get(sleep.parent.unwrap());
+    let own = programs(&python, end).last().unwrap().peak_rss;
+    let kernel = python.resources.unwrap().max_rss_bytes;
+    assert_eq!(own, Some(Peak::Exact(kernel)));
+    assert!(own.unwrap().bytes() >= 100 << 20);
+    let out = run.dir.path().join("profile");
+    render(&recording(&run), "profile", &out);
+    let profile = std::fs::read_to_string(out).unwrap();
+    let row = profile
+        .lines()
+        .find(|l| l.ends_with("  sleep N"))
+        .expect(&profile);
+    assert!(row.contains(" ≤"), "{profile}");
+}
+
+/// A shell that burns CPU and then becomes `sleep`: profile files each
+/// program's CPU under its own command, as the execs recorded it.
+#[test]
+fn profile_counts_each_exec_under_its_program() {
+    if !have_root() {
+        return;
+    }
+    let script = "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exec sleep 0.1";
+    let run = record(Mode::Ring, &["sh", "-c", script]);
+    let root = run.root();
+    let execs = run.execs(root);
+    assert_eq!(execs.len(), 2, "{}", run.text);
+    let at_sleep = execs[1].used_before.expect("recorded").cpu_ns;
+    let total = run.exit(root).resources.unwrap().cpu_ns;
+    let processes = read(&recording(&run));
+    let ran = programs(&processes.get(0), processes.end());
+    let cpu: Vec<Option<u64>> = ran.iter().map(|p| p.cpu_ns).collect();
+    assert_eq!(cpu, [Some(at_sleep), Some(total - at_sleep)]);
+    let out = run.dir.path().join("profile");
+    render(&recording(&run), "profile", &out);
+    let profile = std::fs::read_to_string(out).unwrap();
+    let cpu_of = |what: &str| {
+        let row = profile.lines().find(|l| l.contains(what)).expect(&profile);
+        row.split_whitespace().next().unwrap().to_string()
+    };
+    let seconds = |ns: u64| {
+        let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
+        format!("{}.{:03}s", ms / 1000, ms % 1000)
+    };
+    assert_eq!(cpu_of("  sleep N"), seconds(total - at_sleep), "{profile}");
+    assert_eq!(cpu_of("  sh -c "), seconds(at_sleep), "{profile}");
 }
