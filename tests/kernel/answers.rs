@@ -337,3 +337,32 @@ fn profile_counts_each_exec_under_its_program() {
     assert_eq!(cpu_of("  sleep N"), seconds(total - at_sleep), "{profile}");
     assert_eq!(cpu_of("  sh -c "), seconds(at_sleep), "{profile}");
 }
+
+/// A run that leaves a subshell behind, against one that does not: diff
+/// lists it once, as outlived, says "1 descendant" and names it.
+#[test]
+fn diff_names_what_leaked() {
+    if !have_root() {
+        return;
+    }
+    let script = "[ \"$1\" = 1 ] && { (sleep 0.3; true) & }; sleep 0.05";
+    let a = record(Mode::Ring, &["sh", "-c", script, "x", "0"]);
+    let b = record(Mode::Ring, &["sh", "-c", script, "x", "1"]);
+    let output = proctrace(&[
+        "diff",
+        recording(&a).to_str().unwrap(),
+        recording(&b).to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let only = text.split("Only in B (1):\n").nth(1).expect(&text);
+    let mut lines = only.lines();
+    let top = lines.next().unwrap();
+    assert!(top.starts_with("  <fork> sh -c "), "{text}");
+    assert!(
+        top.contains(", outlived its parent, and 1 descendant"),
+        "{text}"
+    );
+    assert!(only.contains("\n      with sleep 0.3\n"), "{text}");
+    assert!(!text.contains("still running in B only"), "{text}");
+}
