@@ -45,13 +45,23 @@ pub fn command_group_of(exec: &ExecView<'_>) -> String {
     words.join(" ")
 }
 
+/// An argument folded; a script (`sh -c 'cc -c src/f17.c'`) word by word,
+/// so that the same command on other files folds alike.
 fn fold_argument(arg: &str) -> String {
+    if arg.contains(char::is_whitespace) {
+        let words: Vec<String> = arg.split_whitespace().map(fold_word).collect();
+        return words.join(" ");
+    }
+    fold_word(arg)
+}
+
+fn fold_word(arg: &str) -> String {
     if arg.starts_with('-') {
         // An option's value folds like an argument: `-o=/tmp/cc1.res` is
         // `-o=*.res`, in every run.
         return match arg.rsplit_once('=') {
             Some((option, value)) if !value.is_empty() && !value.starts_with('-') => {
-                format!("{option}={}", fold_argument(value))
+                format!("{option}={}", fold_word(value))
             }
             _ => arg.to_string(),
         };
@@ -93,5 +103,7 @@ mod tests {
             "-plugin-opt=-fresolution=*.res"
         );
         assert_eq!(fold_argument("--color=auto"), "--color=auto");
+        assert_eq!(fold_argument("cc -c  src/f17.c"), "cc -c *.c");
+        assert_eq!(fold_argument("job 17"), "job N");
     }
 }
