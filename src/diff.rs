@@ -23,9 +23,9 @@ use crate::analysis::{left_behind, outlived};
 use crate::event::{shell_join, Pid};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
-use crate::render::{seconds, shorten};
 use crate::testname::test_of;
 use crate::text::visible;
+use crate::text::{seconds, shorten};
 
 /// When a process counts as slower: every threshold given must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

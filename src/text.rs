@@ -6,11 +6,15 @@
 //! output, bidirectional overrides that make text read other than it is.
 //! Everything proctrace shows of such text goes through here, so every
 //! view escapes the same characters the same way.
+//!
+//! The formats every view shares live here too: durations (`seconds`,
+//! `glance`), lists of fds, and lines cut to a terminal's columns.
 
 use std::borrow::Cow;
 use std::io;
 
 use serde::Serialize;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// Joins argv into one line that a shell would split back into the same
 /// words, byte for byte, quoting only where needed.
@@ -142,6 +146,59 @@ fn hidden(c: char) -> bool {
             | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
 }
 
+/// Nanoseconds as seconds, rounded to the millisecond as the HTML report
+/// rounds them: `1.235s`.
+pub fn seconds(ns: u64) -> String {
+    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
+    format!("{}.{:03}s", ms / 1000, ms % 1000)
+}
+
+/// A duration at a glance, for a status line or a live view: `850µs`,
+/// `12ms`, `12.3s`, `3m05s`, `1h02m`.
+pub fn glance(ns: u64) -> String {
+    let duration = std::time::Duration::from_nanos(ns);
+    let secs = duration.as_secs();
+    match secs {
+        0 if ns < 1_000_000 => format!("{}µs", duration.as_micros()),
+        0 => format!("{}ms", duration.as_millis()),
+        1..60 => format!("{:.1}s", duration.as_secs_f64()),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// `fd 3` or `fds 1, 2, 4`.
+pub fn fd_list(fds: &[i32]) -> String {
+    let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();
+    let noun = if fds.len() == 1 { "fd" } else { "fds" };
+    format!("{noun} {}", numbers.join(", "))
+}
+
+/// Narrowest a shortened line gets, however little room is left.
+const MIN_WIDTH: usize = 12;
+
+/// Cuts `text` to `width` terminal columns, marking the cut with '…': a
+/// CJK character takes two columns, a combining mark none.
+pub fn shorten(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width.map(|w| w.max(MIN_WIDTH)) else {
+        return text.to_string();
+    };
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        used += c.width().unwrap_or(0);
+        if used > width - 1 {
+            break;
+        }
+        cut.push(c);
+    }
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +244,51 @@ mod tests {
             visible("a\nb\x1b[2J\r\u{85}\u{2066}"),
             r"a\nb\033[2J\r\302\205\342\201\246"
         );
+    }
+
+    #[test]
+    fn shortens_to_terminal_columns() {
+        let cjk = "漢字漢字漢字漢字漢字漢字漢字漢字";
+        let cut = shorten(cjk, Some(15));
+        assert_eq!(cut, "漢字漢字漢字漢…");
+        assert_eq!(cut.width(), 15);
+    }
+
+    #[test]
+    fn shortens_to_width_but_not_below_the_minimum() {
+        assert_eq!(shorten("sleep 0.2", Some(20)), "sleep 0.2");
+        assert_eq!(
+            shorten("abcdefghijklmnopqrstuvwxyz", Some(15)),
+            "abcdefghijklmn…"
+        );
+        assert_eq!(
+            shorten("abcdefghijklmnopqrstuvwxyz", Some(1))
+                .chars()
+                .count(),
+            12
+        );
+        assert_eq!(shorten("abcdefghijklmnopqrstuvwxyz", None).len(), 26);
+    }
+
+    #[test]
+    fn descriptor_lists_read_as_english() {
+        assert_eq!(fd_list(&[3]), "fd 3");
+        assert_eq!(fd_list(&[1, 2, 4]), "fds 1, 2, 4");
+    }
+
+    #[test]
+    fn seconds_have_millisecond_precision() {
+        assert_eq!(seconds(1_234_567_890), "1.235s");
+        assert_eq!(seconds(1_234_499_999), "1.234s");
+        assert_eq!(seconds(51_000), "0.000s");
+    }
+
+    #[test]
+    fn a_glance_picks_the_unit() {
+        assert_eq!(glance(850_000), "850µs");
+        assert_eq!(glance(12_400_000), "12ms");
+        assert_eq!(glance(12_340_000_000), "12.3s");
+        assert_eq!(glance(185_000_000_000), "3m05s");
+        assert_eq!(glance(3_720_000_000_000), "1h02m");
     }
 }

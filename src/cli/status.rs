@@ -17,6 +17,7 @@ use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use proctrace::event::{Pid, Record};
+use proctrace::text::glance;
 
 /// How often the line is redrawn.
 pub const REDRAW: Duration = Duration::from_millis(250);
@@ -143,13 +144,13 @@ impl Status {
                 format!(
                     " · longest: {pid} {} ({})",
                     proctrace::text::visible(&live.command),
-                    short(age)
+                    glance(age.as_nanos() as u64)
                 )
             })
             .unwrap_or_default();
         format!(
             "proctrace {} · {} alive / {} seen · {} events · {} lost{longest}",
-            short(elapsed),
+            glance(elapsed.as_nanos() as u64),
             self.alive.len(),
             self.seen,
             self.events,
@@ -161,16 +162,6 @@ impl Status {
 impl Drop for Status {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// `1h02m`, `3m05s`, `12.3s`.
-fn short(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    match secs {
-        0..60 => format!("{:.1}s", duration.as_secs_f64()),
-        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
-        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
     }
 }
 

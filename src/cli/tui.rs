@@ -8,7 +8,6 @@
 //! where they come from: the caller runs the loop.
 
 use std::io::{self, Stdout};
-use std::time::Duration;
 
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -21,6 +20,7 @@ use ratatui::widgets::{Block, Paragraph, Row, Table, TableState};
 use ratatui::{Frame, Terminal};
 
 use proctrace::processes::{Process, Processes};
+use proctrace::text::glance;
 use proctrace::text::visible;
 
 /// What a key asks of the caller.
@@ -184,7 +184,7 @@ impl View {
         let header = format!(
             "{}  {when} +{}  {alive} alive · {failed} failed · {seen} seen",
             self.title,
-            age(now_ns),
+            glance(now_ns),
         );
         frame.render_widget(
             Paragraph::new(header).style(Style::new().add_modifier(Modifier::REVERSED)),
@@ -271,9 +271,9 @@ impl View {
         };
         Row::new([
             process.pid.to_string(),
-            age(shown.age_ns),
+            glance(shown.age_ns),
             shown.state.clone(),
-            shown.cpu_ns.map(age).unwrap_or_default(),
+            shown.cpu_ns.map(glance).unwrap_or_default(),
             command,
         ])
         .style(style)
@@ -331,19 +331,6 @@ impl View {
             Sort::Cpu => rows.sort_by_key(|r| std::cmp::Reverse(r.cpu_ns)),
         }
         rows
-    }
-}
-
-/// `85µs`, `850ms`, `12.3s`, `4m05s`, `1h02m`.
-fn age(ns: u64) -> String {
-    let duration = Duration::from_nanos(ns);
-    let secs = duration.as_secs();
-    match secs {
-        0 if ns < 1_000_000 => format!("{}µs", duration.as_micros()),
-        0 => format!("{}ms", duration.as_millis()),
-        1..60 => format!("{:.1}s", duration.as_secs_f64()),
-        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
-        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
     }
 }
 

@@ -6,10 +6,11 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Direction};
 
-use super::{folded, shorten, Options, Weight};
+use super::{folded, Options, Weight};
 use crate::event::shell_join;
 use crate::processes::Processes;
 use crate::recording::Recording;
+use crate::text::shorten;
 
 /// Longest command line the title shows.
 const TITLE_WIDTH: usize = 100;

@@ -9,11 +9,11 @@
 
 use std::io::{self, Write};
 
-use super::{fd_list, seconds, shorten};
 use crate::event::{FdKind, Snapshot, SnapshotCause};
 use crate::processes::Processes;
 use crate::testname::test_of;
 use crate::text::visible;
+use crate::text::{fd_list, seconds, shorten};
 
 /// Columns a command gets in a line of the chain.
 const COMMAND_WIDTH: usize = 60;

@@ -16,11 +16,11 @@ use std::io::{self, BufWriter, Write};
 
 use serde::{Serialize, Serializer};
 
-use super::seconds;
 use crate::analysis::{programs, Peak};
 use crate::event::{shell_join, Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
+use crate::text::seconds;
 
 const TEMPLATE: &str = include_str!("report.html");
 const STYLE: &str = include_str!("report.css");

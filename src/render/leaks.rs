@@ -16,12 +16,12 @@
 
 use std::io::{self, Write};
 
-use super::{fd_list, seconds};
 use crate::analysis::{left_behind, outlived, Outlived};
 use crate::event::{FdKind, HeldFd, Lingering, Snapshot};
 use crate::processes::Processes;
 use crate::testname::test_of;
 use crate::text::visible;
+use crate::text::{fd_list, seconds};
 
 /// Writes every process that outlived the process that started it (and
 /// every one `record --linger` reported), or that there were none.

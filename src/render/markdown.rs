@@ -10,13 +10,13 @@
 
 use std::io::{self, Write};
 
-use super::{seconds, shorten};
 use crate::analysis::{failures, left_behind, outlived};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::testname::test_of;
 use crate::text::visible;
+use crate::text::{seconds, shorten};
 
 /// Rows a table shows before `… and N more`.
 const ROWS: usize = 10;

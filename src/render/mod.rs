@@ -22,7 +22,6 @@ mod tree;
 use std::io::{self, Write};
 
 use anstyle::Style;
-use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 pub use hang::explain as explain_hang;
 pub use otlp::{TraceParent, OTLP_BATCH};
@@ -157,91 +156,10 @@ fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
     out.write_all(b"\n")
 }
 
-/// Nanoseconds as seconds, rounded to the millisecond as the HTML report
-/// rounds them: `1.235s`.
-pub(crate) fn seconds(ns: u64) -> String {
-    let ms = ns / 1_000_000 + u64::from(ns % 1_000_000 >= 500_000);
-    format!("{}.{:03}s", ms / 1000, ms % 1000)
-}
-
-/// `fd 3` or `fds 1, 2, 4`.
-fn fd_list(fds: &[i32]) -> String {
-    let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();
-    let noun = if fds.len() == 1 { "fd" } else { "fds" };
-    format!("{noun} {}", numbers.join(", "))
-}
-
-/// Narrowest a shortened line gets, however little room is left.
-const MIN_WIDTH: usize = 12;
-
 fn paint(options: Options, style: Style, text: &str) -> String {
     if options.color {
         format!("{style}{text}{style:#}")
     } else {
         text.to_string()
-    }
-}
-
-/// Cuts `text` to `width` terminal columns, marking the cut with '…': a
-/// CJK character takes two columns, a combining mark none.
-pub(crate) fn shorten(text: &str, width: Option<usize>) -> String {
-    let Some(width) = width.map(|w| w.max(MIN_WIDTH)) else {
-        return text.to_string();
-    };
-    if text.width() <= width {
-        return text.to_string();
-    }
-    let mut cut = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        used += c.width().unwrap_or(0);
-        if used > width - 1 {
-            break;
-        }
-        cut.push(c);
-    }
-    cut.push('…');
-    cut
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shortens_to_terminal_columns() {
-        let cjk = "漢字漢字漢字漢字漢字漢字漢字漢字";
-        let cut = shorten(cjk, Some(15));
-        assert_eq!(cut, "漢字漢字漢字漢…");
-        assert_eq!(cut.width(), 15);
-    }
-
-    #[test]
-    fn shortens_to_width_but_not_below_the_minimum() {
-        assert_eq!(shorten("sleep 0.2", Some(20)), "sleep 0.2");
-        assert_eq!(
-            shorten("abcdefghijklmnopqrstuvwxyz", Some(15)),
-            "abcdefghijklmn…"
-        );
-        assert_eq!(
-            shorten("abcdefghijklmnopqrstuvwxyz", Some(1))
-                .chars()
-                .count(),
-            12
-        );
-        assert_eq!(shorten("abcdefghijklmnopqrstuvwxyz", None).len(), 26);
-    }
-
-    #[test]
-    fn descriptor_lists_read_as_english() {
-        assert_eq!(fd_list(&[3]), "fd 3");
-        assert_eq!(fd_list(&[1, 2, 4]), "fds 1, 2, 4");
-    }
-
-    #[test]
-    fn seconds_have_millisecond_precision() {
-        assert_eq!(seconds(1_234_567_890), "1.235s");
-        assert_eq!(seconds(1_234_499_999), "1.234s");
-        assert_eq!(seconds(51_000), "0.000s");
     }
 }

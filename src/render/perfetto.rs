@@ -21,10 +21,10 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::shorten;
 use crate::event::{shell_join, Pid};
 use crate::processes::{command_line, Argv, Outcome, Process, Processes, SessionChange};
 use crate::recording::Recording;
+use crate::text::shorten;
 
 /// Linux pids stay below 2^22 (`PID_MAX_LIMIT`), so a process whose pid
 /// an earlier process of the recording had gets its track id above that.

@@ -7,11 +7,12 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::{seconds, shorten, Options};
+use super::Options;
 use crate::analysis::{critical_path, programs, Peak};
 use crate::processes::{command_group_of, Processes};
 use crate::testname::test_of;
 use crate::text::visible;
+use crate::text::{seconds, shorten};
 
 /// Groups listed in each table.
 const TOP: usize = 15;

@@ -2,12 +2,13 @@
 
 use std::io::{self, Write};
 
-use super::{seconds, shorten, Options};
+use super::Options;
 use crate::analysis::{failures, outlived, Outlived};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::visible;
+use crate::text::{seconds, shorten};
 
 /// How many of the slowest processes are listed.
 const SLOWEST: usize = 5;

@@ -6,9 +6,10 @@ use std::io::{self, Write};
 use anstyle::{AnsiColor, Style};
 use unicode_width::UnicodeWidthStr;
 
-use super::{paint, seconds, shorten, Options};
+use super::{paint, Options};
 use crate::processes::{Outcome, Processes};
 use crate::text::visible;
+use crate::text::{seconds, shorten};
 
 /// Writes the tree, every top-level process with its descendants.
 pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
