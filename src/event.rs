@@ -608,7 +608,8 @@ pub struct Snapshot {
     /// The kernel function it sleeps in (`/proc/PID/wchan`), if it sleeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wchan: Option<String>,
-    /// The system call it is blocked in (`/proc/PID/syscall`, x86-64 numbers).
+    /// The system call its main thread is blocked in (`/proc/PID/syscall`):
+    /// the recording machine's number; [`ThreadWait::call`] names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscall: Option<i64>,
     /// That call's first argument as a C int: the fd of a read or write,
@@ -624,6 +625,110 @@ pub struct Snapshot {
     /// Its open file descriptors.
     #[serde(default)]
     pub fds: Vec<HeldFd>,
+    /// What each of its threads is blocked in, and on what: absent in
+    /// recordings of proctrace versions that read only the main thread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadWait>,
+    /// What could not be read of it (a thread gone, memory unreadable).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One thread of a snapshot's process: the call it is blocked in and what
+/// that call waits on, resolved at the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadWait {
+    /// The thread.
+    pub tid: Pid,
+    /// Scheduler state, as `/proc/PID/task/TID/stat` shows it.
+    pub state: char,
+    /// The kernel function it sleeps in, if it sleeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wchan: Option<String>,
+    /// The system call's number, on the recording machine's architecture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall: Option<i64>,
+    /// Its name, the same on every architecture (`read`, `epoll_pwait`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// What the call waits on: empty when it waits for nothing the tree
+    /// can show (a sleep, a futex).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub on: Vec<WaitOn>,
+}
+
+/// One thing a blocked call waits on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitOn {
+    /// The descriptor it waits on, if it waits on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd: Option<i32>,
+    /// What the call waits to do.
+    pub how: WaitHow,
+    /// What it is, for people: `pipe:[123]`, `unix socket:[45]`,
+    /// `TCP 127.0.0.1:40000 -> 127.0.0.1:8080`, a path.
+    pub what: String,
+    /// Who can end the wait.
+    pub peer: Peer,
+}
+
+/// What a blocked call waits to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitHow {
+    /// Data to read (read, recv, POLLIN, EPOLLIN).
+    Read,
+    /// Room to write (write, send, POLLOUT, EPOLLOUT).
+    Write,
+    /// A lock (flock, fcntl F_SETLKW, OFD locks).
+    Lock,
+    /// The other end of a FIFO to be opened.
+    Open,
+    /// A listener to accept its connection.
+    Connect,
+    /// A child to change state (wait4, waitid, a shell's SIGCHLD wait).
+    Children,
+}
+
+/// Who can end a wait, as far as the snapshot could tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Peer {
+    /// The processes holding this pipe or FIFO with the other access.
+    File {
+        /// Its device.
+        dev: u64,
+        /// Its inode.
+        ino: u64,
+    },
+    /// The processes holding this socket: the peer of a unix socket, the
+    /// other end of a loopback connection, a listener.
+    Socket {
+        /// The socket's inode (`socket:[INO]`).
+        ino: u64,
+    },
+    /// The lock's holder as `/proc/locks` names it, and the locked file:
+    /// the processes holding that file hold the lock when the holder is
+    /// gone (a flock inherited across fork).
+    Lock {
+        /// The pid `/proc/locks` gives (-1 for OFD locks).
+        pid: Pid,
+        /// The locked file's device.
+        dev: u64,
+        /// The locked file's inode.
+        ino: u64,
+    },
+    /// Its children, or only this one.
+    Children {
+        /// The one child waited for, if only one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<Pid>,
+    },
+    /// Nobody proctrace can name, and why.
+    Unresolved {
+        /// Why: `not on this machine`, `no process holds it`.
+        why: String,
+    },
 }
 
 /// Last line of a recording.

@@ -39,9 +39,11 @@
 //! - [`recording`]: reading and writing recordings (newline-delimited JSON).
 //! - [`processes`]: the process table derived from a recording's events.
 //! - [`analysis`]: the answers views give (critical path, failures,
-//!   processes that outlived their parent), as plain data.
+//!   processes that outlived their parent, the wait-for graph of a hang),
+//!   as plain data.
 //! - [`render`]: the views of a recording (`proctrace render`).
 //! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
+//! - [`syscalls`]: the names of system calls a blocked process may be in.
 //! - [`testname`]: which test of a suite a process belongs to.
 //! - [`text`]: making command lines and other traced text safe to show.
 
@@ -53,6 +55,7 @@ pub mod processes;
 pub mod record;
 pub mod recording;
 pub mod render;
+pub mod syscalls;
 pub mod testname;
 pub mod text;
 

@@ -7,11 +7,14 @@
 //! - [`failures`]: the failures that reached the command's status apart
 //!   from those a parent carried on from.
 //! - [`programs`]: what each program of a process used.
+//! - [`waits`]: the wait-for graph of a snapshot of the live tree: who
+//!   waits for whom, the culprits and the deadlocks.
 
 mod critical;
 mod failures;
 mod outlived;
 mod programs;
+pub mod waits;
 
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};

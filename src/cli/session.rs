@@ -55,8 +55,11 @@ fn explain(table: Option<Processes>, records: &[Snapshot]) -> Vec<String> {
         .iter()
         .map(|s| (table.find(s.pid, s.timestamp), s))
         .collect();
-    proctrace::render::explain_hang(&table, &nodes)
+    proctrace::render::explain_hang_short(&table, &nodes, SCREEN_LINES)
 }
+
+/// Lines of a snapshot's explanation on stderr: a screenful.
+const SCREEN_LINES: usize = 40;
 
 /// The state of the loop.
 pub struct Session<'a> {

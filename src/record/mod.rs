@@ -17,7 +17,9 @@ mod launch;
 mod linger;
 mod proc_stat;
 mod snapshot;
+mod sockets;
 mod tracefs;
+mod waits;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

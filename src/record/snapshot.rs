@@ -5,6 +5,7 @@ use std::fs;
 
 use super::linger::{held_fds, Lineage};
 use super::proc_stat::{Life, Stat};
+use super::waits::{self, Machine};
 use crate::event::{Pid, Snapshot, SnapshotCause};
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
@@ -18,11 +19,13 @@ pub(crate) fn take(
     lineage: &Lineage,
     last_event: impl Fn(Pid) -> Option<u64>,
 ) -> Vec<Snapshot> {
+    let machine = Machine::default();
     pids.iter()
         .filter_map(|&pid| {
             let mut snapshot = read(pid, now, cause)?;
             snapshot.quiet = last_event(pid).map_or(0, |at| now.saturating_sub(at));
             snapshot.fds = held_fds(pid, lineage.root_fds());
+            snapshot.threads = waits::threads(pid, &snapshot.fds, &machine, &mut snapshot.notes);
             Some(snapshot)
         })
         .collect()
@@ -50,6 +53,8 @@ fn read(pid: Pid, now: u64, cause: SnapshotCause) -> Option<Snapshot> {
         alive: stat.alive_ns(),
         quiet: 0,
         fds: Vec::new(),
+        threads: Vec::new(),
+        notes: Vec::new(),
     })
 }
 

@@ -1,22 +1,21 @@
 //! `hang`: for each snapshot of the live tree, who waits for whom, from
-//! the root down to the processes nothing else waits on: the culprits.
-//!
-//! A process waits for another when it is blocked reading a pipe whose
-//! write ends the other holds (or writing one whose read ends it holds),
-//! or in wait4/waitid for its children. A stopped process, or one blocked
-//! in anything else (a sleep, a socket, a lock), waits for nothing the
-//! tree shows: if anything waits for it, it is a culprit.
+//! the root down to the processes nothing else waits on: the culprits,
+//! and the deadlocks. The graph is [`crate::analysis::waits`]'s; this only
+//! formats it.
 
 use std::io::{self, Write};
 
-use crate::event::{FdKind, Snapshot, SnapshotCause};
+use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
+use crate::event::{Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
-use crate::testname::test_of;
-use crate::text::visible;
-use crate::text::{fd_list, seconds, shorten};
+use crate::text::{fd_list, seconds, shorten, visible};
 
 /// Columns a command gets in a line of the chain.
 const COMMAND_WIDTH: usize = 60;
+/// Waits of one process named in a line; the rest are counted.
+const WAITS_SHOWN: usize = 3;
+/// Prefixes of the answer lines, which `summary` and `markdown` keep.
+pub(super) const ANSWERS: [&str; 2] = ["culprit: ", "deadlock: "];
 
 /// Writes every snapshot's wait-for chains, or that the recording has none.
 pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
@@ -41,49 +40,54 @@ pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The lines that explain one snapshot: a heading, the chains from the
-/// root down, then one line per culprit. `snapshot` holds the records of
-/// one snapshot, each with its process's index in `processes` if known.
+/// root down, then the answer lines (deadlocks, culprits) and the notes.
+/// `snapshot` holds the records of one snapshot, each with its process's
+/// index in `processes` if known.
 pub fn explain(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -> Vec<String> {
-    let Some((_, first)) = snapshot.first() else {
-        return Vec::new();
-    };
-    let graph = Graph::new(processes, snapshot);
-    let mut lines = vec![format!(
-        "snapshot at +{} ({}): {} process{} alive",
-        seconds(first.timestamp),
-        cause(first.cause),
-        snapshot.len(),
-        if snapshot.len() == 1 { "" } else { "es" }
-    )];
-    let mut walk = Walk {
-        graph: &graph,
-        lines: &mut lines,
-        shown: vec![false; snapshot.len()],
-        stack: Vec::new(),
-        culprits: Vec::new(),
-    };
-    // Then what no chain reached: orphans, and what nothing shown waits on.
-    for at in graph.roots().into_iter().chain(0..snapshot.len()) {
-        if !walk.shown[at] {
-            walk.visit(at, None, 1);
-        }
-    }
-    let culprits = std::mem::take(&mut walk.culprits);
-    for at in culprits {
-        lines.push(format!("culprit: {}", graph.culprit(at)));
-    }
-    lines
+    Hang::new(processes, snapshot).map_or_else(Vec::new, |hang| lines(&hang))
 }
 
-/// The heading and culprits of the last snapshot, for `summary`: empty
-/// for a recording without snapshots.
+/// At most `most` lines of [`explain`], for a terminal: the heading, the
+/// answers, and as much of the chains as fits, then where the rest is.
+pub fn explain_short(
+    processes: &Processes,
+    snapshot: &[(Option<usize>, &Snapshot)],
+    most: usize,
+) -> Vec<String> {
+    let lines = explain(processes, snapshot);
+    if lines.len() <= most {
+        return lines;
+    }
+    let (answers, chains): (Vec<&String>, Vec<&String>) =
+        lines.iter().skip(1).partition(|l| is_answer(l));
+    let room = most.saturating_sub(answers.len().min(most / 2) + 2);
+    let answers_shown = most.saturating_sub(room + 2);
+    let mut short = vec![lines[0].clone()];
+    short.extend(chains.iter().take(room).map(|l| l.to_string()));
+    short.extend(answers.iter().take(answers_shown).map(|l| l.to_string()));
+    let left = lines.len() - short.len();
+    short.push(format!(
+        "… {left} more lines: see `proctrace render -d hang`"
+    ));
+    short
+}
+
+fn is_answer(line: &str) -> bool {
+    ANSWERS.iter().any(|a| line.starts_with(a)) || line.starts_with("note: ")
+}
+
+/// The heading and answer lines of the last snapshot, for `summary`:
+/// empty for a recording without snapshots.
 pub(super) fn last_culprits(processes: &Processes) -> Vec<String> {
     let lines = last_explained(processes);
     let Some((heading, rest)) = lines.split_first() else {
         return Vec::new();
     };
     std::iter::once(heading)
-        .chain(rest.iter().filter(|l| l.starts_with("culprit: ")))
+        .chain(
+            rest.iter()
+                .filter(|l| ANSWERS.iter().any(|a| l.starts_with(a))),
+        )
         .cloned()
         .collect()
 }
@@ -96,6 +100,27 @@ pub(super) fn last_explained(processes: &Processes) -> Vec<String> {
     };
     let last: Vec<_> = last.into_iter().map(|(i, s)| (Some(i), s)).collect();
     explain(processes, &last)
+}
+
+fn lines(hang: &Hang) -> Vec<String> {
+    let alive = hang.processes.len();
+    let mut lines = vec![format!(
+        "snapshot at +{} ({}): {alive} process{} alive",
+        seconds(hang.timestamp),
+        cause(hang.cause),
+        if alive == 1 { "" } else { "es" }
+    )];
+    lines.extend(hang.chains.iter().map(|link| chain_line(hang, link)));
+    lines.extend(hang.deadlocks.iter().map(|cycle| deadlock(hang, cycle)));
+    lines.extend(hang.culprits.iter().map(|group| culprit(hang, group)));
+    for p in &hang.processes {
+        let notes = p
+            .notes
+            .iter()
+            .map(|note| format!("note: {}: {}", name(p), visible(note)));
+        lines.extend(notes);
+    }
+    lines
 }
 
 /// Why a snapshot was taken, in words.
@@ -112,318 +137,266 @@ fn cause(cause: SnapshotCause) -> String {
     }
 }
 
-/// What one process waits for.
-enum Wait {
-    /// Blocked on a pipe; the others are the processes holding its other
-    /// end, with their descriptors.
-    Pipe {
-        fd: i32,
-        target: String,
-        reading: bool,
-        others: Vec<(usize, Vec<i32>)>,
-    },
-    /// In wait4/waitid for its children that run.
-    Children(Vec<usize>),
-    /// Waits for nothing the tree shows.
-    Nothing,
+/// `PID command`, the command it ran at the snapshot.
+fn name(p: &Blocked) -> String {
+    let command = shorten(&visible(&p.command), Some(COMMAND_WIDTH));
+    format!("{} {command}", p.pid).trim_end().to_string()
 }
 
-impl Wait {
-    fn targets(&self) -> Vec<usize> {
-        match self {
-            Wait::Pipe { others, .. } => others.iter().map(|(at, _)| *at).collect(),
-            Wait::Children(children) => children.clone(),
-            Wait::Nothing => Vec::new(),
+/// `PID command`, or `N × command (pids a–b)` for a group.
+fn group_name(hang: &Hang, members: &[usize]) -> String {
+    let first = &hang.processes[members[0]];
+    if members.len() == 1 {
+        return name(first);
+    }
+    let pids = members.iter().map(|&m| hang.processes[m].pid).collect();
+    let command = shorten(&visible(&first.command), Some(COMMAND_WIDTH));
+    format!("{} × {command} (pids {})", members.len(), pid_ranges(pids))
+}
+
+fn test(p: &Blocked) -> Option<String> {
+    p.test.as_deref().map(|t| visible(t).into_owned())
+}
+
+/// One line of a chain.
+fn chain_line(hang: &Hang, link: &Link) -> String {
+    let indent = "  ".repeat(link.depth);
+    let p = &hang.processes[link.members[0]];
+    match &link.seen {
+        Seen::Cycle(pids) => {
+            let cycle: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+            return format!("{indent}↺ {} (a cycle: {})", name(p), cycle.join(" → "));
         }
+        Seen::Above => return format!("{indent}{} (see above)", name(p)),
+        Seen::First => {}
+    }
+    let mut line = format!("{indent}{}", group_name(hang, &link.members));
+    let parent_test = link.from.and_then(|f| test(&hang.processes[f]));
+    if let Some(test) = test(p).filter(|t| Some(t) != parent_test.as_ref()) {
+        line.push_str(&format!(" [test \"{test}\"]"));
+    }
+    if let Some(fds) = link
+        .from
+        .and_then(|f| fds_held_for(&hang.processes[f], link.members[0]))
+    {
+        line.push_str(&format!(" with {}", fd_list(&fds)));
+    }
+    line.push_str(&format!(
+        " (alive {}, quiet {}) {}{}",
+        seconds(p.alive),
+        seconds(p.quiet),
+        doing(p),
+        held_by(p)
+    ));
+    if link.culprit {
+        line.push_str("  ← culprit");
+    }
+    line
+}
+
+/// The descriptors through which `holder` can end a wait of `waiter`.
+fn fds_held_for(waiter: &Blocked, holder: usize) -> Option<Vec<i32>> {
+    let mut fds: Vec<i32> = waiter
+        .waits
+        .iter()
+        .flat_map(|w| w.holders.iter().filter(|(h, _)| *h == holder))
+        .flat_map(|(_, fds)| fds.iter().copied())
+        .collect();
+    fds.sort_unstable();
+    fds.dedup();
+    (!fds.is_empty()).then_some(fds)
+}
+
+/// The waits a line names: those another process can end, or else all.
+fn shown_waits(p: &Blocked) -> Vec<&Wait> {
+    let resolved: Vec<&Wait> = p.waits.iter().filter(|w| !w.holders.is_empty()).collect();
+    if resolved.is_empty() {
+        p.waits.iter().collect()
+    } else {
+        resolved
     }
 }
 
-/// The processes of one snapshot and what each waits for, by position.
-struct Graph<'a> {
-    processes: &'a Processes,
-    nodes: &'a [(Option<usize>, &'a Snapshot)],
-    waits: Vec<Wait>,
-}
-
-impl<'a> Graph<'a> {
-    fn new(processes: &'a Processes, nodes: &'a [(Option<usize>, &'a Snapshot)]) -> Self {
-        let mut graph = Graph {
-            processes,
-            nodes,
-            waits: Vec::new(),
-        };
-        graph.waits = (0..nodes.len()).map(|at| graph.wait_of(at)).collect();
-        graph
+/// What the process is doing: the calls its threads wait in and on what,
+/// or its state.
+fn doing(p: &Blocked) -> String {
+    let wchan = p.wchan.as_deref().map(|w| format!(" ({})", visible(w)));
+    let wchan = wchan.unwrap_or_default();
+    if p.stopped() {
+        return format!("stopped{wchan}");
     }
-
-    fn snapshot(&self, at: usize) -> &'a Snapshot {
-        self.nodes[at].1
-    }
-
-    fn parent_pid(&self, at: usize) -> Option<i32> {
-        self.nodes[at]
-            .0
-            .and_then(|i| self.processes.get(i).parent_pid)
-    }
-
-    fn wait_of(&self, at: usize) -> Wait {
-        let s = self.snapshot(at);
-        let (Some(nr), Some(arg)) = (s.syscall, s.syscall_arg) else {
-            return Wait::Nothing;
-        };
-        if matches!(s.state, 'T' | 't') {
-            return Wait::Nothing;
+    let waits = shown_waits(p);
+    if let Some(children) = waits.iter().find(|w| w.on.how == WaitHow::Children) {
+        // A shell's SIGCHLD wait with no child left is just a signal wait.
+        let waits_for_children = matches!(children.call.as_str(), "wait4" | "waitid");
+        if !children.holders.is_empty() || waits_for_children {
+            return format!("waits in {} for its children", children.call);
         }
-        let reading = match syscall_name(nr) {
-            Some("read" | "readv" | "pread64" | "preadv") => true,
-            Some("write" | "writev" | "pwrite64" | "pwritev") => false,
-            Some("wait4" | "waitid") => {
-                // wait4's first argument is the pid waited for (-1: any).
-                let only = (syscall_name(nr) == Some("wait4") && arg > 0).then_some(arg);
-                let children = (0..self.nodes.len())
-                    .filter(|&c| self.parent_pid(c) == Some(s.pid))
-                    .filter(|&c| only.is_none_or(|p| i64::from(self.snapshot(c).pid) == p))
-                    .collect();
-                return Wait::Children(children);
-            }
-            // dash's `wait` (and other shells') sleeps for SIGCHLD: with
-            // children alive, it is them it waits for.
-            Some("rt_sigsuspend" | "pause" | "rt_sigtimedwait") => {
-                let children: Vec<usize> = (0..self.nodes.len())
-                    .filter(|&c| self.parent_pid(c) == Some(s.pid))
-                    .collect();
-                return if children.is_empty() {
-                    Wait::Nothing
-                } else {
-                    Wait::Children(children)
-                };
-            }
-            _ => return Wait::Nothing,
-        };
-        let Some(held) = s.fds.iter().find(|h| i64::from(h.fd.fd) == arg) else {
-            return Wait::Nothing;
-        };
-        if held.fd.kind != FdKind::Pipe {
-            return Wait::Nothing;
-        }
-        // The other end: who can write what it reads, or read what it writes.
-        let others = (0..self.nodes.len())
-            .filter_map(|o| {
-                let fds: Vec<i32> = self
-                    .snapshot(o)
-                    .fds
-                    .iter()
-                    .filter(|h| h.fd.same_file(&held.fd))
-                    .filter(|h| {
-                        h.access
-                            .is_some_and(|a| if reading { a.writes() } else { a.reads() })
-                    })
-                    .map(|h| h.fd.fd)
-                    .collect();
-                (!fds.is_empty()).then_some((o, fds))
-            })
+    }
+    if !waits.is_empty() && waits.iter().all(|w| w.on.how != WaitHow::Children) {
+        let mut named: Vec<String> = waits
+            .iter()
+            .take(WAITS_SHOWN)
+            .map(|w| wait_text(p, w))
             .collect();
-        Wait::Pipe {
-            fd: held.fd.fd,
-            target: held.fd.target.clone(),
-            reading,
-            others,
+        if waits.len() > WAITS_SHOWN {
+            named.push(format!("{} more", waits.len() - WAITS_SHOWN));
         }
+        return format!("blocked in {}{wchan}", named.join(" and "));
     }
-
-    /// Where the chains start: the processes whose parent is not in the
-    /// snapshot, the recording's root first.
-    fn roots(&self) -> Vec<usize> {
-        let pids: Vec<i32> = self.nodes.iter().map(|(_, s)| s.pid).collect();
-        let mut roots: Vec<usize> = (0..self.nodes.len())
-            .filter(|&at| self.parent_pid(at).is_none_or(|p| !pids.contains(&p)))
-            .collect();
-        roots.sort_by_key(|&at| self.parent_pid(at).is_some());
-        roots
-    }
-
-    /// `PID command`, the command it ran at the snapshot.
-    fn name(&self, at: usize) -> String {
-        let (index, s) = self.nodes[at];
-        let command =
-            index.map_or_else(String::new, |i| self.processes.describe_at(i, s.timestamp));
-        let command = shorten(&visible(&command), Some(COMMAND_WIDTH));
-        format!("{} {command}", s.pid).trim_end().to_string()
-    }
-
-    fn test(&self, at: usize) -> Option<String> {
-        self.nodes[at]
-            .0
-            .and_then(|i| test_of(self.processes, i))
-            .map(|t| visible(&t).into_owned())
-    }
-
-    /// What the process is doing: the call it is blocked in, or its state.
-    fn doing(&self, at: usize) -> String {
-        let s = self.snapshot(at);
-        let wchan = s.wchan.as_deref().map(|w| format!(" ({})", visible(w)));
-        let wchan = wchan.unwrap_or_default();
-        if matches!(s.state, 'T' | 't') {
-            return format!("stopped{wchan}");
-        }
-        let call = s.syscall.map(|nr| match syscall_name(nr) {
-            Some(name) => name.to_string(),
-            None => format!("syscall {nr}"),
-        });
-        match (&self.waits[at], call) {
-            (Wait::Pipe { fd, target, .. }, Some(call)) => {
-                format!("blocked in {call}(fd {fd}) on {}{wchan}", visible(target))
-            }
-            (Wait::Children(_), Some(call)) => format!("waits in {call} for its children"),
-            (Wait::Nothing, Some(call)) => format!("blocked in {call}{wchan}"),
-            (_, None) if s.state == 'R' => "running".to_string(),
-            (_, None) => format!("state {}{wchan}", s.state),
-        }
-    }
-
-    /// One line saying what a culprit is, what it holds, and who waits.
-    fn culprit(&self, at: usize) -> String {
-        let mut line = self.name(at);
-        if let Some(test) = self.test(at) {
-            line.push_str(&format!(" (test \"{test}\")"));
-        }
-        line.push_str(&format!(", {}", self.doing(at)));
-        for (waiter, wait) in self.waits.iter().enumerate() {
-            if let Wait::Pipe {
-                target,
-                reading,
-                others,
-                ..
-            } = wait
-            {
-                if let Some((_, fds)) = others.iter().find(|(o, _)| *o == at) {
-                    let (end, verb) = if *reading {
-                        ("write", "reads")
-                    } else {
-                        ("read", "writes")
-                    };
-                    line.push_str(&format!(
-                        "; holds {} ({end} end of {}) that {} {verb}",
-                        fd_list(fds),
-                        visible(target),
-                        self.name(waiter)
-                    ));
-                }
-            }
-        }
-        line
+    match &p.call {
+        Some(call) => format!("blocked in {call}{wchan}"),
+        None if p.state == 'R' => "running".to_string(),
+        None => format!("state {}{wchan}", p.state),
     }
 }
 
-/// A walk down the wait-for graph, writing one line per process.
-struct Walk<'g, 'a> {
-    graph: &'g Graph<'a>,
-    lines: &'g mut Vec<String>,
-    shown: Vec<bool>,
-    stack: Vec<usize>,
-    culprits: Vec<usize>,
+/// `read(fd 0) on pipe:[12]`, `thread 9 epoll_pwait(fd 5, read) on …`,
+/// with why nobody in the tree can end it when that is known.
+fn wait_text(p: &Blocked, wait: &Wait) -> String {
+    let thread = if wait.tid == p.pid {
+        String::new()
+    } else {
+        format!("thread {} ", wait.tid)
+    };
+    let single = matches!(
+        wait.call.as_str(),
+        "read"
+            | "readv"
+            | "pread64"
+            | "preadv"
+            | "write"
+            | "writev"
+            | "pwrite64"
+            | "pwritev"
+            | "recvfrom"
+            | "recvmsg"
+            | "recvmmsg"
+            | "sendto"
+            | "sendmsg"
+            | "sendmmsg"
+            | "connect"
+            | "flock"
+            | "fcntl"
+    );
+    let args = match (wait.on.fd, single) {
+        (Some(fd), true) => format!("(fd {fd})"),
+        (Some(fd), false) => format!("(fd {fd}, {})", how(wait.on.how)),
+        (None, _) => String::new(),
+    };
+    let why = match &wait.on.peer {
+        Peer::Unresolved { why } => format!(" ({why})"),
+        _ => String::new(),
+    };
+    format!(
+        "{thread}{}{args} on {}{why}",
+        wait.call,
+        visible(&wait.on.what)
+    )
 }
 
-impl Walk<'_, '_> {
-    /// Writes `at` (reached from `from`, if by an edge) and what it waits for.
-    fn visit(&mut self, at: usize, from: Option<usize>, depth: usize) {
-        let graph = self.graph;
-        let indent = "  ".repeat(depth);
-        if let Some(on_stack) = self.stack.iter().position(|&s| s == at) {
-            let cycle: Vec<String> = self.stack[on_stack..]
-                .iter()
-                .chain([&at])
-                .map(|&s| graph.snapshot(s).pid.to_string())
-                .collect();
-            self.lines.push(format!(
-                "{indent}↺ {} (a cycle: {})",
-                graph.name(at),
-                cycle.join(" → ")
-            ));
-            return;
+fn how(how: WaitHow) -> &'static str {
+    match how {
+        WaitHow::Read => "read",
+        WaitHow::Write => "write",
+        WaitHow::Lock => "lock",
+        WaitHow::Open => "open",
+        WaitHow::Connect => "connect",
+        WaitHow::Children => "children",
+    }
+}
+
+/// What holds the other end of a wait, and how a waiter uses it: the end
+/// (`write end of pipe:[1]`) and the verb (`reads`).
+fn end_of(wait: &Wait) -> (String, &'static str) {
+    let what = visible(&wait.on.what);
+    match (&wait.on.peer, wait.on.how) {
+        (Peer::File { .. }, WaitHow::Read) => (format!("write end of {what}"), "reads"),
+        (Peer::File { .. }, WaitHow::Write) => (format!("read end of {what}"), "writes"),
+        (Peer::File { .. }, _) => (format!("other end of {what}"), "opens"),
+        (Peer::Lock { .. }, _) => (format!("the {what}"), "waits for"),
+        (_, WaitHow::Read) => (format!("the peer of {what}"), "reads"),
+        (_, WaitHow::Write) => (format!("the peer of {what}"), "writes"),
+        (_, _) => (format!("the listener of {what}"), "connects to"),
+    }
+}
+
+/// The end of a chain line: who holds what it waits on.
+fn held_by(p: &Blocked) -> String {
+    if p.stopped() {
+        return String::new();
+    }
+    let waits = shown_waits(p);
+    let holders = waits.iter().any(|w| !w.holders.is_empty());
+    let unresolved = |w: &&Wait| matches!(w.on.peer, Peer::Unresolved { .. });
+    let Some(wait) = waits.first().filter(|_| !waits.iter().all(unresolved)) else {
+        return String::new();
+    };
+    let end = match (&wait.on.peer, waits.len()) {
+        (Peer::Children { .. }, _) => return (if holders { ":" } else { "" }).into(),
+        (_, 2..) => "the other ends are",
+        (Peer::File { .. }, _) => match wait.on.how {
+            WaitHow::Read => "its write end is",
+            WaitHow::Write => "its read end is",
+            _ => "its other end is",
+        },
+        (Peer::Socket { .. }, _) => "its peer is",
+        (Peer::Lock { .. }, _) => "the lock is",
+        (Peer::Unresolved { .. }, _) => return String::new(),
+    };
+    format!(
+        "; {end} held by{}",
+        if holders {
+            ":"
+        } else {
+            " no process of the tree"
         }
-        if self.shown[at] {
-            self.lines
-                .push(format!("{indent}{} (see above)", graph.name(at)));
-            return;
-        }
-        self.shown[at] = true;
-        let mut line = format!("{indent}{}", graph.name(at));
-        let parent_test = from.and_then(|f| graph.test(f));
-        if let Some(test) = graph.test(at).filter(|t| Some(t) != parent_test.as_ref()) {
-            line.push_str(&format!(" [test \"{test}\"]"));
-        }
-        if let Some((_, fds)) = from.and_then(|f| match &graph.waits[f] {
-            Wait::Pipe { others, .. } => others.iter().find(|(o, _)| *o == at),
-            _ => None,
-        }) {
-            line.push_str(&format!(" with {}", fd_list(fds)));
-        }
-        let s = graph.snapshot(at);
-        let targets = graph.waits[at].targets();
+    )
+}
+
+/// `culprit: PID command (test "t"), blocked in …; holds fd 3 (…) that W reads`.
+fn culprit(hang: &Hang, group: &[usize]) -> String {
+    let p = &hang.processes[group[0]];
+    let mut line = format!("culprit: {}", group_name(hang, group));
+    if let Some(test) = test(p) {
+        line.push_str(&format!(" (test \"{test}\")"));
+    }
+    line.push_str(&format!(", {}", doing(p)));
+    for (waiter, w, fds) in hang.waiters_of(group[0]) {
+        let waiter = &hang.processes[waiter];
+        let (end, verb) = end_of(&waiter.waits[w]);
         line.push_str(&format!(
-            " (alive {}, quiet {}) {}",
-            seconds(s.alive),
-            seconds(s.quiet),
-            graph.doing(at)
+            "; holds {} ({end}) that {} {verb}",
+            fd_list(&fds),
+            name(waiter)
         ));
-        match graph.waits[at] {
-            Wait::Pipe { reading, .. } => {
-                let end = if reading { "write" } else { "read" };
-                let holders = if targets.is_empty() {
-                    " no process of the tree"
-                } else {
-                    ":"
-                };
-                line.push_str(&format!("; its {end} end is held by{holders}"));
-            }
-            Wait::Children(_) if !targets.is_empty() => line.push(':'),
-            _ => {}
-        }
-        if targets.is_empty() && from.is_some() {
-            line.push_str("  ← culprit");
-            self.culprits.push(at);
-        }
-        self.lines.push(line);
-        self.stack.push(at);
-        for target in targets {
-            self.visit(target, Some(at), depth + 1);
-        }
-        self.stack.pop();
     }
+    line
 }
 
-/// The name of an x86-64 system call a blocked process may be in.
-fn syscall_name(nr: i64) -> Option<&'static str> {
-    Some(match nr {
-        0 => "read",
-        1 => "write",
-        7 => "poll",
-        17 => "pread64",
-        18 => "pwrite64",
-        19 => "readv",
-        20 => "writev",
-        23 => "select",
-        34 => "pause",
-        35 => "nanosleep",
-        43 => "accept",
-        45 => "recvfrom",
-        47 => "recvmsg",
-        61 => "wait4",
-        72 => "fcntl",
-        73 => "flock",
-        128 => "rt_sigtimedwait",
-        130 => "rt_sigsuspend",
-        202 => "futex",
-        230 => "clock_nanosleep",
-        232 => "epoll_wait",
-        247 => "waitid",
-        270 => "pselect6",
-        271 => "ppoll",
-        281 => "epoll_pwait",
-        288 => "accept4",
-        295 => "preadv",
-        296 => "pwritev",
-        _ => return None,
-    })
+/// `deadlock: A (blocked in …, waits for B); B (…, waits for A)`.
+fn deadlock(hang: &Hang, cycle: &[usize]) -> String {
+    let members: Vec<String> = cycle
+        .iter()
+        .map(|&at| {
+            let p = &hang.processes[at];
+            let waits_for: Vec<String> = hang
+                .targets(at)
+                .into_iter()
+                .filter(|t| cycle.contains(t))
+                .map(|t| hang.processes[t].pid.to_string())
+                .collect();
+            format!(
+                "{} ({}, waits for {})",
+                name(p),
+                doing(p),
+                waits_for.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "deadlock: {} processes wait for each other: {}",
+        cycle.len(),
+        members.join("; ")
+    )
 }

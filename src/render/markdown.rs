@@ -221,8 +221,9 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     let Some((heading, rest)) = lines.split_first() else {
         return Ok(());
     };
-    let (culprits, chains): (Vec<&String>, Vec<&String>) =
-        rest.iter().partition(|l| l.starts_with("culprit: "));
+    let (culprits, chains): (Vec<&String>, Vec<&String>) = rest
+        .iter()
+        .partition(|l| super::hang::ANSWERS.iter().any(|a| l.starts_with(a)));
     writeln!(out, "\n### Hang: {}\n", cell(heading))?;
     let chains: Vec<String> = chains
         .iter()
@@ -243,9 +244,17 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(out)?;
-    for culprit in culprits.iter().take(ROWS) {
-        let culprit = culprit.trim_start_matches("culprit: ");
-        writeln!(out, "- **Culprit:** {}", cell(culprit))?;
+    for answer in culprits.iter().take(ROWS) {
+        let (kind, answer) = answer.split_once(": ").unwrap_or(("culprit", answer));
+        let kind = if kind == "deadlock" {
+            "Deadlock"
+        } else {
+            "Culprit"
+        };
+        writeln!(out, "- **{kind}:** {}", cell(answer))?;
+    }
+    if culprits.len() > ROWS {
+        writeln!(out, "\n… and {} more answers", culprits.len() - ROWS)?;
     }
     Ok(())
 }

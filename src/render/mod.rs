@@ -23,7 +23,7 @@ use std::io::{self, Write};
 
 use anstyle::Style;
 
-pub use hang::explain as explain_hang;
+pub use hang::{explain as explain_hang, explain_short as explain_hang_short};
 pub use otlp::{TraceParent, OTLP_BATCH};
 
 use crate::event::Record;

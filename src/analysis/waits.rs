@@ -1,0 +1,642 @@
+//! The wait-for graph of one snapshot of the live tree: who waits for
+//! whom, the culprits, the deadlocks, and the chains from the root down,
+//! with processes that share a parent, a command and a wait folded into
+//! one group.
+//!
+//! A process waits for another when one of its threads waits on something
+//! the other can end: the other end of a pipe or FIFO, the peer of a
+//! socket, a lock it holds, or, for wait4/waitid and a shell's SIGCHLD
+//! wait, its children. A process that waits for no process of the tree
+//! (asleep, stopped, on a futex, on a socket to another machine) and that
+//! something waits for is a culprit; so is a chain's top when it waits on
+//! something proctrace cannot follow. Processes that wait for each other
+//! in a cycle are a deadlock.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{
+    Access, FdKind, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow, WaitOn,
+};
+use crate::processes::Processes;
+use crate::syscalls;
+use crate::testname::test_of;
+
+/// One snapshot, analysed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hang {
+    /// When the snapshot was taken (nanoseconds since the start).
+    pub timestamp: u64,
+    /// Why it was taken.
+    pub cause: SnapshotCause,
+    /// Its processes, in the snapshot's order; everything else refers to
+    /// them by position.
+    pub processes: Vec<Blocked>,
+    /// The chains from the tops down, one entry per line.
+    pub chains: Vec<Link>,
+    /// The culprits, folded into groups.
+    pub culprits: Vec<Vec<usize>>,
+    /// The cycles of processes waiting for each other.
+    pub deadlocks: Vec<Vec<usize>>,
+}
+
+/// One process of a snapshot and what it waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Blocked {
+    /// The process.
+    pub pid: Pid,
+    /// Its parent, if the recording knows it.
+    pub parent: Option<Pid>,
+    /// The command it ran at the snapshot.
+    pub command: String,
+    /// The test it belongs to, if a runner says.
+    pub test: Option<String>,
+    /// Scheduler state: R, S, D, T...
+    pub state: char,
+    /// Nanoseconds it had been alive.
+    pub alive: u64,
+    /// Nanoseconds since its last event.
+    pub quiet: u64,
+    /// The call its main thread is blocked in, if any.
+    pub call: Option<String>,
+    /// Its main thread's wait channel.
+    pub wchan: Option<String>,
+    /// What its threads wait on, each resolved to the processes that can
+    /// end the wait.
+    pub waits: Vec<Wait>,
+    /// What could not be read of it.
+    pub notes: Vec<String>,
+}
+
+/// One wait of one thread, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wait {
+    /// The thread.
+    pub tid: Pid,
+    /// The call it is blocked in.
+    pub call: String,
+    /// What it waits on.
+    pub on: WaitOn,
+    /// The processes of the snapshot that can end it (never itself), with
+    /// the descriptors through which they can.
+    pub holders: Vec<(usize, Vec<i32>)>,
+}
+
+/// One line of a chain: a process, or a group of alike processes that
+/// wait for nothing, reached from `from`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    /// How deep in the chain (1: a top).
+    pub depth: usize,
+    /// The process, or the group's members.
+    pub members: Vec<usize>,
+    /// The waiter it was reached from.
+    pub from: Option<usize>,
+    /// Whether it was shown before, or closes a cycle.
+    pub seen: Seen,
+    /// Whether it (the group) is a culprit.
+    pub culprit: bool,
+}
+
+/// Whether a chain's line shows a process for the first time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Seen {
+    /// First shown here.
+    First,
+    /// Shown above.
+    Above,
+    /// On the chain above: these pids, from it back to itself, are a cycle.
+    Cycle(Vec<Pid>),
+}
+
+impl Blocked {
+    /// Whether any of its waits resolves to a process.
+    pub fn waits_for_someone(&self) -> bool {
+        self.waits.iter().any(|w| !w.holders.is_empty())
+    }
+
+    /// Whether it is stopped (SIGSTOP, a debugger).
+    pub fn stopped(&self) -> bool {
+        matches!(self.state, 't' | 'T')
+    }
+}
+
+impl Hang {
+    /// The analysis of one snapshot's records, each with its process's
+    /// index in `processes` if known.
+    pub fn new(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -> Option<Hang> {
+        let (_, first) = snapshot.first()?;
+        let mut blocked: Vec<Blocked> = snapshot
+            .iter()
+            .map(|&(index, s)| describe(processes, index, s))
+            .collect();
+        let index = Index::new(&blocked, snapshot);
+        for (at, (_, s)) in snapshot.iter().enumerate() {
+            blocked[at].waits = waits_of(s)
+                .into_iter()
+                .map(|(tid, call, on)| {
+                    let holders = index.holders(at, &on, snapshot);
+                    Wait {
+                        tid,
+                        call,
+                        on,
+                        holders,
+                    }
+                })
+                .collect();
+        }
+        let mut hang = Hang {
+            timestamp: first.timestamp,
+            cause: first.cause,
+            processes: blocked,
+            chains: Vec::new(),
+            culprits: Vec::new(),
+            deadlocks: Vec::new(),
+        };
+        hang.deadlocks = hang.cycles();
+        hang.culprits = hang.group(hang.culprit_positions());
+        hang.chains = Chains::walk(&hang);
+        Some(hang)
+    }
+
+    /// The processes position `at` waits for, each once.
+    pub fn targets(&self, at: usize) -> Vec<usize> {
+        let mut seen = std::collections::HashSet::new();
+        let waits = self.processes[at].waits.iter();
+        let holders = waits.flat_map(|w| w.holders.iter().map(|(h, _)| *h));
+        holders.filter(|h| seen.insert(*h)).collect()
+    }
+
+    /// The tops of the chains: processes whose parent is not in the
+    /// snapshot, the recording's root first.
+    fn tops(&self) -> Vec<usize> {
+        let pids: HashMap<Pid, usize> = self.pids();
+        let mut tops: Vec<usize> = (0..self.processes.len())
+            .filter(|&at| {
+                self.processes[at]
+                    .parent
+                    .is_none_or(|p| !pids.contains_key(&p))
+            })
+            .collect();
+        tops.sort_by_key(|&at| self.processes[at].parent.is_some());
+        tops
+    }
+
+    fn pids(&self) -> HashMap<Pid, usize> {
+        let pids = self.processes.iter().enumerate();
+        pids.map(|(at, p)| (p.pid, at)).collect()
+    }
+
+    /// Positions that are culprits: waited for, or a top, and waiting for
+    /// no process; a top qualifies only when it waits on something
+    /// proctrace cannot follow (else it is just the command, asleep).
+    fn culprit_positions(&self) -> Vec<usize> {
+        let mut waited = vec![false; self.processes.len()];
+        for at in 0..self.processes.len() {
+            self.targets(at).into_iter().for_each(|t| waited[t] = true);
+        }
+        let tops = self.tops();
+        let mut culprits: Vec<usize> = (0..self.processes.len())
+            .filter(|&at| !self.processes[at].waits_for_someone())
+            .filter(|&at| {
+                let unresolved = self.processes[at]
+                    .waits
+                    .iter()
+                    .any(|w| matches!(w.on.peer, Peer::Unresolved { .. }));
+                waited[at] || (unresolved && tops.contains(&at))
+            })
+            .collect();
+        culprits.sort_by_key(|&at| self.processes[at].pid);
+        culprits
+    }
+
+    /// Folds positions that share a parent, a command, a test and what
+    /// they do into groups, in order of their first member.
+    pub fn group(&self, positions: Vec<usize>) -> Vec<Vec<usize>> {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut by_key: HashMap<String, usize> = HashMap::new();
+        for at in positions {
+            match by_key.get(&self.key(at)) {
+                Some(&g) => groups[g].push(at),
+                None => {
+                    by_key.insert(self.key(at), groups.len());
+                    groups.push(vec![at]);
+                }
+            }
+        }
+        groups
+    }
+
+    /// What makes two processes alike: everything a line says but the pid.
+    fn key(&self, at: usize) -> String {
+        let p = &self.processes[at];
+        let held = self.waiters_of(at);
+        let waits: Vec<(&str, &WaitOn, Vec<usize>)> = p
+            .waits
+            .iter()
+            .map(|w| {
+                (
+                    w.call.as_str(),
+                    &w.on,
+                    w.holders.iter().map(|h| h.0).collect(),
+                )
+            })
+            .collect();
+        format!(
+            "{:?}",
+            (p.parent, &p.command, &p.test, p.state, &p.call, &p.wchan, waits, held)
+        )
+    }
+
+    /// Who waits for `at` on something it holds: the waiter, which of its
+    /// waits, and the descriptors `at` holds it through.
+    pub fn waiters_of(&self, at: usize) -> Vec<(usize, usize, Vec<i32>)> {
+        let mut waiters = Vec::new();
+        for (waiter, p) in self.processes.iter().enumerate() {
+            for (w, wait) in p.waits.iter().enumerate() {
+                if wait.on.how == WaitHow::Children {
+                    continue;
+                }
+                if let Some((_, fds)) = wait.holders.iter().find(|(h, _)| *h == at) {
+                    waiters.push((waiter, w, fds.clone()));
+                }
+            }
+        }
+        waiters
+    }
+
+    /// The strongly connected parts of more than one process (Tarjan's),
+    /// each from its lowest pid.
+    fn cycles(&self) -> Vec<Vec<usize>> {
+        let mut tarjan = Tarjan {
+            hang: self,
+            index: vec![None; self.processes.len()],
+            low: vec![0; self.processes.len()],
+            on_stack: vec![false; self.processes.len()],
+            stack: Vec::new(),
+            next: 0,
+            found: Vec::new(),
+        };
+        for at in 0..self.processes.len() {
+            if tarjan.index[at].is_none() {
+                tarjan.visit(at);
+            }
+        }
+        let mut found = tarjan.found;
+        for cycle in &mut found {
+            cycle.sort_by_key(|&at| self.processes[at].pid);
+        }
+        found.sort_by_key(|c| self.processes[c[0]].pid);
+        found
+    }
+}
+
+struct Tarjan<'h> {
+    hang: &'h Hang,
+    index: Vec<Option<usize>>,
+    low: Vec<usize>,
+    on_stack: Vec<bool>,
+    stack: Vec<usize>,
+    next: usize,
+    found: Vec<Vec<usize>>,
+}
+
+impl Tarjan<'_> {
+    fn visit(&mut self, at: usize) {
+        self.index[at] = Some(self.next);
+        self.low[at] = self.next;
+        self.next += 1;
+        self.stack.push(at);
+        self.on_stack[at] = true;
+        for target in self.hang.targets(at) {
+            match self.index[target] {
+                None => {
+                    self.visit(target);
+                    self.low[at] = self.low[at].min(self.low[target]);
+                }
+                Some(index) if self.on_stack[target] => self.low[at] = self.low[at].min(index),
+                Some(_) => {}
+            }
+        }
+        if Some(self.low[at]) == self.index[at] {
+            let mut part = Vec::new();
+            while let Some(member) = self.stack.pop() {
+                self.on_stack[member] = false;
+                part.push(member);
+                if member == at {
+                    break;
+                }
+            }
+            if part.len() > 1 {
+                self.found.push(part);
+            }
+        }
+    }
+}
+
+/// A walk down the graph from the tops, one [`Link`] per line.
+struct Chains<'h> {
+    hang: &'h Hang,
+    links: Vec<Link>,
+    shown: Vec<bool>,
+    stack: Vec<usize>,
+    culprit: Vec<bool>,
+}
+
+impl Chains<'_> {
+    fn walk(hang: &Hang) -> Vec<Link> {
+        let mut culprit = vec![false; hang.processes.len()];
+        hang.culprits
+            .iter()
+            .flatten()
+            .for_each(|&at| culprit[at] = true);
+        let mut chains = Chains {
+            hang,
+            links: Vec::new(),
+            shown: vec![false; hang.processes.len()],
+            stack: Vec::new(),
+            culprit,
+        };
+        // Then what no chain reached: what nothing shown waits on.
+        for at in hang.tops().into_iter().chain(0..hang.processes.len()) {
+            if !chains.shown[at] {
+                chains.visit(vec![at], None, 1);
+            }
+        }
+        chains.links
+    }
+
+    fn visit(&mut self, members: Vec<usize>, from: Option<usize>, depth: usize) {
+        let at = members[0];
+        let seen = if let Some(on) = self.stack.iter().position(|&s| s == at) {
+            let pids = self.stack[on..].iter().chain([&at]);
+            Seen::Cycle(pids.map(|&s| self.hang.processes[s].pid).collect())
+        } else if self.shown[at] {
+            Seen::Above
+        } else {
+            Seen::First
+        };
+        let first = seen == Seen::First;
+        self.links.push(Link {
+            depth,
+            culprit: first && self.culprit[at],
+            members: members.clone(),
+            from,
+            seen,
+        });
+        if !first {
+            return;
+        }
+        members.iter().for_each(|&m| self.shown[m] = true);
+        self.stack.push(at);
+        for group in self.fold(self.hang.targets(at)) {
+            self.visit(group, Some(at), depth + 1);
+        }
+        self.stack.pop();
+    }
+
+    /// Targets not yet shown that wait for nobody fold into groups of
+    /// alike ones; the others stay one per line.
+    fn fold(&self, targets: Vec<usize>) -> Vec<Vec<usize>> {
+        let (leaves, others): (Vec<usize>, Vec<usize>) = targets.into_iter().partition(|&t| {
+            !self.shown[t] && !self.stack.contains(&t) && self.hang.targets(t).is_empty()
+        });
+        let mut groups: Vec<Vec<usize>> = others.into_iter().map(|t| vec![t]).collect();
+        groups.extend(self.hang.group(leaves));
+        groups
+    }
+}
+
+/// A process as the recording knows it at the snapshot, its waits still
+/// unresolved.
+fn describe(processes: &Processes, index: Option<usize>, s: &Snapshot) -> Blocked {
+    let main = s.threads.iter().find(|t| t.tid == s.pid);
+    let legacy_call = s
+        .syscall
+        .and_then(|nr| syscalls::name_in(syscalls::X86_64, nr));
+    let call = match main {
+        Some(main) => main
+            .call
+            .clone()
+            .or_else(|| main.syscall.map(|nr| format!("syscall {nr}"))),
+        None if s.threads.is_empty() => legacy_call
+            .map(str::to_owned)
+            .or_else(|| s.syscall.map(|nr| format!("syscall {nr}"))),
+        None => None,
+    };
+    Blocked {
+        pid: s.pid,
+        parent: index.and_then(|i| processes.get(i).parent_pid),
+        command: index.map_or_else(String::new, |i| processes.describe_at(i, s.timestamp)),
+        test: index.and_then(|i| test_of(processes, i)),
+        state: s.state,
+        alive: s.alive,
+        quiet: s.quiet,
+        call,
+        wchan: main.map_or_else(|| s.wchan.clone(), |m| m.wchan.clone()),
+        waits: Vec::new(),
+        notes: s.notes.clone(),
+    }
+}
+
+/// Every thread's waits: `(tid, call, what)`. A recording made before
+/// threads were read has the main thread's call and first argument only,
+/// as x86-64 numbers: its pipe reads and writes and its waits for
+/// children are decoded from those.
+fn waits_of(s: &Snapshot) -> Vec<(Pid, String, WaitOn)> {
+    if matches!(s.state, 'T' | 't') {
+        return Vec::new();
+    }
+    let threads = if s.threads.is_empty() {
+        legacy_thread(s).into_iter().collect()
+    } else {
+        s.threads.clone()
+    };
+    threads
+        .into_iter()
+        .flat_map(|t| {
+            let call = t.call.unwrap_or_default();
+            t.on.into_iter().map(move |on| (t.tid, call.clone(), on))
+        })
+        .collect()
+}
+
+fn legacy_thread(s: &Snapshot) -> Option<ThreadWait> {
+    let call = syscalls::name_in(syscalls::X86_64, s.syscall?)?;
+    let arg = s.syscall_arg?;
+    let fd = |how| {
+        let held = s.fds.iter().find(|h| i64::from(h.fd.fd) == arg)?;
+        (held.fd.kind == FdKind::Pipe).then(|| WaitOn {
+            fd: Some(held.fd.fd),
+            how,
+            what: held.fd.target.clone(),
+            peer: Peer::File {
+                dev: held.fd.dev,
+                ino: held.fd.ino,
+            },
+        })
+    };
+    let children = |pid: Option<Pid>| {
+        Some(WaitOn {
+            fd: None,
+            how: WaitHow::Children,
+            what: "its children".into(),
+            peer: Peer::Children { pid },
+        })
+    };
+    let on = match call {
+        "read" | "readv" | "pread64" | "preadv" => fd(WaitHow::Read),
+        "write" | "writev" | "pwrite64" | "pwritev" => fd(WaitHow::Write),
+        "wait4" => children((arg > 0).then_some(arg as Pid)),
+        "waitid" | "rt_sigsuspend" | "pause" | "rt_sigtimedwait" => children(None),
+        _ => None,
+    };
+    Some(ThreadWait {
+        tid: s.pid,
+        state: s.state,
+        wchan: s.wchan.clone(),
+        syscall: s.syscall,
+        call: Some(call.to_owned()),
+        on: on.into_iter().collect(),
+    })
+}
+
+/// A descriptor a process holds: its position, the fd, and how it was opened.
+type End = (usize, i32, Option<Access>);
+
+/// Who holds what, in one snapshot.
+struct Index {
+    /// (dev, ino) -> (position, fd, access).
+    files: HashMap<(u64, u64), Vec<End>>,
+    /// Socket inode -> (position, fd).
+    sockets: HashMap<u64, Vec<(usize, i32)>>,
+    children: HashMap<Pid, Vec<usize>>,
+    pids: HashMap<Pid, usize>,
+}
+
+impl Index {
+    fn new(blocked: &[Blocked], snapshot: &[(Option<usize>, &Snapshot)]) -> Index {
+        let mut index = Index {
+            files: HashMap::new(),
+            sockets: HashMap::new(),
+            children: HashMap::new(),
+            pids: HashMap::new(),
+        };
+        for (at, (_, s)) in snapshot.iter().enumerate() {
+            index.pids.insert(s.pid, at);
+            if let Some(parent) = blocked[at].parent {
+                index.children.entry(parent).or_default().push(at);
+            }
+            for held in &s.fds {
+                let file = (held.fd.dev, held.fd.ino);
+                let entry = (at, held.fd.fd, held.access);
+                index.files.entry(file).or_default().push(entry);
+                if held.fd.kind == FdKind::Socket {
+                    let entry = (at, held.fd.fd);
+                    index.sockets.entry(held.fd.ino).or_default().push(entry);
+                }
+            }
+        }
+        index
+    }
+
+    /// The processes other than `at` that can end its wait `on`.
+    fn holders(
+        &self,
+        at: usize,
+        on: &WaitOn,
+        snapshot: &[(Option<usize>, &Snapshot)],
+    ) -> Vec<(usize, Vec<i32>)> {
+        let mut holders: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
+        let mut add = |holder: usize, fd: Option<i32>| {
+            if holder != at {
+                holders.entry(holder).or_default().extend(fd);
+            }
+        };
+        match &on.peer {
+            Peer::File { dev, ino } => {
+                let ends = self.files.get(&(*dev, *ino)).into_iter().flatten();
+                for &(holder, fd, access) in ends {
+                    let other_end = match on.how {
+                        WaitHow::Read => access.is_some_and(Access::writes),
+                        WaitHow::Write => access.is_some_and(Access::reads),
+                        _ => true,
+                    };
+                    if other_end {
+                        add(holder, Some(fd));
+                    }
+                }
+            }
+            Peer::Socket { ino } => {
+                let ends = self.sockets.get(ino).into_iter().flatten();
+                ends.for_each(|&(holder, fd)| add(holder, Some(fd)));
+            }
+            Peer::Lock { pid, dev, ino } => match self.pids.get(pid) {
+                Some(&holder) => {
+                    let fds = snapshot[holder].1.fds.iter();
+                    let fds = fds.filter(|h| h.fd.dev == *dev && h.fd.ino == *ino);
+                    fds.for_each(|h| add(holder, Some(h.fd.fd)));
+                }
+                // The lock outlived the process that took it: a child that
+                // inherited the open file holds it, unless it waits too.
+                None => {
+                    let ends = self.files.get(&(*dev, *ino)).into_iter().flatten();
+                    for &(holder, fd, _) in ends {
+                        if !waits_on_lock(snapshot[holder].1, *dev, *ino) {
+                            add(holder, Some(fd));
+                        }
+                    }
+                }
+            },
+            Peer::Children { pid } => {
+                let children = self.children.get(&snapshot[at].1.pid).into_iter().flatten();
+                children
+                    .filter(|&&c| pid.is_none_or(|p| snapshot[c].1.pid == p))
+                    .for_each(|&c| add(c, None));
+            }
+            Peer::Unresolved { .. } => {}
+        }
+        holders.into_iter().collect()
+    }
+}
+
+fn waits_on_lock(s: &Snapshot, dev: u64, ino: u64) -> bool {
+    let waits = s.threads.iter().flat_map(|t| &t.on);
+    waits
+        .into_iter()
+        .any(|w| matches!(w.peer, Peer::Lock { dev: d, ino: i, .. } if d == dev && i == ino))
+}
+
+/// `pids a–b, c`: pids as ranges where they run on.
+pub fn pid_ranges(mut pids: Vec<Pid>) -> String {
+    pids.sort_unstable();
+    let mut ranges: Vec<(Pid, Pid)> = Vec::new();
+    for pid in pids {
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == pid => *end = pid,
+            _ => ranges.push((pid, pid)),
+        }
+    }
+    let mut text: Vec<String> = ranges
+        .iter()
+        .take(RANGES_SHOWN)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect();
+    if ranges.len() > RANGES_SHOWN {
+        text.push(format!("… {} more ranges", ranges.len() - RANGES_SHOWN));
+    }
+    text.join(", ")
+}
+
+/// Ranges of pids named in one line; the count says how many there are.
+const RANGES_SHOWN: usize = 8;
+
+#[cfg(test)]
+mod tests;

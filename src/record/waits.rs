@@ -1,0 +1,413 @@
+//! What each thread of a live process waits on, decoded at the snapshot:
+//! the call from `/proc/PID/task/TID/syscall`, its descriptors from the
+//! call's arguments (poll and select sets read from the process's memory,
+//! epoll sets from fdinfo), and the other end of each, as far as this
+//! machine can tell (socket diagnostics, `/proc/net`, `/proc/locks`).
+
+use std::cell::OnceCell;
+use std::fs::{self, File};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+
+use super::sockets::Sockets;
+use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
+use crate::syscalls;
+
+/// `F_SETLKW` and `F_OFD_SETLKW` (include/uapi/asm-generic/fcntl.h).
+const F_SETLKW: u64 = 7;
+const F_OFD_SETLKW: u64 = 38;
+/// How many descriptors of a poll or select set are read at most.
+const MAX_SET: u64 = 4096;
+/// How deep epoll sets inside epoll sets are followed (the kernel's own
+/// limit is 5).
+const EPOLL_DEPTH: usize = 5;
+
+/// What is read once per snapshot, when the first thread needs it.
+#[derive(Default)]
+pub(super) struct Machine {
+    sockets: OnceCell<Sockets>,
+    locks: OnceCell<Vec<LockLine>>,
+}
+
+impl Machine {
+    fn sockets(&self) -> &Sockets {
+        self.sockets.get_or_init(Sockets::read)
+    }
+
+    fn locks(&self) -> &[LockLine] {
+        self.locks.get_or_init(read_locks)
+    }
+}
+
+/// One process being read: its descriptors, and its memory once opened.
+struct Reader<'a> {
+    pid: Pid,
+    fds: &'a [HeldFd],
+    machine: &'a Machine,
+    mem: OnceCell<Option<File>>,
+}
+
+/// The threads of `pid` and what each waits on, with notes on what could
+/// not be read.
+pub(super) fn threads(
+    pid: Pid,
+    fds: &[HeldFd],
+    machine: &Machine,
+    notes: &mut Vec<String>,
+) -> Vec<ThreadWait> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        notes.push("its threads could not be listed: it exited during the snapshot".into());
+        return Vec::new();
+    };
+    let mut tids: Vec<Pid> = tasks
+        .filter_map(|t| t.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    let reader = Reader {
+        pid,
+        fds,
+        machine,
+        mem: OnceCell::new(),
+    };
+    tids.into_iter()
+        .filter_map(|tid| match reader.thread(tid) {
+            Ok(thread) => Some(thread),
+            Err(why) => {
+                notes.push(format!("thread {tid}: {why}"));
+                None
+            }
+        })
+        .collect()
+}
+
+/// A `/proc/PID/task/TID/syscall` line: the call and its six arguments,
+/// or nothing when the thread runs or is not in a call.
+fn parse_syscall(line: &str) -> Option<(i64, [u64; 6])> {
+    let mut words = line.split_whitespace();
+    let nr: i64 = words.next()?.parse().ok().filter(|&nr| nr >= 0)?;
+    let mut args = [0u64; 6];
+    for arg in &mut args {
+        *arg = u64::from_str_radix(words.next()?.trim_start_matches("0x"), 16).ok()?;
+    }
+    Some((nr, args))
+}
+
+/// An fd or a pid is a C int: a register's upper half is noise.
+fn int(arg: u64) -> i32 {
+    arg as u32 as i32
+}
+
+impl Reader<'_> {
+    fn thread(&self, tid: Pid) -> Result<ThreadWait, String> {
+        let dir = format!("/proc/{}/task/{tid}", self.pid);
+        let gone = |_| "gone during the snapshot".to_string();
+        let stat = fs::read_to_string(format!("{dir}/stat")).map_err(gone)?;
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .ok_or("unreadable stat")?;
+        let line = fs::read_to_string(format!("{dir}/syscall")).map_err(gone)?;
+        let wchan = fs::read_to_string(format!("{dir}/wchan"))
+            .ok()
+            .filter(|w| !w.is_empty() && w != "0");
+        let call = parse_syscall(&line);
+        let name = call.and_then(|(nr, _)| syscalls::name(nr));
+        let on = match (call, name) {
+            (Some((_, args)), Some(name)) if !matches!(state, 'T' | 't') => {
+                self.decode(tid, name, args)?
+            }
+            _ => Vec::new(),
+        };
+        Ok(ThreadWait {
+            tid,
+            state,
+            wchan,
+            syscall: call.map(|(nr, _)| nr),
+            call: name.map(str::to_owned),
+            on,
+        })
+    }
+
+    /// What call `name` with `args` waits on.
+    fn decode(&self, tid: Pid, name: &str, args: [u64; 6]) -> Result<Vec<WaitOn>, String> {
+        let fd = int(args[0]);
+        Ok(match name {
+            "read" | "readv" | "pread64" | "preadv" | "recvfrom" | "recvmsg" | "recvmmsg" => {
+                self.on_fd(fd, WaitHow::Read).into_iter().collect()
+            }
+            "write" | "writev" | "pwrite64" | "pwritev" | "sendto" | "sendmsg" | "sendmmsg" => {
+                self.on_fd(fd, WaitHow::Write).into_iter().collect()
+            }
+            "connect" => self.on_fd(fd, WaitHow::Connect).into_iter().collect(),
+            "poll" | "ppoll" => self.poll_set(args[0], args[1])?,
+            "select" | "pselect6" => self.select_sets(args[0], args[1], args[2])?,
+            "epoll_wait" | "epoll_pwait" | "epoll_pwait2" => self.epoll_set(fd, EPOLL_DEPTH),
+            "wait4" => vec![children((fd > 0).then_some(fd))],
+            // waitid(P_PID, pid, ...) waits for that one child.
+            "waitid" => vec![children((args[0] == 1).then_some(int(args[1])))],
+            // A shell's `wait` sleeps for SIGCHLD: its children, if any.
+            "rt_sigsuspend" | "pause" | "rt_sigtimedwait" => vec![children(None)],
+            "flock" => self.lock(tid, fd).into_iter().collect(),
+            "fcntl" if matches!(args[1], F_SETLKW | F_OFD_SETLKW) => {
+                self.lock(tid, fd).into_iter().collect()
+            }
+            "open" => self.fifo(args[0]).into_iter().collect(),
+            "openat" => self.fifo(args[1]).into_iter().collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    fn held(&self, fd: i32) -> Option<&HeldFd> {
+        self.fds.iter().find(|h| h.fd.fd == fd)
+    }
+
+    /// The wait on `fd`: a pipe's other end, a socket's peer; a terminal
+    /// or another file is named with why nobody in the tree answers it.
+    fn on_fd(&self, fd: i32, how: WaitHow) -> Option<WaitOn> {
+        let held = self.held(fd)?;
+        let target = &held.fd.target;
+        let (what, peer) = match held.fd.kind {
+            FdKind::Pipe => (
+                target.clone(),
+                Peer::File {
+                    dev: held.fd.dev,
+                    ino: held.fd.ino,
+                },
+            ),
+            FdKind::Socket => self.machine.sockets().peer(held.fd.ino, how),
+            FdKind::Tty => (target.clone(), unresolved("a terminal: whoever types")),
+            _ => (target.clone(), unresolved("not a pipe or a socket")),
+        };
+        Some(WaitOn {
+            fd: Some(fd),
+            how,
+            what,
+            peer,
+        })
+    }
+
+    /// The waits of a poll set: readable waits first for each descriptor,
+    /// then writable. Runtimes' own wake-up descriptors (eventfd and other
+    /// anonymous inodes) are left out: nobody in the tree writes them.
+    fn poll_set(&self, addr: u64, count: u64) -> Result<Vec<WaitOn>, String> {
+        let bytes = self.memory(addr, count.min(MAX_SET) * 8, "poll set")?;
+        let mut on = Vec::new();
+        for pollfd in bytes.chunks_exact(8) {
+            let fd = i32::from_ne_bytes(pollfd[..4].try_into().unwrap_or_default());
+            let events = i16::from_ne_bytes(pollfd[4..6].try_into().unwrap_or_default());
+            // POLLIN | POLLPRI, POLLOUT.
+            self.push_events(&mut on, fd, events & 0x3 != 0, events & 0x4 != 0);
+        }
+        Ok(on)
+    }
+
+    /// The waits of select's read and write sets, bitmaps of `nfds` bits.
+    fn select_sets(&self, nfds: u64, reads: u64, writes: u64) -> Result<Vec<WaitOn>, String> {
+        let nfds = nfds.min(MAX_SET);
+        let set = |addr: u64| -> Result<Vec<u8>, String> {
+            if addr == 0 {
+                return Ok(Vec::new());
+            }
+            self.memory(addr, nfds.div_ceil(64) * 8, "select set")
+        };
+        let (reads, writes) = (set(reads)?, set(writes)?);
+        let bit = |set: &[u8], fd: u64| {
+            set.get(fd as usize / 8)
+                .is_some_and(|b| b >> (fd % 8) & 1 == 1)
+        };
+        let mut on = Vec::new();
+        for fd in 0..nfds {
+            self.push_events(&mut on, fd as i32, bit(&reads, fd), bit(&writes, fd));
+        }
+        Ok(on)
+    }
+
+    /// The waits of an epoll instance: each registered descriptor with its
+    /// events, and the descriptors of an epoll set registered inside it.
+    fn epoll_set(&self, epfd: i32, depth: usize) -> Vec<WaitOn> {
+        let info = fs::read_to_string(format!("/proc/{}/fdinfo/{epfd}", self.pid));
+        let mut on = Vec::new();
+        for line in info.unwrap_or_default().lines() {
+            let mut words = line.split_whitespace();
+            if words.next() != Some("tfd:") {
+                continue;
+            }
+            let fd: Option<i32> = words.next().and_then(|w| w.parse().ok());
+            let events = words
+                .skip_while(|&w| w != "events:")
+                .nth(1)
+                .and_then(|w| u32::from_str_radix(w, 16).ok());
+            let (Some(fd), Some(events)) = (fd, events) else {
+                continue;
+            };
+            let nested = self
+                .held(fd)
+                .is_some_and(|h| h.fd.target == "anon_inode:[eventpoll]");
+            if nested && depth > 0 {
+                on.extend(self.epoll_set(fd, depth - 1));
+            } else {
+                // EPOLLIN | EPOLLPRI, EPOLLOUT.
+                self.push_events(&mut on, fd, events & 0x3 != 0, events & 0x4 != 0);
+            }
+        }
+        on
+    }
+
+    fn push_events(&self, on: &mut Vec<WaitOn>, fd: i32, read: bool, write: bool) {
+        if fd < 0 || self.held(fd).is_none_or(|h| h.fd.kind == FdKind::Other) {
+            return;
+        }
+        let hows = [(read, WaitHow::Read), (write, WaitHow::Write)];
+        for (_, how) in hows.into_iter().filter(|(wanted, _)| *wanted) {
+            on.extend(self.on_fd(fd, how));
+        }
+    }
+
+    /// `len` bytes of the process's memory at `addr`.
+    fn memory(&self, addr: u64, len: u64, what: &str) -> Result<Vec<u8>, String> {
+        let mem = self
+            .mem
+            .get_or_init(|| File::open(format!("/proc/{}/mem", self.pid)).ok());
+        let unreadable = || format!("its {what} could not be read from its memory");
+        let mem = mem.as_ref().ok_or_else(unreadable)?;
+        let mut bytes = vec![0; len as usize];
+        mem.read_exact_at(&mut bytes, addr)
+            .map_err(|_| unreadable())?;
+        Ok(bytes)
+    }
+
+    /// The lock `tid` waits for on `fd`, and who holds it (`/proc/locks`).
+    fn lock(&self, tid: Pid, fd: i32) -> Option<WaitOn> {
+        let held = self.held(fd)?;
+        let (dev, ino) = (held.fd.dev, held.fd.ino);
+        let locks = self.machine.locks();
+        let on_file = |l: &&LockLine| l.dev == dev && l.ino == ino;
+        let waiting = locks
+            .iter()
+            .filter(on_file)
+            .find(|l| l.blocked && [tid, self.pid, -1].contains(&l.pid))?;
+        let holder = locks
+            .iter()
+            .filter(on_file)
+            .find(|l| !l.blocked && l.id == waiting.id)?;
+        Some(WaitOn {
+            fd: Some(fd),
+            how: WaitHow::Lock,
+            what: format!("{} lock on {}", holder.class, held.fd.target),
+            peer: Peer::Lock {
+                pid: holder.pid,
+                dev,
+                ino,
+            },
+        })
+    }
+
+    /// The FIFO an open(2) at path `addr` waits on the other end of.
+    fn fifo(&self, addr: u64) -> Option<WaitOn> {
+        let bytes = self.memory(addr, 4096, "path").ok()?;
+        let path = bytes.split(|&b| b == 0).next()?;
+        let path = String::from_utf8_lossy(path).into_owned();
+        // Relative paths are the process's own: resolve them from its cwd.
+        let full = if path.starts_with('/') {
+            path.clone()
+        } else {
+            format!("/proc/{}/cwd/{path}", self.pid)
+        };
+        let meta = fs::metadata(full).ok()?;
+        meta.file_type().is_fifo().then(|| WaitOn {
+            fd: None,
+            how: WaitHow::Open,
+            what: format!("FIFO {path}"),
+            peer: Peer::File {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
+        })
+    }
+}
+
+fn children(pid: Option<Pid>) -> WaitOn {
+    WaitOn {
+        fd: None,
+        how: WaitHow::Children,
+        what: "its children".into(),
+        peer: Peer::Children { pid },
+    }
+}
+
+pub(super) fn unresolved(why: &str) -> Peer {
+    Peer::Unresolved { why: why.into() }
+}
+
+/// One line of `/proc/locks`.
+#[derive(Debug, PartialEq)]
+struct LockLine {
+    id: u64,
+    /// A `->` line: this process waits for the lock of line `id`.
+    blocked: bool,
+    /// FLOCK, POSIX, OFDLCK.
+    class: String,
+    pid: Pid,
+    dev: u64,
+    ino: u64,
+}
+
+fn read_locks() -> Vec<LockLine> {
+    let text = fs::read_to_string("/proc/locks").unwrap_or_default();
+    text.lines().filter_map(parse_lock).collect()
+}
+
+/// `1: -> FLOCK  ADVISORY  WRITE 1234 fe:00:5357885 0 EOF`
+fn parse_lock(line: &str) -> Option<LockLine> {
+    let mut words = line.split_whitespace().peekable();
+    let id = words.next()?.trim_end_matches(':').parse().ok()?;
+    let blocked = words.next_if_eq(&"->").is_some();
+    let class = words.next()?.to_string();
+    let pid = words.nth(2)?.parse().ok()?;
+    let mut file = words.next()?.split(':');
+    let major = u32::from_str_radix(file.next()?, 16).ok()?;
+    let minor = u32::from_str_radix(file.next()?, 16).ok()?;
+    let ino = file.next()?.parse().ok()?;
+    Some(LockLine {
+        id,
+        blocked,
+        class,
+        pid,
+        dev: libc::makedev(major, minor),
+        ino,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_syscall_line_gives_the_call_and_its_arguments() {
+        let line = "7 0x7ffd1 0x2 0xffffffff 0x0 0x0 0x0 0x7ffc 0x7f12\n";
+        assert_eq!(
+            parse_syscall(line),
+            Some((7, [0x7ffd1, 2, 0xffffffff, 0, 0, 0]))
+        );
+        assert_eq!(int(0xffffffff), -1);
+        assert_eq!(parse_syscall("running\n"), None);
+        assert_eq!(parse_syscall("-1 0x7ffc 0x7f12\n"), None);
+    }
+
+    #[test]
+    fn a_blocked_lock_line_names_the_line_it_waits_for() {
+        let line = parse_lock("3: -> FLOCK  ADVISORY  WRITE 1234 fe:01:5357885 0 EOF").unwrap();
+        assert_eq!(
+            line,
+            LockLine {
+                id: 3,
+                blocked: true,
+                class: "FLOCK".into(),
+                pid: 1234,
+                dev: libc::makedev(0xfe, 1),
+                ino: 5357885,
+            }
+        );
+        let held = parse_lock("3: POSIX  ADVISORY  WRITE 99 08:01:12 0 EOF").unwrap();
+        assert!(!held.blocked && held.pid == 99 && held.class == "POSIX");
+    }
+}
