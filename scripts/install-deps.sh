@@ -24,13 +24,15 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 # - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
 #   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
 #   git: the tests' clean checkouts; tmux: a terminal for the status line
-#   and the live view; groff-base: the man pages typeset;
+#   and the live view; groff-base: the man pages typeset; golang-go: a go
+#   test that hangs in exec.Command().Output(), and a goroutine dump on
+#   --timeout-signal QUIT;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema;
 # - the kernel matrix: qemu, the guest's static busybox, cpio, the static
 #   build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
-    python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
+    golang-go python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
 # W6 (Debian's python3 ships without them), and the guest W5's qemu, busybox
 # and static build.

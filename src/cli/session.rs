@@ -288,7 +288,13 @@ fn tell(notice: &Notice) -> Vec<String> {
                 "the command exited; {} of its processes still run:",
                 alive.len()
             )];
-            lines.extend(alive.iter().map(|who| format!("  {}", lineage(who))));
+            let groups = alike(alive);
+            let shown = groups.iter().take(SCREEN_LINES / 4);
+            lines.extend(shown.map(|group| format!("  {}", lineage_of(group))));
+            if groups.len() > SCREEN_LINES / 4 {
+                let left: usize = groups[SCREEN_LINES / 4..].iter().map(Vec::len).sum();
+                lines.push(format!("  … and {left} more"));
+            }
             lines
         }
         Notice::Lingering(who) => vec![format!("lingering: {}", lineage(who))],
@@ -299,9 +305,42 @@ fn tell(notice: &Notice) -> Vec<String> {
     }
 }
 
+/// Processes folded by command and ancestry, in order of the first of each.
+fn alike(all: &[Lingerer]) -> Vec<Vec<&Lingerer>> {
+    let mut groups: Vec<Vec<&Lingerer>> = Vec::new();
+    let mut by_kind = std::collections::HashMap::new();
+    for who in all {
+        let ancestors: Vec<i32> = who.ancestry.iter().map(|(pid, _)| *pid).collect();
+        let kind = (who.command.as_str(), ancestors);
+        let at = *by_kind.entry(kind).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[at].push(who);
+    }
+    groups
+}
+
+/// [`lineage`] of a group: `N × command (pids a–b) ← parent ← ...`.
+fn lineage_of(group: &[&Lingerer]) -> String {
+    let who = group[0];
+    if group.len() == 1 {
+        return lineage(who);
+    }
+    let pids = group.iter().map(|who| who.pid).collect();
+    let ranges = proctrace::analysis::waits::pid_ranges(pids);
+    let head = format!("{} × {} (pids {ranges})", group.len(), who.command);
+    started_by(head, who)
+}
+
 /// `PID command ← parent ← ... ← root`: who started a process, back to the root.
 fn lineage(who: &Lingerer) -> String {
-    let mut line = format!("{} {}", who.pid, who.command);
+    started_by(format!("{} {}", who.pid, who.command), who)
+}
+
+/// `head ← parent ← ... ← root`.
+fn started_by(head: String, who: &Lingerer) -> String {
+    let mut line = head;
     for (pid, command) in who.ancestry.iter().rev() {
         line.push_str(&format!("  ← {pid} {command}"));
     }

@@ -275,6 +275,25 @@ impl Reader<'_> {
         Ok(bytes)
     }
 
+    /// The NUL-terminated string at `addr`, read a page at a time: the
+    /// page after it may not be mapped.
+    fn c_string(&self, mut addr: u64) -> Option<String> {
+        const PAGE: u64 = 4096;
+        let mut bytes = Vec::new();
+        while bytes.len() < PAGE as usize {
+            let chunk = self.memory(addr, PAGE - addr % PAGE, "path").ok()?;
+            match chunk.iter().position(|&b| b == 0) {
+                Some(end) => {
+                    bytes.extend_from_slice(&chunk[..end]);
+                    return Some(String::from_utf8_lossy(&bytes).into_owned());
+                }
+                None => bytes.extend_from_slice(&chunk),
+            }
+            addr += chunk.len() as u64;
+        }
+        None
+    }
+
     /// The lock `tid` waits for on `fd`, and who holds it (`/proc/locks`).
     fn lock(&self, tid: Pid, fd: i32) -> Option<WaitOn> {
         let held = self.held(fd)?;
@@ -303,9 +322,7 @@ impl Reader<'_> {
 
     /// The FIFO an open(2) at path `addr` waits on the other end of.
     fn fifo(&self, addr: u64) -> Option<WaitOn> {
-        let bytes = self.memory(addr, 4096, "path").ok()?;
-        let path = bytes.split(|&b| b == 0).next()?;
-        let path = String::from_utf8_lossy(path).into_owned();
+        let path = self.c_string(addr)?;
         // Relative paths are the process's own: resolve them from its cwd.
         let full = if path.starts_with('/') {
             path.clone()

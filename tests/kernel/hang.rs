@@ -32,7 +32,7 @@ fn render_hang(path: &std::path::Path) -> String {
     render_as(path, "hang")
 }
 
-fn render_as(path: &std::path::Path, mode: &str) -> String {
+pub(crate) fn render_as(path: &std::path::Path, mode: &str) -> String {
     let out = std::process::Command::new(crate::common::proctrace_bin())
         .args(["render", "-d", mode, "-i"])
         .arg(path)
@@ -47,7 +47,7 @@ fn render_as(path: &std::path::Path, mode: &str) -> String {
 }
 
 /// The one line of `text` that mentions all of `words`.
-fn line_with<'a>(text: &'a str, words: &[&str]) -> &'a str {
+pub(crate) fn line_with<'a>(text: &'a str, words: &[&str]) -> &'a str {
     let lines: Vec<&str> = text
         .lines()
         .filter(|l| words.iter().all(|w| l.contains(w)))

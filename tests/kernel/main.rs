@@ -33,3 +33,4 @@ mod terminal;
 mod threads;
 mod verifier;
 mod views;
+mod waits;

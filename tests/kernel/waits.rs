@@ -1,0 +1,404 @@
+//! Issue #33, "hang diagnosis for every wait": one real program per kind
+//! of wait a suite hangs in, recorded until `--timeout` takes the
+//! snapshot, with the exact culprit or deadlock the chain must end at,
+//! and never a waiter called a culprit.
+
+use crate::common::{have_root, have_tool, record_with, Mode, Opts, Run};
+use crate::hang::{line_with, render_as};
+use proctrace::event::Pid;
+
+/// Long enough for any of these programs to reach its wait on a loaded
+/// machine; the snapshot is taken when it expires.
+const TIMEOUT: &str = "3s";
+
+/// Records `argv` until the timeout; returns the run and `render -d hang`.
+fn hung(argv: &[&str]) -> (Run, String) {
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = vec!["--timeout".into(), TIMEOUT.into()];
+    let run = record_with(&opts, argv);
+    assert_eq!(run.code(), 124, "{}", run.stderr);
+    let view = render_as(&run.dir.path().join("rec.ndjson"), "hang");
+    (run, view)
+}
+
+fn python(script: &str) -> (Run, String) {
+    hung(&["/usr/bin/python3", "-c", script])
+}
+
+/// The answer lines of a view that start with `kind`.
+fn answers<'a>(view: &'a str, kind: &str) -> Vec<&'a str> {
+    view.lines().filter(|l| l.starts_with(kind)).collect()
+}
+
+/// The one culprit of `view`, which must be `pid`.
+fn the_culprit(view: &str, pid: Pid) -> &str {
+    let culprits = answers(view, "culprit: ");
+    assert_eq!(culprits.len(), 1, "{view}");
+    assert!(
+        culprits[0].starts_with(&format!("culprit: {pid} ")),
+        "{view}"
+    );
+    culprits[0]
+}
+
+/// The process whose last exec had `argv`.
+fn with_argv(run: &Run, argv: &[&str]) -> Pid {
+    let found: Vec<Pid> = run
+        .pids()
+        .into_iter()
+        .filter(|&p| run.argvs(p).last().is_some_and(|a| a == argv))
+        .collect();
+    assert_eq!(found.len(), 1, "{argv:?} in\n{}", run.text);
+    found[0]
+}
+
+/// The one child `parent` forked that never exec'd.
+fn forked(run: &Run, parent: Pid) -> Pid {
+    let found: Vec<Pid> = run
+        .children(parent)
+        .into_iter()
+        .filter(|&c| run.argvs(c).is_empty())
+        .collect();
+    assert_eq!(found.len(), 1, "{}", run.text);
+    found[0]
+}
+
+/// A child that leaves a grandchild holding its stdout and stderr.
+const LEAKY: &str = "['sh', '-c', 'sleep 1000 & echo hi']";
+
+/// What a leaked grandchild holds of a pipe its runner reads.
+const PIPE: &str = "(write end of pipe:[";
+
+/// The leaked `sleep 1000` is the culprit, holding the pipes the root
+/// waits on; the root is no culprit.
+fn leaked_sleep_is_the_culprit(run: &Run, view: &str, call: &str, end: &str) {
+    let sleep = with_argv(run, &["sleep", "1000"]);
+    let culprit = the_culprit(view, sleep);
+    let root = run.root();
+    assert!(culprit.contains(end), "{view}");
+    assert!(culprit.contains(&format!("that {root} ")), "{view}");
+    let waiter = line_with(view, &[&format!("  {root} ")]);
+    assert!(waiter.contains(&format!("blocked in {call}")), "{view}");
+    assert!(waiter.ends_with("held by:"), "{view}");
+}
+
+#[test]
+fn python_capture_output_waits_in_poll_for_the_leaked_grandchild() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&format!(
+        "import subprocess; subprocess.run({LEAKY}, capture_output=True)"
+    ));
+    leaked_sleep_is_the_culprit(&run, &view, "poll(fd ", PIPE);
+}
+
+#[test]
+fn select_on_a_pipe_waits_for_the_leaked_grandchild() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&format!(
+        "import os, select, subprocess\n\
+         p = subprocess.Popen({LEAKY}, stdout=subprocess.PIPE)\n\
+         while True:\n\
+         \x20   select.select([p.stdout], [], [])\n\
+         \x20   if not os.read(p.stdout.fileno(), 100): break\n"
+    ));
+    // glibc makes select(2) a pselect6 on some machines.
+    let call = if view.contains("blocked in pselect6") {
+        "pselect6(fd "
+    } else {
+        "select(fd "
+    };
+    leaked_sleep_is_the_culprit(&run, &view, call, PIPE);
+}
+
+#[test]
+fn asyncio_waits_in_epoll_for_the_leaked_grandchild() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&format!(
+        "import asyncio\n\
+         async def main():\n\
+         \x20   p = await asyncio.create_subprocess_exec(*{LEAKY}, stdout=asyncio.subprocess.PIPE)\n\
+         \x20   await p.communicate()\n\
+         asyncio.run(main())\n"
+    ));
+    leaked_sleep_is_the_culprit(&run, &view, "epoll_wait(fd ", PIPE);
+}
+
+#[test]
+fn node_exec_file_waits_in_epoll_for_the_leaked_grandchild() {
+    if !have_root() || !have_tool("node") {
+        return;
+    }
+    let script =
+        "require('child_process').execFile('sh', ['-c', 'sleep 1000 & echo hi'], () => {})";
+    let (run, view) = hung(&["node", "-e", script]);
+    leaked_sleep_is_the_culprit(&run, &view, "epoll_pwait(fd ", "(the peer of unix socket:[");
+}
+
+/// `parent` and `child` scripts after a fork, in one python.
+fn forking(setup: &str, child: &str, parent: &str) -> String {
+    format!(
+        "import os, socket, time, fcntl\n{setup}\n\
+         if os.fork() == 0:\n{child}\n\
+         else:\n{parent}\n"
+    )
+}
+
+#[test]
+fn a_socketpair_reader_waits_for_the_process_holding_the_peer() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&forking(
+        "a, b = socket.socketpair()",
+        "    a.close(); time.sleep(1000)",
+        "    b.close(); a.recv(1)",
+    ));
+    let root = run.root();
+    let child = forked(&run, root);
+    let culprit = the_culprit(&view, child);
+    assert!(culprit.contains("(the peer of unix socket:["), "{view}");
+    let waiter = line_with(
+        &view,
+        &[
+            &format!("  {root} "),
+            "blocked in recvfrom(fd 3) on unix socket:[",
+        ],
+    );
+    assert!(waiter.ends_with("its peer is held by:"), "{view}");
+}
+
+#[test]
+fn a_path_socket_client_waits_for_the_server_that_never_answers() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.sock");
+    let path = path.to_str().unwrap();
+    let (run, view) = python(&forking(
+        &format!("s = socket.socket(socket.AF_UNIX); s.bind('{path}'); s.listen()"),
+        "    c, _ = s.accept(); time.sleep(1000)",
+        &format!(
+            "    s.close(); c = socket.socket(socket.AF_UNIX); c.connect('{path}'); c.recv(1)"
+        ),
+    ));
+    let root = run.root();
+    the_culprit(&view, forked(&run, root));
+    line_with(&view, &[&format!("  {root} "), "on unix socket:[", path]);
+}
+
+#[test]
+fn a_loopback_tcp_client_waits_for_the_listener_that_never_accepts() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&forking(
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()",
+        "    time.sleep(1000)",
+        "    c = socket.create_connection(s.getsockname()); s.close(); c.recv(1)",
+    ));
+    let root = run.root();
+    let culprit = the_culprit(&view, forked(&run, root));
+    assert!(culprit.contains("(not yet accepted)) that"), "{view}");
+    line_with(
+        &view,
+        &[
+            &format!("  {root} "),
+            "blocked in recvfrom(fd 4) on TCP 127.0.0.1:",
+        ],
+    );
+}
+
+#[test]
+fn a_flock_waiter_waits_for_the_holder_which_waits_for_its_command() {
+    if !have_root() || !have_tool("flock") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let lock = lock.to_str().unwrap();
+    let script = format!("flock {lock} sleep 1000 & sleep 0.5; flock {lock} true");
+    let (run, view) = hung(&["sh", "-c", &script]);
+    let sleep = with_argv(&run, &["sleep", "1000"]);
+    the_culprit(&view, sleep);
+    let holder = with_argv(&run, &["flock", lock, "sleep", "1000"]);
+    let waiter = with_argv(&run, &["flock", lock, "true"]);
+    let line = line_with(&view, &[&format!("  {waiter} flock")]);
+    assert!(
+        line.contains("blocked in flock(fd 3) on FLOCK lock on"),
+        "{view}"
+    );
+    assert!(line.ends_with("the lock is held by:"), "{view}");
+    line_with(
+        &view,
+        &[
+            &format!("  {holder} flock"),
+            "waits in wait4 for its children:",
+        ],
+    );
+}
+
+#[test]
+fn an_fcntl_lock_waiter_waits_for_the_holder() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let lock = lock.to_str().unwrap();
+    let (run, view) = python(&forking(
+        &format!("f = open('{lock}', 'w'); fcntl.lockf(f, fcntl.LOCK_EX)"),
+        &format!("    g = open('{lock}', 'w'); fcntl.lockf(g, fcntl.LOCK_EX)"),
+        "    time.sleep(1000)",
+    ));
+    let root = run.root();
+    let culprit = the_culprit(&view, root);
+    let child = forked(&run, root);
+    assert!(
+        culprit.contains(&format!("(the POSIX lock on {lock}) that {child} ")),
+        "{view}"
+    );
+}
+
+#[test]
+fn opening_a_fifo_nobody_writes_says_no_process_holds_it() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let fifo = fifo.to_str().unwrap();
+    let (run, view) = hung(&["sh", "-c", &format!("mkfifo {fifo}; cat {fifo}")]);
+    let cat = with_argv(&run, &["cat", fifo]);
+    let culprit = the_culprit(&view, cat);
+    assert!(
+        culprit.contains(&format!("blocked in openat on FIFO {fifo}")),
+        "{view}"
+    );
+    line_with(
+        &view,
+        &[
+            &format!("{cat} cat"),
+            "its other end is held by no process of the tree",
+        ],
+    );
+}
+
+/// The one deadlock line, naming exactly `members`.
+fn the_deadlock(view: &str, members: &[Pid]) {
+    let deadlocks = answers(view, "deadlock: ");
+    assert_eq!(deadlocks.len(), 1, "{view}");
+    for pid in members {
+        assert!(
+            deadlocks[0].contains(&format!(" {pid} "))
+                || deadlocks[0].contains(&format!(": {pid} ")),
+            "{view}"
+        );
+    }
+    assert!(
+        deadlocks[0].starts_with(&format!(
+            "deadlock: {} processes wait for each other: ",
+            members.len()
+        )),
+        "{view}"
+    );
+    assert!(answers(view, "culprit: ").is_empty(), "{view}");
+}
+
+#[test]
+fn two_processes_writing_full_pipes_to_each_other_are_a_deadlock() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&forking(
+        "r1, w1 = os.pipe(); r2, w2 = os.pipe()",
+        "    os.close(w1); os.close(r2); os.write(w2, b'x' * 1000000); os.read(r1, 1)",
+        "    os.close(w2); os.close(r1); os.write(w1, b'x' * 1000000); os.read(r2, 1)",
+    ));
+    let root = run.root();
+    the_deadlock(&view, &[root, forked(&run, root)]);
+}
+
+#[test]
+fn popen_wait_on_a_child_writing_a_full_pipe_is_a_deadlock_in_every_view() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(
+        "import subprocess\n\
+         p = subprocess.Popen(['head', '-c', '1000000', '/dev/zero'], stdout=subprocess.PIPE)\n\
+         p.wait()\n",
+    );
+    let root = run.root();
+    let head = with_argv(&run, &["head", "-c", "1000000", "/dev/zero"]);
+    the_deadlock(&view, &[root, head]);
+    let path = run.dir.path().join("rec.ndjson");
+    let summary = render_as(&path, "summary");
+    line_with(
+        &summary,
+        &[
+            "  deadlock: 2 processes wait for each other: ",
+            &format!("{head} head"),
+        ],
+    );
+    let markdown = render_as(&path, "markdown");
+    line_with(
+        &markdown,
+        &["- **Deadlock:** 2 processes wait for each other: "],
+    );
+    line_with(
+        &run.stderr,
+        &["proctrace: deadlock: 2 processes wait for each other: "],
+    );
+}
+
+#[test]
+fn a_stopped_child_waited_for_is_the_culprit() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(
+        "import os, signal, subprocess\n\
+         p = subprocess.Popen(['sleep', '1000'])\n\
+         os.kill(p.pid, signal.SIGSTOP)\n\
+         p.wait()\n",
+    );
+    let sleep = with_argv(&run, &["sleep", "1000"]);
+    let culprit = the_culprit(&view, sleep);
+    assert!(culprit.contains(", stopped"), "{view}");
+}
+
+#[test]
+fn hundreds_of_alike_leaked_sleeps_are_one_culprit_line() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = hung(&[
+        "sh",
+        "-c",
+        "for i in $(seq 300); do sleep 1000 & done; wait",
+    ]);
+    let sleeps: Vec<Pid> = run
+        .pids()
+        .into_iter()
+        .filter(|&p| run.argvs(p).last().is_some_and(|a| a == &["sleep", "1000"]))
+        .collect();
+    assert_eq!(sleeps.len(), 300);
+    let culprits = answers(&view, "culprit: ");
+    assert_eq!(culprits.len(), 1, "{view}");
+    let ranges = proctrace::analysis::waits::pid_ranges(sleeps);
+    assert!(
+        culprits[0].starts_with(&format!(
+            "culprit: 300 × sleep 1000 (pids {ranges}), blocked in clock_nanosleep"
+        )),
+        "{view}"
+    );
+    assert!(view.lines().count() < 10, "{view}");
+    assert!(run.stderr.lines().count() < 45, "{}", run.stderr);
+}
