@@ -78,6 +78,11 @@ pub struct RecordArgs {
     /// exit with 124.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     timeout: Option<std::time::Duration>,
+    /// The signal --timeout ends the tree with, before SIGKILL 2 s later: QUIT makes Go
+    /// and Java print their goroutines and threads, ABRT dumps a core. A name (QUIT,
+    /// SIGQUIT) or a number.
+    #[arg(long, value_name = "SIG", default_value = "TERM", value_parser = signal_name, requires = "timeout")]
+    timeout_signal: nix::sys::signal::Signal,
     /// When no process of the tree has forked, exec'd or exited for DURATION while
     /// processes run, take a snapshot of the live tree and say what it waits for; recording
     /// goes on (another snapshot only after new events and another quiet DURATION).
@@ -158,6 +163,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .linger(args.linger)
         .kill_lingering(args.kill_lingering)
         .timeout(args.timeout)
+        .timeout_signal(args.timeout_signal)
         .hang_after(args.hang_after)
         .subreaper(true)
         .capture_fds(!args.no_fds)
@@ -330,4 +336,22 @@ fn env_name(name: &str) -> Result<String, String> {
         return Err(format!("not a variable name: {name:?}"));
     }
     Ok(name.to_string())
+}
+
+/// A signal by name (`QUIT`, `SIGQUIT`, `quit`) or number.
+fn signal_name(text: &str) -> Result<nix::sys::signal::Signal, String> {
+    use std::str::FromStr;
+    let upper = text.to_ascii_uppercase();
+    let name = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    let number = text.parse::<i32>().ok();
+    number
+        .map_or_else(
+            || nix::sys::signal::Signal::from_str(&name).ok(),
+            |n| nix::sys::signal::Signal::try_from(n).ok(),
+        )
+        .ok_or_else(|| format!("no signal {text:?}: give a name such as QUIT or TERM, or a number"))
 }

@@ -280,8 +280,11 @@ impl Pending {
 fn tell(notice: &Notice) -> Vec<String> {
     match notice {
         Notice::Snapshot { .. } | Notice::Lost { .. } => Vec::new(),
-        Notice::TimedOut => {
-            vec!["--timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)".to_owned()]
+        Notice::TimedOut { signal } => {
+            let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
+            vec![format!(
+                "--timeout expired: ending the tree ({name}, then SIGKILL 2 s later)"
+            )]
         }
         Notice::RootExited(alive) => {
             let mut lines = vec![format!(

@@ -348,8 +348,11 @@ impl Drain<'_, '_> {
         if timed_out && !progress.totals.timed_out {
             progress.totals.timed_out = true;
             self.snapshot(SnapshotCause::Timeout, progress);
-            let _ = self.outputs.notices.send(Notice::TimedOut);
-            self.signal_tree(Signal::SIGTERM, progress);
+            let signal = self.policy.timeout_signal;
+            let _ = self.outputs.notices.send(Notice::TimedOut {
+                signal: signal as i32,
+            });
+            self.signal_tree(signal, progress);
             progress.timeout_kill_due = Some(elapsed + KILL_GRACE_NS);
         }
         if progress.timeout_kill_due.is_some_and(|due| elapsed >= due) {

@@ -38,8 +38,12 @@ pub enum Notice {
         /// How many records it has.
         records: usize,
     },
-    /// `--timeout` expired: the tree is being ended.
-    TimedOut,
+    /// `--timeout` expired: the tree is being ended, first with this
+    /// signal (`--timeout-signal`).
+    TimedOut {
+        /// The signal sent first.
+        signal: i32,
+    },
     /// The kernel has dropped events since the last count: these are the
     /// totals so far (checked about once a second).
     Lost {

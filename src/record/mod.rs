@@ -189,6 +189,14 @@ impl Recorder {
         self
     }
 
+    /// The signal `timeout` ends the tree with first (SIGTERM by default):
+    /// SIGQUIT makes Go and Java print their goroutines and threads,
+    /// SIGABRT dumps a core. SIGKILL follows 2 s later.
+    pub fn timeout_signal(mut self, signal: nix::sys::signal::Signal) -> Self {
+        self.policy.timeout_signal = signal;
+        self
+    }
+
     /// Takes a snapshot of the live tree when no event of it has come for
     /// `quiet` while processes are alive; another only after new events
     /// and another quiet period.
@@ -366,15 +374,30 @@ fn join_error(thread: JoinHandle<Result<Trailer, RecordError>>) -> RecordError {
 }
 
 /// What to do about processes that outlive their parent or the root.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct LingerPolicy {
     linger: Option<Duration>,
     kill: bool,
     subreaper: bool,
     /// `--timeout`: snapshot, then end the tree.
     timeout: Option<Duration>,
+    /// What `timeout` ends the tree with, before SIGKILL.
+    timeout_signal: nix::sys::signal::Signal,
     /// `--hang-after`: snapshot once the tree has been quiet this long.
     hang_after: Option<Duration>,
+}
+
+impl Default for LingerPolicy {
+    fn default() -> Self {
+        LingerPolicy {
+            linger: None,
+            kill: false,
+            subreaper: false,
+            timeout: None,
+            timeout_signal: nix::sys::signal::Signal::SIGTERM,
+            hang_after: None,
+        }
+    }
 }
 
 /// What the drain thread reports once it has started the command.

@@ -252,10 +252,14 @@ impl Reader<'_> {
         on
     }
 
+    /// Adds the waits for `fd` to be readable or writable, as far as it
+    /// was opened for that: Go registers every descriptor for both.
     fn push_events(&self, on: &mut Vec<WaitOn>, fd: i32, read: bool, write: bool) {
-        if fd < 0 || self.held(fd).is_none_or(|h| h.fd.kind == FdKind::Other) {
+        let Some(held) = self.held(fd).filter(|h| h.fd.kind != FdKind::Other) else {
             return;
-        }
+        };
+        let read = read && held.access.is_none_or(|a| a.reads());
+        let write = write && held.access.is_none_or(|a| a.writes());
         let hows = [(read, WaitHow::Read), (write, WaitHow::Write)];
         for (_, how) in hows.into_iter().filter(|(wanted, _)| *wanted) {
             on.extend(self.on_fd(fd, how));

@@ -3,6 +3,9 @@
 //! snapshot, with the exact culprit or deadlock the chain must end at,
 //! and never a waiter called a culprit.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 use crate::common::{have_root, have_tool, record_with, Mode, Opts, Run};
 use crate::hang::{line_with, render_as};
 use proctrace::event::Pid;
@@ -13,8 +16,17 @@ const TIMEOUT: &str = "3s";
 
 /// Records `argv` until the timeout; returns the run and `render -d hang`.
 fn hung(argv: &[&str]) -> (Run, String) {
+    hung_with(&[], argv)
+}
+
+/// [`hung`], with more options to `record`.
+fn hung_with(args: &[&str], argv: &[&str]) -> (Run, String) {
     let mut opts = Opts::new(Mode::Ring);
-    opts.args = vec!["--timeout".into(), TIMEOUT.into()];
+    opts.args = ["--timeout", TIMEOUT]
+        .iter()
+        .chain(args)
+        .map(|a| a.to_string())
+        .collect();
     let run = record_with(&opts, argv);
     assert_eq!(run.code(), 124, "{}", run.stderr);
     let view = render_as(&run.dir.path().join("rec.ndjson"), "hang");
@@ -78,7 +90,7 @@ fn leaked_sleep_is_the_culprit(run: &Run, view: &str, call: &str, end: &str) {
     assert!(culprit.contains(end), "{view}");
     assert!(culprit.contains(&format!("that {root} ")), "{view}");
     let waiter = line_with(view, &[&format!("  {root} ")]);
-    assert!(waiter.contains(&format!("blocked in {call}")), "{view}");
+    assert!(waiter.contains(call), "{view}");
     assert!(waiter.ends_with("held by:"), "{view}");
 }
 
@@ -90,7 +102,7 @@ fn python_capture_output_waits_in_poll_for_the_leaked_grandchild() {
     let (run, view) = python(&format!(
         "import subprocess; subprocess.run({LEAKY}, capture_output=True)"
     ));
-    leaked_sleep_is_the_culprit(&run, &view, "poll(fd ", PIPE);
+    leaked_sleep_is_the_culprit(&run, &view, "blocked in poll(fd ", PIPE);
 }
 
 #[test]
@@ -107,9 +119,9 @@ fn select_on_a_pipe_waits_for_the_leaked_grandchild() {
     ));
     // glibc makes select(2) a pselect6 on some machines.
     let call = if view.contains("blocked in pselect6") {
-        "pselect6(fd "
+        "blocked in pselect6(fd "
     } else {
-        "select(fd "
+        "blocked in select(fd "
     };
     leaked_sleep_is_the_culprit(&run, &view, call, PIPE);
 }
@@ -126,7 +138,7 @@ fn asyncio_waits_in_epoll_for_the_leaked_grandchild() {
          \x20   await p.communicate()\n\
          asyncio.run(main())\n"
     ));
-    leaked_sleep_is_the_culprit(&run, &view, "epoll_wait(fd ", PIPE);
+    leaked_sleep_is_the_culprit(&run, &view, "blocked in epoll_wait(fd ", PIPE);
 }
 
 #[test]
@@ -137,7 +149,12 @@ fn node_exec_file_waits_in_epoll_for_the_leaked_grandchild() {
     let script =
         "require('child_process').execFile('sh', ['-c', 'sleep 1000 & echo hi'], () => {})";
     let (run, view) = hung(&["node", "-e", script]);
-    leaked_sleep_is_the_culprit(&run, &view, "epoll_pwait(fd ", "(the peer of unix socket:[");
+    leaked_sleep_is_the_culprit(
+        &run,
+        &view,
+        "blocked in epoll_pwait(fd ",
+        "(the peer of unix socket:[",
+    );
 }
 
 /// `parent` and `child` scripts after a fork, in one python.
@@ -401,4 +418,68 @@ fn hundreds_of_alike_leaked_sleeps_are_one_culprit_line() {
     );
     assert!(view.lines().count() < 10, "{view}");
     assert!(run.stderr.lines().count() < 45, "{}", run.stderr);
+}
+
+/// A `go test` binary, built before recording, whose TestHang waits in
+/// exec.Command().Output() for a child that leaves a grandchild behind.
+fn go_test_binary(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("go.mod"), "module hang\n\ngo 1.19\n").unwrap();
+    std::fs::write(
+        dir.join("hang_test.go"),
+        "package hang\n\nimport (\n\t\"os/exec\"\n\t\"testing\"\n)\n\n\
+         func TestHang(t *testing.T) {\n\
+         \tout, err := exec.Command(\"sh\", \"-c\", \"sleep 1000 & echo hi\").Output()\n\
+         \tt.Log(string(out), err)\n}\n",
+    )
+    .unwrap();
+    let binary = dir.join("hang.test");
+    let built = Command::new("go")
+        .args(["test", "-c", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOPATH", dir.join("gopath"))
+        .env("GOTOOLCHAIN", "local")
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    binary
+}
+
+#[test]
+fn go_exec_output_waits_in_epoll_for_the_leaked_grandchild() {
+    if !have_root() || !have_tool("go") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = go_test_binary(dir.path());
+    let (run, view) = hung(&[binary.to_str().unwrap(), "-test.run", "TestHang"]);
+    // On whichever thread the runtime's netpoller blocks.
+    leaked_sleep_is_the_culprit(&run, &view, " epoll_pwait(fd ", PIPE);
+}
+
+#[test]
+fn timeout_signal_quit_makes_go_print_its_goroutines() {
+    if !have_root() || !have_tool("go") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = go_test_binary(dir.path());
+    let argv = [binary.to_str().unwrap(), "-test.run", "TestHang"];
+    let (run, _) = hung_with(&["--timeout-signal", "QUIT"], &argv);
+    // Go's dump goes to the test binary's stderr, which is proctrace's.
+    assert!(run.stderr.contains("SIGQUIT: quit"), "{}", run.stderr);
+    assert!(run.stderr.contains("goroutine 1 ["), "{}", run.stderr);
+    assert_eq!(
+        run.exit(run.root()).exit_code,
+        Some(2),
+        "Go exits 2 after the dump"
+    );
 }
