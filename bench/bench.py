@@ -17,6 +17,8 @@ W3 burst   8 parallel spawners, 20,000 processes: 0 lost, exact counts, for
            the ring buffer and the perf buffer.
 W4 offline render by-process/tree/html, ingest and diff of 1,000,000 events:
            wall time and peak RSS.
+W7 hang    1,250 to 10,000 leaked `sleep`s and a SIGUSR1: the time from the
+           signal to the last answer line on stderr (issue #33).
 """
 
 import argparse
@@ -37,6 +39,9 @@ REPO = os.path.dirname(HERE)
 
 W1_LOOP = "for ((i = 0; i < 2000; i++)); do /bin/true; done"
 W3_SPAWNERS, W3_PER_SPAWNER = 8, 2500
+# W7: how many leaked sleeps, and how long they sleep (also their mark for pgrep).
+W7_SIZES = [1250, 2500, 5000, 10000]
+W7_SLEEP = 600
 NOISE = "while :; do /bin/true; done"
 # Where record keeps the cut of the kernel's BTF for the rest of the boot.
 CUT_CACHE = "/run/proctrace"
@@ -423,6 +428,54 @@ class Bench:
                         "wall_ratio": median([r["wall"] / r["base"] for r in rows])}
         self.results["W3"] = res
 
+    def w7(self):
+        """The hang answer at scale: N leaked sleeps, SIGUSR1, then the time
+        from the signal to the last answer line on stderr."""
+        res = {}
+        for n in W7_SIZES:
+            rows = []
+            for i in range(max(3, self.args.rounds // 2)):
+                rows.append(self.w7_round(n))
+                log(f"  W7 {n} sleeps round {i}: {rows[-1]['answer_s']:.3f}s, "
+                    f"{rows[-1]['stderr_lines']} stderr lines")
+            res[str(n)] = {"rounds": rows, "answer_s": median([r["answer_s"] for r in rows]),
+                           "stderr_lines": rows[-1]["stderr_lines"]}
+        self.results["W7"] = res
+
+    def w7_round(self, n):
+        out = os.path.join(self.tmp, "w7.ndjson")
+        script = f"for i in $(seq {n}); do sleep {W7_SLEEP} & done; wait"
+        pt = subprocess.Popen([self.pt, "record", "-q", "-o", out, "--", "sh", "-c", script],
+                              stderr=subprocess.PIPE, text=True)
+        lines = []
+
+        def read_stderr():
+            for line in pt.stderr:
+                lines.append((time.monotonic(), line))
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+
+        def sleepers():
+            found = subprocess.run(["pgrep", "-f", f"^sleep {W7_SLEEP}$"], capture_output=True,
+                                   text=True).stdout.split()
+            return [int(p) for p in found]
+        while len(sleepers()) < n:
+            time.sleep(0.2)
+        time.sleep(1)
+        start = time.monotonic()
+        pt.send_signal(10)
+        answer = ("proctrace: culprit:", "proctrace: deadlock:", "proctrace: … ")
+        while not any(line.startswith(answer) for _, line in lines):
+            time.sleep(0.01)
+        # The answer is written at once: what follows within a second is its rest.
+        time.sleep(1)
+        answered = max(t for t, line in lines if line.startswith(answer)) - start
+        for pid in sleepers():
+            os.kill(pid, 9)
+        pt.wait()
+        reader.join()
+        return {"answer_s": answered, "stderr_lines": len(lines)}
+
     def data(self, name, raw, seed=None):
         path = os.path.join(self.args.data_dir, name)
         if not os.path.exists(path):
@@ -606,6 +659,11 @@ def table(r):
         row("W6 suite", "CPU of everything waited for, recorded / untraced", f"{w['cpu_ratio']:.3f}x",
             "(report)")
         row("W6 suite", "events recorded / lost", f"{w['events']:.0f} / {w['lost']}", "")
+    if "W7" in r:
+        for n, w in r["W7"].items():
+            row("W7 hang", f"{int(n):,} leaked sleeps: SIGUSR1 to the last answer line",
+                f"{w['answer_s']:.3f} s ({w['stderr_lines']} stderr lines)",
+                "<= 0.5 s at 5,000", w["answer_s"] <= 0.5 if n == "5000" else None)
     if "W4" in r:
         w = r["W4"]
         for name in ("render -d by-process", "render -d tree", "render -d html", "ingest",
@@ -624,7 +682,7 @@ def main():
     ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W6")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6")
+    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
@@ -634,7 +692,7 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")

@@ -39,6 +39,9 @@ pub struct Hang {
     pub culprits: Vec<Vec<usize>>,
     /// The cycles of processes waiting for each other.
     pub deadlocks: Vec<Vec<usize>>,
+    /// For each process, who waits for it on something it holds: the
+    /// waiter, which of its waits, and the descriptors it is held through.
+    pub waiters: Vec<Vec<(usize, usize, Vec<i32>)>>,
 }
 
 /// One process of a snapshot and what it waits for.
@@ -153,7 +156,9 @@ impl Hang {
             chains: Vec::new(),
             culprits: Vec::new(),
             deadlocks: Vec::new(),
+            waiters: Vec::new(),
         };
+        hang.waiters = hang.find_waiters();
         hang.deadlocks = hang.cycles();
         hang.culprits = hang.group(hang.culprit_positions());
         hang.chains = Chains::walk(&hang);
@@ -214,16 +219,28 @@ impl Hang {
     /// Folds positions that share a parent, a command, a test and what
     /// they do into groups, in order of their first member.
     pub fn group(&self, positions: Vec<usize>) -> Vec<Vec<usize>> {
+        self.group_where(positions, |_| true)
+    }
+
+    /// [`Hang::group`], where only positions `foldable` says may share a
+    /// group; the others each have one of their own, in their place.
+    fn group_where(
+        &self,
+        positions: Vec<usize>,
+        foldable: impl Fn(usize) -> bool,
+    ) -> Vec<Vec<usize>> {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut by_key: HashMap<String, usize> = HashMap::new();
         for at in positions {
-            match by_key.get(&self.key(at)) {
-                Some(&g) => groups[g].push(at),
-                None => {
-                    by_key.insert(self.key(at), groups.len());
-                    groups.push(vec![at]);
-                }
+            if !foldable(at) {
+                groups.push(vec![at]);
+                continue;
             }
+            let g = *by_key.entry(self.key(at)).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(at);
         }
         groups
     }
@@ -231,7 +248,7 @@ impl Hang {
     /// What makes two processes alike: everything a line says but the pid.
     fn key(&self, at: usize) -> String {
         let p = &self.processes[at];
-        let held = self.waiters_of(at);
+        let held = &self.waiters[at];
         let waits: Vec<(&str, &WaitOn, Vec<usize>)> = p
             .waits
             .iter()
@@ -249,17 +266,16 @@ impl Hang {
         )
     }
 
-    /// Who waits for `at` on something it holds: the waiter, which of its
-    /// waits, and the descriptors `at` holds it through.
-    pub fn waiters_of(&self, at: usize) -> Vec<(usize, usize, Vec<i32>)> {
-        let mut waiters = Vec::new();
+    /// [`Hang::waiters`], worked out from every wait's holders.
+    fn find_waiters(&self) -> Vec<Vec<(usize, usize, Vec<i32>)>> {
+        let mut waiters = vec![Vec::new(); self.processes.len()];
         for (waiter, p) in self.processes.iter().enumerate() {
             for (w, wait) in p.waits.iter().enumerate() {
                 if wait.on.how == WaitHow::Children {
                     continue;
                 }
-                if let Some((_, fds)) = wait.holders.iter().find(|(h, _)| *h == at) {
-                    waiters.push((waiter, w, fds.clone()));
+                for (holder, fds) in &wait.holders {
+                    waiters[*holder].push((waiter, w, fds.clone()));
                 }
             }
         }
@@ -397,14 +413,11 @@ impl Chains<'_> {
     }
 
     /// Targets not yet shown that wait for nobody fold into groups of
-    /// alike ones; the others stay one per line.
+    /// alike ones; the others stay one per line, in their order.
     fn fold(&self, targets: Vec<usize>) -> Vec<Vec<usize>> {
-        let (leaves, others): (Vec<usize>, Vec<usize>) = targets.into_iter().partition(|&t| {
+        self.hang.group_where(targets, |t| {
             !self.shown[t] && !self.stack.contains(&t) && self.hang.targets(t).is_empty()
-        });
-        let mut groups: Vec<Vec<usize>> = others.into_iter().map(|t| vec![t]).collect();
-        groups.extend(self.hang.group(leaves));
-        groups
+        })
     }
 }
 

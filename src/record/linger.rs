@@ -296,11 +296,17 @@ impl Lineage {
     }
 }
 
-/// How `pid` opened `fd`, from the octal `flags:` line of its fdinfo.
-fn fd_access(pid: Pid, fd: i32) -> Option<Access> {
-    let info = fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
-    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-    Access::of_flags(u32::from_str_radix(flags.trim(), 8).ok()?)
+/// How a descriptor was opened, from the mode of its `/proc/PID/fd/N`
+/// link itself (`lstat`): the kernel gives it the owner's read and write
+/// bits of the open file's mode (tid_fd_update_inode), for a tenth of the
+/// cost of reading its fdinfo, which counts in a snapshot of thousands.
+fn fd_access(link_mode: u32) -> Option<Access> {
+    match (link_mode & 0o400 != 0, link_mode & 0o200 != 0) {
+        (true, true) => Some(Access::ReadWrite),
+        (true, false) => Some(Access::Read),
+        (false, true) => Some(Access::Write),
+        (false, false) => None,
+    }
 }
 
 /// The descriptors `pid` holds now, from /proc, each matched against the
@@ -328,7 +334,7 @@ pub(crate) fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
                 ino: meta.ino(),
             };
             let root_fd = root_fds.iter().find(|r| r.same_file(&fd)).map(|r| r.fd);
-            let access = fd_access(pid, fd.fd);
+            let access = entry.metadata().ok().and_then(|l| fd_access(l.mode()));
             Some(HeldFd {
                 fd,
                 root_fd,

@@ -23,6 +23,8 @@ pub(super) enum Life {
 pub(super) struct Stat {
     pub state: char,
     flags: u64,
+    /// How many threads it has.
+    pub threads: u64,
     /// Clock ticks after boot when the process started.
     start_ticks: u64,
 }
@@ -36,6 +38,7 @@ impl Stat {
         Some(Stat {
             state: fields.first()?.chars().next()?,
             flags: fields.get(6)?.parse().ok()?,
+            threads: fields.get(17)?.parse().ok()?,
             start_ticks: fields.get(19)?.parse().ok()?,
         })
     }

@@ -1,12 +1,10 @@
 //! Snapshots of the live tree: for each process, what `/proc` says it is
 //! blocked on and what it holds open, at the moment a run looks stuck.
 
-use std::fs;
-
 use super::linger::{held_fds, Lineage};
 use super::proc_stat::{Life, Stat};
 use super::waits::{self, Machine};
-use crate::event::{Pid, Snapshot, SnapshotCause};
+use crate::event::{Fd, Pid, Snapshot, SnapshotCause};
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are
@@ -19,61 +17,72 @@ pub(crate) fn take(
     lineage: &Lineage,
     last_event: impl Fn(Pid) -> Option<u64>,
 ) -> Vec<Snapshot> {
-    let machine = Machine::default();
-    pids.iter()
-        .filter_map(|&pid| {
-            let mut snapshot = read(pid, now, cause)?;
-            snapshot.quiet = last_event(pid).map_or(0, |at| now.saturating_sub(at));
-            snapshot.fds = held_fds(pid, lineage.root_fds());
-            snapshot.threads = waits::threads(pid, &snapshot.fds, &machine, &mut snapshot.notes);
-            Some(snapshot)
-        })
-        .collect()
+    // Each /proc read costs tens of microseconds: thousands of processes
+    // are read on every CPU at once. The machine's sockets and locks are
+    // read once per part, by the first thread that needs them.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let part = pids.len().div_ceil(cpus).max(PART_MIN);
+    let root_fds = lineage.root_fds();
+    let mut taken: Vec<Snapshot> = std::thread::scope(|scope| {
+        let parts: Vec<_> = pids
+            .chunks(part)
+            .map(|pids| {
+                scope.spawn(move || {
+                    let machine = Machine::default();
+                    let read = pids
+                        .iter()
+                        .filter_map(|&pid| read(pid, now, cause, root_fds, &machine));
+                    read.collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| p.join().unwrap_or_default())
+            .collect()
+    });
+    for snapshot in &mut taken {
+        snapshot.quiet = last_event(snapshot.pid).map_or(0, |at| now.saturating_sub(at));
+    }
+    taken
 }
 
-/// What `/proc/PID` says of `pid`, but its descriptors.
-fn read(pid: Pid, now: u64, cause: SnapshotCause) -> Option<Snapshot> {
+/// Processes below which a snapshot is read on one thread.
+const PART_MIN: usize = 256;
+
+/// What `/proc/PID` says of `pid`: its state, what it holds, and what each
+/// of its threads waits on.
+fn read(
+    pid: Pid,
+    now: u64,
+    cause: SnapshotCause,
+    root_fds: &[Fd],
+    machine: &Machine,
+) -> Option<Snapshot> {
     let stat = Stat::read(pid)?;
     if stat.life() != Life::Running {
         return None;
     }
-    let (syscall, syscall_arg) = blocked_in(pid);
-    let wchan = fs::read_to_string(format!("/proc/{pid}/wchan"))
-        .ok()
-        .filter(|w| !w.is_empty() && w != "0");
+    let fds = held_fds(pid, root_fds);
+    let mut notes = Vec::new();
+    let (threads, main_arg) = waits::threads(pid, stat.threads, &fds, machine, &mut notes);
+    // The main thread's call, as recordings have always had it.
+    let main = threads.iter().find(|t| t.tid == pid);
     Some(Snapshot {
         seq: 0,
         timestamp: now,
         pid,
         cause,
         state: stat.state,
-        wchan,
-        syscall,
-        syscall_arg,
+        wchan: main.and_then(|t| t.wchan.clone()),
+        syscall: main.and_then(|t| t.syscall),
+        syscall_arg: main_arg,
         alive: stat.alive_ns(),
         quiet: 0,
-        fds: Vec::new(),
-        threads: Vec::new(),
-        notes: Vec::new(),
+        fds,
+        threads,
+        notes,
     })
-}
-
-/// The system call `pid` is blocked in and its first argument, if it is.
-fn blocked_in(pid: Pid) -> (Option<i64>, Option<i64>) {
-    let Ok(line) = fs::read_to_string(format!("/proc/{pid}/syscall")) else {
-        return (None, None);
-    };
-    let mut words = line.split_whitespace();
-    let nr = words.next().and_then(|w| w.parse::<i64>().ok());
-    let Some(nr) = nr.filter(|&nr| nr >= 0) else {
-        return (None, None);
-    };
-    let arg = words
-        .next()
-        .and_then(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok())
-        // An fd or a pid is a C int: the register's upper half is noise.
-        .map(|a| i64::from(a as u32 as i32));
-    (Some(nr), arg)
 }
 
 #[cfg(test)]
@@ -92,16 +101,22 @@ mod tests {
         let snapshot = (0..200)
             .find_map(|_| {
                 std::thread::sleep(std::time::Duration::from_millis(10));
-                read(pid, 5, SnapshotCause::Quiet).filter(|s| s.syscall == Some(0))
+                let machine = Machine::default();
+                read(pid, 5, SnapshotCause::Quiet, &[], &machine).filter(|s| s.syscall == Some(0))
             })
             .expect("sh blocks in read(2)");
         assert_eq!((snapshot.state, snapshot.syscall_arg), ('S', Some(0)));
         assert_eq!(snapshot.timestamp, 5);
-        let fds = held_fds(pid, &[]);
-        assert_eq!(fds[0].fd.fd, 0);
-        assert_eq!(fds[0].access, Some(crate::event::Access::Read));
+        let stdin = &snapshot.fds[0];
+        assert_eq!(stdin.fd.fd, 0);
+        assert_eq!(stdin.access, Some(crate::event::Access::Read));
+        let wait = &snapshot.threads[0].on[0];
+        assert_eq!((wait.fd, wait.how), (Some(0), crate::event::WaitHow::Read));
+        let (dev, ino) = (stdin.fd.dev, stdin.fd.ino);
+        assert_eq!(wait.peer, crate::event::Peer::File { dev, ino });
         drop(write_end);
         child.wait().unwrap();
-        assert!(read(pid, 6, SnapshotCause::Quiet).is_none());
+        let machine = Machine::default();
+        assert!(read(pid, 6, SnapshotCause::Quiet, &[], &machine).is_none());
     }
 }

@@ -47,36 +47,52 @@ struct Reader<'a> {
 }
 
 /// The threads of `pid` and what each waits on, with notes on what could
-/// not be read.
+/// not be read, and the first argument of its main thread's call.
+/// `count` is how many threads its stat said: with one, its only thread is
+/// itself, and listing them is saved.
 pub(super) fn threads(
     pid: Pid,
+    count: u64,
     fds: &[HeldFd],
     machine: &Machine,
     notes: &mut Vec<String>,
-) -> Vec<ThreadWait> {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        notes.push("its threads could not be listed: it exited during the snapshot".into());
-        return Vec::new();
+) -> (Vec<ThreadWait>, Option<i64>) {
+    let tids = if count == 1 {
+        vec![pid]
+    } else {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            notes.push("its threads could not be listed: it exited during the snapshot".into());
+            return (Vec::new(), None);
+        };
+        let mut tids: Vec<Pid> = tasks
+            .filter_map(|t| t.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.sort_unstable();
+        tids
     };
-    let mut tids: Vec<Pid> = tasks
-        .filter_map(|t| t.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
     let reader = Reader {
         pid,
         fds,
         machine,
         mem: OnceCell::new(),
     };
-    tids.into_iter()
+    let mut main_arg = None;
+    let threads = tids
+        .into_iter()
         .filter_map(|tid| match reader.thread(tid) {
-            Ok(thread) => Some(thread),
+            Ok((thread, first_arg)) => {
+                if tid == pid {
+                    main_arg = first_arg;
+                }
+                Some(thread)
+            }
             Err(why) => {
                 notes.push(format!("thread {tid}: {why}"));
                 None
             }
         })
-        .collect()
+        .collect();
+    (threads, main_arg)
 }
 
 /// A `/proc/PID/task/TID/syscall` line: the call and its six arguments,
@@ -97,7 +113,8 @@ fn int(arg: u64) -> i32 {
 }
 
 impl Reader<'_> {
-    fn thread(&self, tid: Pid) -> Result<ThreadWait, String> {
+    /// A thread, and its call's first argument as a C int.
+    fn thread(&self, tid: Pid) -> Result<(ThreadWait, Option<i64>), String> {
         let dir = format!("/proc/{}/task/{tid}", self.pid);
         let gone = |_| "gone during the snapshot".to_string();
         let stat = fs::read_to_string(format!("{dir}/stat")).map_err(gone)?;
@@ -117,14 +134,15 @@ impl Reader<'_> {
             }
             _ => Vec::new(),
         };
-        Ok(ThreadWait {
+        let thread = ThreadWait {
             tid,
             state,
             wchan,
             syscall: call.map(|(nr, _)| nr),
             call: name.map(str::to_owned),
             on,
-        })
+        };
+        Ok((thread, call.map(|(_, args)| i64::from(int(args[0])))))
     }
 
     /// What call `name` with `args` waits on.

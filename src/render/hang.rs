@@ -362,12 +362,12 @@ fn culprit(hang: &Hang, group: &[usize]) -> String {
         line.push_str(&format!(" (test \"{test}\")"));
     }
     line.push_str(&format!(", {}", doing(p)));
-    for (waiter, w, fds) in hang.waiters_of(group[0]) {
-        let waiter = &hang.processes[waiter];
-        let (end, verb) = end_of(&waiter.waits[w]);
+    for (waiter, w, fds) in &hang.waiters[group[0]] {
+        let waiter = &hang.processes[*waiter];
+        let (end, verb) = end_of(&waiter.waits[*w]);
         line.push_str(&format!(
             "; holds {} ({end}) that {} {verb}",
-            fd_list(&fds),
+            fd_list(fds),
             name(waiter)
         ));
     }

@@ -164,7 +164,7 @@ fn a_reader_waits_for_the_writer_and_only_the_writer_is_the_culprit() {
     );
     assert_eq!(hang.processes[0].waits[0].holders, [(1, vec![1])]);
     assert_eq!(hang.culprits, [vec![1]]);
-    assert_eq!(hang.waiters_of(1), [(0, 0, vec![1])]);
+    assert_eq!(hang.waiters[1], [(0, 0, vec![1])]);
 }
 
 #[test]
