@@ -47,6 +47,50 @@ fn own_test(processes: &Processes, index: usize) -> Option<String> {
     go_test(&args).or_else(|| rust_test(&args, exec.env("NEXTEST_BINARY_ID")))
 }
 
+/// The suite of the test `index` runs or was started by, where its
+/// runner tells: the .bats file, pytest's test file, nextest's binary id,
+/// the go or cargo test binary (without cargo's hash).
+pub fn suite_of(processes: &Processes, index: usize) -> Option<String> {
+    let marked = std::iter::once(index)
+        .chain(processes.ancestors(index).into_iter().rev())
+        .find(|&a| own_test(processes, a).is_some())?;
+    let exec = processes.get(marked).execs.last()?;
+    let args: Vec<&str> = exec.argv.iter().collect();
+    if let Some(file) = args.iter().find(|a| a.ends_with(".bats")) {
+        return Some(file.to_string());
+    }
+    let from_env = ["BATS_TEST_FILENAME", "NEXTEST_BINARY_ID"]
+        .iter()
+        .find_map(|name| exec.env(name));
+    let pytest = exec
+        .env("PYTEST_CURRENT_TEST")
+        .and_then(|c| c.split_once("::"));
+    if let Some(suite) = from_env.or(pytest.map(|(file, _)| file)) {
+        return Some(suite.to_string());
+    }
+    let program = args.first()?.rsplit('/').next()?;
+    let name = match program.strip_suffix(".test") {
+        Some(package) => package,
+        None => program.rsplit_once('-').map_or(program, |(name, _)| name),
+    };
+    Some(name.to_string())
+}
+
+/// Whether `index` is the runner's own process for one test, so that its
+/// exit status is the test's result: bats-exec-test, a go or cargo test
+/// binary run for one test. pytest runs tests inside its own process.
+pub fn runs_one_test(processes: &Processes, index: usize) -> bool {
+    let process = processes.get(index);
+    let Some(exec) = process.execs.last() else {
+        return false;
+    };
+    if process.program() == Some("bats-exec-test") {
+        return true;
+    }
+    let args: Vec<&str> = exec.argv.iter().collect();
+    go_test(&args).is_some() || rust_test(&args, exec.env("NEXTEST_BINARY_ID")).is_some()
+}
+
 /// pytest: `PYTEST_CURRENT_TEST` is the test's node id and its phase,
 /// `tests/test_a.py::test_b (call)`; the node id is how pytest names it.
 fn pytest_node_id(current: &str) -> &str {

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
 use proctrace::recording::Recording;
-use proctrace::render::{self, Mode, Options, TraceParent, Weight};
+use proctrace::render::{self, Mode, Options, Weight};
 
 /// Arguments of `proctrace render`.
 #[derive(Debug, Args)]
@@ -41,31 +41,31 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
     let recording = recording?;
     let options = Options {
         weight: args.weight,
-        trace_parent: trace_parent(),
         ..match &args.output {
             None => terminal_options(),
             Some(_) => Options::default(),
         }
     };
     let mut out = open_output(args.output.as_deref())?;
-    let written =
-        render::render(args.mode, &recording, options, &mut out).and_then(|()| out.flush());
+    let written = match args.mode {
+        Mode::Otlp => render::otlp::write(&recording, &otlp_context(), &mut out),
+        mode => render::render(mode, &recording, options, &mut out),
+    };
+    let written = written.and_then(|()| out.flush());
     quiet_broken_pipe(written).context("writing the output")?;
     Ok(0)
 }
 
-/// The trace context of `TRACEPARENT` (W3C Trace Context, as CI systems
-/// and OpenTelemetry's tools pass it to the commands they run), if set.
-/// A malformed one is ignored, not an error: the spans still make a trace.
-fn trace_parent() -> Option<TraceParent> {
-    let value = std::env::var("TRACEPARENT").ok()?;
-    match value.parse() {
-        Ok(parent) => Some(parent),
-        Err(err) => {
-            eprintln!("proctrace: warning: ignoring TRACEPARENT {value:?}: {err}");
-            None
-        }
+/// The trace context and resource of the environment (`TRACEPARENT`,
+/// `OTEL_SERVICE_NAME`, the CI run's variables), as `export otlp` reads
+/// them. A malformed value is ignored, not an error: the spans still make
+/// a trace.
+fn otlp_context() -> render::otlp::Context {
+    let (context, warnings) = render::otlp::Context::from_env(&|name| std::env::var(name).ok());
+    for warning in warnings {
+        eprintln!("proctrace: warning: {warning}");
     }
+    context
 }
 
 /// Colours and the terminal's width when stdout is a terminal; colours

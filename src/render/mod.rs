@@ -12,7 +12,7 @@ mod html;
 mod leaks;
 mod markdown;
 mod mermaid;
-mod otlp;
+pub mod otlp;
 mod perfetto;
 mod profile;
 mod sequential;
@@ -136,7 +136,7 @@ pub fn render(
         #[cfg(feature = "flamegraph")]
         Mode::Flamegraph => flamegraph::render(recording, processes, options, out),
         Mode::Markdown => markdown::render(recording, processes, out),
-        Mode::Otlp => otlp::render(recording, processes, options, out),
+        Mode::Otlp => otlp::render(recording, options, out),
     }
 }
 
