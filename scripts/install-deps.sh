@@ -28,7 +28,8 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   test that hangs in exec.Command().Output(), and a goroutine dump on
 #   --timeout-signal QUIT;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
-#   `render -d otlp` against the real schema;
+#   `render -d otlp` against the real schema and rotel receives what
+#   `export otlp` sends;
 # - the kernel matrix: qemu, the guest's static busybox, cpio, the static
 #   build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
@@ -89,14 +90,17 @@ install_node_tools() {
 JSON
 }
 
-# opentelemetry-proto from PyPI in tests/.venv, on Debian's python3: the
-# OTLP schema `render -d otlp` is checked against, with the protobuf it needs.
+# From PyPI in tests/.venv, on Debian's python3: opentelemetry-proto, the
+# OTLP schema `render -d otlp` is checked against, with the protobuf it
+# needs; rotel, a collector (its binary inside the wheel) that the tests of
+# `export otlp` send to.
 install_python_tools() {
     local dir=$repo/tests/.venv
-    if ! "$dir/bin/python3" -c 'import opentelemetry.proto' 2>/dev/null; then
-        echo "install-deps: installing opentelemetry-proto into $dir" >&2
+    if ! "$dir/bin/python3" -c 'import opentelemetry.proto, rotel' 2>/dev/null; then
+        echo "install-deps: installing opentelemetry-proto and rotel into $dir" >&2
         /usr/bin/python3 -m venv "$dir"
-        "$dir/bin/pip" install --quiet --disable-pip-version-check 'opentelemetry-proto>=1.27,<2'
+        "$dir/bin/pip" install --quiet --disable-pip-version-check 'opentelemetry-proto>=1.27,<2' \
+            'rotel==0.0.1a15'
     fi
 }
 

@@ -2,6 +2,8 @@
 
 mod diff;
 mod docs;
+#[cfg(feature = "otlp")]
+mod export;
 mod files;
 mod ingest;
 mod live;
@@ -36,6 +38,9 @@ enum Command {
     /// Compare two recordings of one command: processes in one run only, changed exit statuses,
     /// slower steps, processes that lingered or hung in one run only. Exit status 1 if any.
     Diff(diff::DiffArgs),
+    /// Send recordings to an OpenTelemetry collector.
+    #[cfg(feature = "otlp")]
+    Export(export::ExportArgs),
     /// Open a recording in the full-screen view, at any moment of the run.
     View(view::ViewArgs),
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
@@ -53,6 +58,8 @@ impl Cli {
             Command::Ingest(args) => ingest::run(args),
             Command::Diff(args) => diff::run(args),
             Command::View(args) => view::run(args),
+            #[cfg(feature = "otlp")]
+            Command::Export(args) => export::run(args),
             Command::Completions(args) => docs::completions(args),
             Command::Man(args) => docs::man(args),
         }

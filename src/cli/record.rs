@@ -100,6 +100,12 @@ pub struct RecordArgs {
     /// descendants instead of running a command (repeatable).
     #[arg(long = "pid", value_name = "PID", conflicts_with = "command")]
     pids: Vec<i32>,
+    /// When the recording ends, send its spans to the OpenTelemetry collector the
+    /// OTEL_EXPORTER_OTLP_* variables name (as `proctrace export otlp` does); a failure
+    /// is a warning, never the command's exit status.
+    #[cfg(feature = "otlp")]
+    #[arg(long)]
+    otlp: bool,
     /// The command to record and its arguments.
     #[arg(
         required_unless_present = "pids",
@@ -124,6 +130,10 @@ fn syscall_hook_parser() -> impl clap::builder::TypedValueParser<Value = Option<
 pub fn run(args: RecordArgs) -> Result<i32> {
     if args.live && (args.output.as_os_str() == "-" || !io::stdout().is_terminal()) {
         anyhow::bail!("--live needs stdout to be a terminal, and the recording in a file");
+    }
+    #[cfg(feature = "otlp")]
+    if args.otlp && args.output.as_os_str() == "-" {
+        anyhow::bail!("--otlp needs the recording in a file, not on stdout");
     }
     let command_output = args.command_output.clone().or_else(|| {
         let mut log = args.output.clone().into_os_string();
@@ -204,6 +214,10 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         eprintln!("proctrace: the command's output is in {}", log.display());
     }
     report(&output, processes, &totals, args.quiet)?;
+    #[cfg(feature = "otlp")]
+    if args.otlp {
+        super::export::after_record(&args.output, args.quiet);
+    }
     Ok(exit_status(&totals, !args.pids.is_empty()))
 }
 

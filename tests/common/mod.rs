@@ -2,10 +2,13 @@
 //! against the real kernel, parses the recording and checks the invariants
 //! every recording must satisfy.
 
+mod collector;
 mod markdown;
 mod mermaid;
 mod otlp;
 mod render;
+#[allow(unused_imports)]
+pub use collector::*;
 #[allow(unused_imports)]
 pub use markdown::*;
 #[allow(unused_imports)]

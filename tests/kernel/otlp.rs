@@ -68,3 +68,280 @@ fn a_real_run_is_one_trace_the_otlp_schema_accepts() {
         .find(|s| s["span_id"] == sleep["parent_span_id"]);
     assert_eq!(subshell.expect("the subshell's span")["name"], "<fork>");
 }
+
+/// The environment of a GitHub Actions job.
+const GITHUB: [(&str, &str); 8] = [
+    ("GITHUB_ACTIONS", "true"),
+    ("GITHUB_WORKFLOW", "ci"),
+    ("GITHUB_RUN_ID", "4242"),
+    ("GITHUB_RUN_ATTEMPT", "2"),
+    ("GITHUB_JOB", "test"),
+    ("GITHUB_SHA", "0123abcd"),
+    ("GITHUB_REF_NAME", "main"),
+    ("GITHUB_REPOSITORY", "acme/widget"),
+];
+
+/// The trace id README says a CI run derives: FNV-1a, 128 bits, of
+/// `proctrace\n<system>\n<pipeline>\n<run id>\n<attempt>`.
+fn ci_trace_id(key: &str) -> String {
+    let hash = key
+        .bytes()
+        .fold(0x6c62272e07bb014262b821756295c58d_u128, |h, b| {
+            (h ^ u128::from(b)).wrapping_mul(0x0000000001000000000000000000013b)
+        });
+    format!("{hash:032x}")
+}
+
+/// `export otlp` with this configuration (flags, then variables); returns
+/// its status and stderr.
+fn export(recordings: &[&std::path::Path], flags: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let mut command = Command::new(proctrace_bin());
+    command
+        .args(["export", "otlp"])
+        .args(recordings)
+        .args(flags);
+    for name in [
+        "TRACEPARENT",
+        "TRACESTATE",
+        "CI",
+        "GITHUB_ACTIONS",
+        "GITLAB_CI",
+        "BUILDKITE",
+        "JENKINS_URL",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), stderr)
+}
+
+/// A bats suite whose third test leaves a sleep holding bats' fd 3, ended
+/// by `--timeout`: the test spans with their results, the culprit and the
+/// snapshot as events; then a run whose child lingers. Both are sent in
+/// one export, by each protocol, to a real collector (rotel), and what it
+/// forwards is read back with the official schema.
+#[test]
+fn a_hung_bats_suite_reaches_a_real_collector_by_every_protocol() {
+    if !have_root() || !have_tool("bats") || !collector_set_up() {
+        return;
+    }
+    let suite = tempfile::tempdir().unwrap();
+    std::fs::write(
+        suite.path().join("suite.bats"),
+        "@test \"passes\" { /bin/true; }\n\
+         @test \"fails\" { /bin/false; }\n\
+         @test \"starts a watcher\" { sleep 1000 & }\n",
+    )
+    .unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = vec!["--timeout".into(), "4s".into()];
+    let hung = record_with(&opts, &["bats", suite.path().to_str().unwrap()]);
+    assert_eq!(hung.code(), 124, "{}", hung.stderr);
+    opts.args = ["--linger", "1s", "--kill-lingering"]
+        .map(String::from)
+        .to_vec();
+    let lingering = record_with(&opts, &["sh", "-c", "(sleep 1000 &); /bin/true"]);
+    let inputs = [
+        hung.dir.path().join("rec.ndjson"),
+        lingering.dir.path().join("rec.ndjson"),
+    ];
+    let inputs: Vec<&std::path::Path> = inputs.iter().map(|p| p.as_path()).collect();
+    let count = |input| read(input).len() + usize::from(input == inputs[0]) * 3;
+    let total = count(inputs[0]) + count(inputs[1]);
+
+    let github_trace = ci_trace_id("proctrace\ngithub\nci\n4242\n2");
+    let traceparent = [("TRACEPARENT", TRACEPARENT), ("TRACESTATE", "vendor=x")];
+    for (flags, env, trace_id, parent) in [
+        (
+            &["--protocol", "http/protobuf"][..],
+            &traceparent[..],
+            TRACE_ID,
+            PARENT_ID,
+        ),
+        (
+            &["--protocol", "http/json"],
+            &GITHUB[..],
+            github_trace.as_str(),
+            "",
+        ),
+        (&["--protocol", "grpc"], &GITHUB, &github_trace, ""),
+        (
+            &["--protocol", "http/protobuf", "--compression", "gzip"],
+            &GITHUB,
+            &github_trace,
+            "",
+        ),
+        (
+            &["--protocol", "grpc", "--compression", "gzip"],
+            &GITHUB,
+            &github_trace,
+            "",
+        ),
+    ] {
+        let collector = Collector::start();
+        let endpoint = match flags[1] {
+            "grpc" => collector.grpc_endpoint(),
+            _ => collector.http_endpoint(),
+        };
+        let mut flags = flags.to_vec();
+        flags.extend(["--endpoint", &endpoint]);
+        let (status, stderr) = export(&inputs, &flags, env);
+        assert_eq!(status, 0, "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("sent {} spans in 1 request to", count(inputs[0]))),
+            "{stderr}"
+        );
+        let spans = collector.spans(total);
+        let hung_processes = read(inputs[0]).len().to_string();
+        let (first, second): (Vec<Value>, Vec<Value>) = spans
+            .into_iter()
+            .partition(|s| s["resource"]["proctrace.processes"]["intValue"] == hung_processes);
+        let hung_spans = check_trace(inputs[0], &first, trace_id, parent);
+        check_bats_spans(&hung, &hung_spans, flags[1]);
+        let lingered = check_trace(inputs[1], &second, trace_id, parent);
+        let sleep = lingering
+            .all_execs()
+            .into_iter()
+            .find(|e| e.argv[0] == "sleep")
+            .unwrap()
+            .pid;
+        let sleep = lingered.processes[&sleep];
+        assert_eq!(attr(sleep, "proctrace.lingering")["boolValue"], true);
+        let events: Vec<&str> = sleep["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert!(events.contains(&"proctrace.lingering"), "{sleep}");
+        let resource = &first[0]["resource"];
+        if env == GITHUB {
+            assert_eq!(resource["cicd.pipeline.run.id"]["stringValue"], "4242");
+            assert_eq!(resource["cicd.pipeline.task.name"]["stringValue"], "test");
+            assert_eq!(resource["vcs.ref.head.revision"]["stringValue"], "0123abcd");
+            assert_eq!(
+                resource["vcs.repository.url.full"]["stringValue"],
+                "https://github.com/acme/widget"
+            );
+        } else {
+            assert!(first.iter().all(|s| s["trace_state"] == "vendor=x"));
+        }
+    }
+}
+
+/// The test spans of the bats run, and the hang: the culprit sleep, the
+/// snapshot of each live process, the chains on the root.
+fn check_bats_spans(run: &Run, received: &Received, protocol: &str) {
+    let mut names: Vec<&str> = received.tests.keys().copied().collect();
+    names.sort();
+    assert_eq!(names, ["fails", "passes", "starts a watcher"], "{protocol}");
+    for (name, result) in [("passes", "pass"), ("fails", "fail")] {
+        let span = received.tests[name];
+        assert_eq!(span["name"], name);
+        assert_eq!(attr_str(span, "test.case.result.status"), result, "{span}");
+        assert!(
+            attr_str(span, "test.suite.name").ends_with("/suite.bats"),
+            "{span}"
+        );
+    }
+    assert_eq!(received.tests["fails"]["status"]["code"], 2);
+    let sleep = run
+        .all_execs()
+        .into_iter()
+        .find(|e| e.argv[0] == "sleep")
+        .unwrap()
+        .pid;
+    let sleep = received.processes[&sleep];
+    assert_eq!(
+        attr(sleep, "proctrace.hang.culprit")["boolValue"],
+        true,
+        "{sleep}"
+    );
+    assert_eq!(attr_str(sleep, "proctrace.test"), "starts a watcher");
+    let snapshot = sleep["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "proctrace.snapshot");
+    let snapshot = snapshot.expect("the sleep's snapshot event");
+    assert_eq!(attr_str(snapshot, "proctrace.snapshot.cause"), "timeout");
+    let root = received.processes[&run.root()];
+    let hang = root["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "proctrace.hang");
+    let hang = hang.expect("the root's hang event");
+    let culprits = &attr(hang, "proctrace.hang.culprits")["arrayValue"]["values"];
+    let culprit = culprits[0]["stringValue"].as_str().unwrap();
+    assert!(
+        culprit.starts_with(&format!(
+            "culprit: {} sleep 1000",
+            int_attr(sleep, "process.pid")
+        )),
+        "{culprit}"
+    );
+    assert!(
+        attr_str(hang, "proctrace.hang.chains").contains("(--timeout expired)"),
+        "{hang}"
+    );
+}
+
+/// `record --otlp`: with the collector down the command's status stays and
+/// one warning says so, the recording kept; with it up the spans arrive.
+#[test]
+fn record_otlp_keeps_the_commands_status_collector_down_or_up() {
+    if !have_root() || !collector_set_up() {
+        return;
+    }
+    let down = format!("http://127.0.0.1:{}", free_port());
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = vec!["--otlp".into()];
+    opts.env = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT".into(), down.clone()),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT".into(), "1000".into()),
+    ];
+    let run = record_with(&opts, &["sh", "-c", "/bin/true; exit 3"]);
+    assert_eq!(run.code(), 3, "{}", run.stderr);
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(
+        warnings[0].starts_with("proctrace: warning: sent 0 spans in 0 requests to"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[0].contains(&format!("{down}/v1/traces")),
+        "{}",
+        warnings[0]
+    );
+    let kept = format!(
+        "the recording is kept in {}",
+        run.dir.path().join("rec.ndjson").display()
+    );
+    assert!(warnings[0].ends_with(&kept), "{}", warnings[0]);
+    assert_eq!(run.pids().len(), 2);
+
+    let collector = Collector::start();
+    opts.env = vec![(
+        "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+        collector.http_endpoint(),
+    )];
+    let run = record_with(&opts, &["sh", "-c", "/bin/true; exit 3"]);
+    assert_eq!(run.code(), 3, "{}", run.stderr);
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    let spans = collector.spans(2);
+    let input = run.dir.path().join("rec.ndjson");
+    let trace_id = spans[0]["trace_id"].as_str().unwrap().to_string();
+    let received = check_trace(&input, &spans, &trace_id, "");
+    let root = received.processes[&run.root()];
+    assert_eq!(root["status"]["message"], "exit 3");
+    assert_eq!(root["name"], "sh");
+    assert_eq!(attr_str(root, "process.executable.name"), "sh");
+}

@@ -9,7 +9,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{big_recording, otlp_schema_set_up, otlp_schema_spans, read, repo};
+use crate::common::{
+    big_recording, check_trace, collector_set_up, free_port, otlp_schema_set_up, otlp_schema_spans,
+    read, repo, Collector,
+};
 use proctrace::render::OTLP_BATCH;
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -25,6 +28,10 @@ fn export(input: &Path, traceparent: Option<&str>) -> Output {
         Some(value) => command.env("TRACEPARENT", value),
         None => command.env_remove("TRACEPARENT"),
     };
+    // Under CI the trace id is the run's: these tests are about outside it.
+    for ci in ["GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "JENKINS_URL"] {
+        command.env_remove(ci);
+    }
     let output = command.output().expect("running proctrace");
     assert!(
         output.status.success(),
@@ -186,4 +193,116 @@ fn a_large_recording_is_cut_into_requests_a_collector_accepts() {
     let lines: HashSet<u64> = parsed.iter().map(|s| s["line"].as_u64().unwrap()).collect();
     assert_eq!(lines.len(), 3);
     assert!(parsed.iter().all(|s| s["trace_id"] == TRACE_ID));
+}
+
+/// `export otlp` of `inputs` with these flags, TRACEPARENT set: the
+/// running command.
+fn start_export(inputs: &[&Path], flags: &[&str]) -> std::process::Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_proctrace"));
+    command.args(["export", "otlp"]).args(inputs).args(flags);
+    command
+        .env("TRACEPARENT", TRACEPARENT)
+        .stderr(std::process::Stdio::piped());
+    command.spawn().expect("running proctrace")
+}
+
+fn finish(child: std::process::Child) -> (i32, String) {
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code().unwrap_or(-1), stderr)
+}
+
+/// The collector starts 2 s after the export began: the export retries
+/// until it is up, and every span arrives once.
+#[test]
+fn a_collector_that_starts_late_still_gets_every_span() {
+    if !collector_set_up() {
+        return;
+    }
+    let input = repo().join("tests/data/demo.ndjson");
+    let (grpc, http) = (free_port(), free_port());
+    for (protocol, port) in [("http/protobuf", http), ("grpc", grpc)] {
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let child = start_export(
+            &[&input],
+            &["--protocol", protocol, "--endpoint", &endpoint],
+        );
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let collector = Collector::start_on(grpc, http);
+        let (status, stderr) = finish(child);
+        assert_eq!(status, 0, "{protocol}: {stderr}");
+        let spans = collector.spans(read(&input).len());
+        check_trace(&input, &spans, TRACE_ID, PARENT_ID);
+    }
+}
+
+/// A path the collector does not serve: HTTP 404, reported at once (no
+/// retries), exit status 1.
+#[test]
+fn a_wrong_path_is_reported_with_exit_status_1() {
+    if !collector_set_up() {
+        return;
+    }
+    let collector = Collector::start();
+    let input = repo().join("tests/data/demo.ndjson");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_proctrace"));
+    let wrong = format!("{}/v1/wrong", collector.http_endpoint());
+    child
+        .args(["export", "otlp"])
+        .arg(&input)
+        .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &wrong)
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
+        .stderr(std::process::Stdio::piped());
+    let (status, stderr) = finish(child.spawn().unwrap());
+    assert_eq!(status, 1, "{stderr}");
+    let spans = read(&input).len();
+    let expected = format!(
+        "proctrace: {}: sent 0 spans in 0 requests to {wrong} (http/protobuf); {spans} spans not sent: {wrong} answered HTTP 404",
+        input.display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert!(!stderr.contains("gave up"), "not retried: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(collector.received().is_empty());
+}
+
+/// 10,000 processes go in requests of at most OTLP_BATCH spans, and the
+/// collector gets each span once, with its parent link.
+#[test]
+fn ten_thousand_processes_reach_the_collector_in_several_requests() {
+    if !collector_set_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.ndjson");
+    big_recording(&input, 10_000);
+    let collector = Collector::start();
+    for protocol in ["http/protobuf", "grpc"] {
+        let endpoint = match protocol {
+            "grpc" => collector.grpc_endpoint(),
+            _ => collector.http_endpoint(),
+        };
+        let child = start_export(
+            &[&input],
+            &["--protocol", protocol, "--endpoint", &endpoint],
+        );
+        let (status, stderr) = finish(child);
+        assert_eq!(status, 0, "{stderr}");
+        let requests = 10_000usize.div_ceil(OTLP_BATCH);
+        assert!(
+            stderr.contains(&format!("sent 10000 spans in {requests} requests")),
+            "{stderr}"
+        );
+    }
+    let mut spans = collector.spans(20_000);
+    // The two exports are the same spans: same ids, same links.
+    spans.sort_by_key(|s| s["span_id"].as_str().unwrap().to_string());
+    let first: Vec<Value> = spans
+        .chunks(2)
+        .map(|pair| {
+            assert_eq!(pair[0], pair[1]);
+            pair[0].clone()
+        })
+        .collect();
+    check_trace(&input, &first, TRACE_ID, PARENT_ID);
 }
