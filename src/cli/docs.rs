@@ -47,13 +47,23 @@ pub fn man(args: ManArgs) -> anyhow::Result<i32> {
     };
     write_page(&dir, command.clone())?;
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let page = sub
-            .clone()
-            .name(format!("proctrace-{}", sub.get_name()))
-            .bin_name(format!("proctrace {}", sub.get_name()));
-        write_page(&dir, page)?;
+        write_pages(&dir, sub, "proctrace")?;
     }
     Ok(0)
+}
+
+/// Writes the page of `sub`, a subcommand of `parent`, and of its own
+/// subcommands (`proctrace-export-otlp.1`).
+fn write_pages(dir: &Path, sub: &clap::Command, parent: &str) -> anyhow::Result<()> {
+    let name = format!("{parent} {}", sub.get_name());
+    write_page(
+        dir,
+        sub.clone().name(name.replace(' ', "-")).bin_name(&name),
+    )?;
+    for nested in sub.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(dir, nested, &name)?;
+    }
+    Ok(())
 }
 
 /// Writes `command`'s page as DIR/NAME.1.

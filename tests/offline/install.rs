@@ -73,8 +73,16 @@ fn man_pages_render_with_every_option() {
         assert!(page.contains(shown), "{shown} not in:\n{page}");
     }
     let page = render_page(&dir.path().join("proctrace.1"));
-    for sub in ["record", "render", "ingest", "diff", "view"] {
+    for sub in ["record", "render", "ingest", "diff", "view", "export"] {
         assert!(page.contains(sub), "{sub} not in:\n{page}");
+    }
+    let page = render_page(&dir.path().join("proctrace-export-otlp.1"));
+    for shown in [
+        "proctrace-export-otlp",
+        "--endpoint",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ] {
+        assert!(page.contains(shown), "{shown} not in:\n{page}");
     }
 }
 
