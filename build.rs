@@ -8,19 +8,22 @@ use libbpf_cargo::SkeletonBuilder;
 const SRC: &str = "src/bpf/proctrace.bpf.c";
 /// The BPF program's headers (src/bpf/*.h) are rebuilt on change with it.
 const BPF_DIR: &str = "src/bpf";
-/// Targets whose syscall numbers and registers src/bpf/arch.bpf.h knows.
-const SUPPORTED_ARCHES: &[&str] = &["x86_64"];
+/// Targets whose syscall numbers and registers src/bpf/arch.bpf.h knows: Rust's
+/// name for each, and the kernel's, which picks its part of arch.bpf.h.
+const SUPPORTED_ARCHES: &[(&str, &str)] = &[("x86_64", "x86"), ("aarch64", "arm64")];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out =
         PathBuf::from(env::var_os("OUT_DIR").expect("set by cargo")).join("proctrace.skel.rs");
     let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("set by cargo");
-    assert!(
-        SUPPORTED_ARCHES.contains(&arch.as_str()),
-        "proctrace supports {SUPPORTED_ARCHES:?}, not {arch}: src/bpf/arch.bpf.h has no syscall \
-         numbers or registers for it, and vmlinux/ no headers"
-    );
+    let Some(&(_, kernel_arch)) = SUPPORTED_ARCHES.iter().find(|(rust, _)| *rust == arch) else {
+        let known: Vec<_> = SUPPORTED_ARCHES.iter().map(|(rust, _)| *rust).collect();
+        panic!(
+            "proctrace supports {known:?}, not {arch}: src/bpf/arch.bpf.h has no syscall \
+             numbers or registers for it, and vmlinux/ no headers"
+        );
+    };
     // CO-RE: the vendored vmlinux.h, never the build machine's kernel.
     let vmlinux = manifest.join("vmlinux").join(&arch);
     assert!(
@@ -29,6 +32,7 @@ fn main() {
     );
 
     let mut args: Vec<std::ffi::OsString> = vec![
+        format!("-D__TARGET_ARCH_{kernel_arch}").into(),
         "-I".into(),
         vmlinux.as_os_str().into(),
         "-I".into(),

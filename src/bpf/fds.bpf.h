@@ -103,8 +103,13 @@ __noinline int path_step_global(struct path_walk *walk)
 static int path_step_cb(__u32 level, void *ctx)
 {
 	/* A global function's result is any number to the verifier, and a
-	 * bpf_loop callback must be seen to return 0 or 1. */
-	return path_step_global(ctx) ? 1 : 0;
+	 * bpf_loop callback must be seen to return 0 or 1. The barrier keeps
+	 * the test: clang 19 sees the function return only 0 or 1, and drops
+	 * it. */
+	int done = path_step_global(ctx);
+
+	barrier_var(done);
+	return done ? 1 : 0;
 }
 
 /* Writes the path of `dentry` on `vfsmnt` into the record's path area at `offset`: its

@@ -655,9 +655,11 @@ fn kernel_version(release: &str) -> (u32, u32) {
 }
 
 /// Whether the kernel runs 32-bit programs (CONFIG_IA32_EMULATION), whose
-/// setpgid enters the kernel elsewhere: the sysctl comes with it.
+/// setpgid enters the kernel elsewhere: the sysctl comes with it. On arm64
+/// AArch32's setpgid enters through the native function, which the native
+/// program already watches.
 fn has_compat_syscalls() -> bool {
-    Path::new("/proc/sys/abi/vsyscall32").exists()
+    cfg!(target_arch = "x86_64") && Path::new("/proc/sys/abi/vsyscall32").exists()
 }
 
 /// Whether the kernel has bpf_loop: probed with a program of a few
