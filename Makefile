@@ -17,10 +17,12 @@ build: deps
 	cargo build --release --locked
 
 # One fully static binary (static-pie, libbpf/libelf/zlib linked in) for
-# every kernel from 5.10 on; prints its path.
+# every kernel from 5.10 on; prints its path. TARGET=aarch64 cross-builds
+# the arm64 one in a Debian trixie root (scripts/cross-root.sh, as root).
+TARGET ?= x86_64
 static:
 	scripts/install-deps.sh --static
-	scripts/build-static.sh
+	$(if $(filter x86_64,$(TARGET)),,$(SUDO)) scripts/build-static.sh $(TARGET)
 
 # Records the bundled demo and shows its process tree.
 demo: build
