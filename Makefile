@@ -37,10 +37,13 @@ test: check kernel-matrix
 check: test-deps
 	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked --no-fail-fast
 
-# One static binary booted under qemu on Debian's 5.10, 6.1, 6.12 and newest
-# kernels (scripts/kernel-matrix/); KERNELS="6.1" picks some.
+# One static binary per architecture booted under qemu on Debian's 5.10,
+# 6.1, 6.12 and newest kernels of x86_64 and of arm64
+# (scripts/kernel-matrix/); KERNELS="6.1" picks some, ARCHES="aarch64" one
+# architecture.
+ARCHES ?= x86_64 aarch64
 kernel-matrix: test-deps
-	scripts/kernel-matrix/test.sh $(KERNELS)
+	PROCTRACE_MATRIX_ARCHES="$(ARCHES)" scripts/kernel-matrix/test.sh $(KERNELS)
 
 # What CI checks before the tests: formatting, clippy on every target, rustdoc.
 lint: deps

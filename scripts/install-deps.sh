@@ -5,8 +5,9 @@
 #   install-deps.sh --bench   also what the benchmarks use (`make bench`)
 #   install-deps.sh --test    also everything the test suite uses (`make test`):
 #                             Debian packages, the npm tools in tests/.node, the
-#                             Python packages in tests/.venv and the kernels of
-#                             the qemu matrix in the cache.
+#                             Python packages in tests/.venv, the x86_64 and
+#                             arm64 kernels of the qemu matrix in the cache and
+#                             the aarch64 cross root (scripts/cross-root.sh).
 # Tests never install anything themselves: what they need is listed here.
 # Needs a Debian or Ubuntu machine with apt-get, and a Rust toolchain.
 set -euo pipefail
@@ -30,10 +31,10 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema and rotel receives what
 #   `export otlp` sends;
-# - the kernel matrix: qemu, the guest's static busybox, cpio, the static
-#   build, and the key of Debian's kernel packages.
+# - the kernel matrix: qemu for both architectures, the guest's static
+#   busybox, cpio, the static build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
-    golang-go python3-venv qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
+    golang-go python3-venv qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
 # W6 (Debian's python3 ships without them), and the guest W5's qemu, busybox
 # and static build.
@@ -104,12 +105,16 @@ install_python_tools() {
     fi
 }
 
-# The Debian kernels the qemu matrix boots, downloaded once into the cache.
+# The Debian kernels the qemu matrix boots, downloaded once into the cache,
+# and the root that cross-builds the aarch64 binary and its guests' programs.
 fetch_kernels() {
-    local series
-    for series in 5.10 6.1 6.12 latest; do
-        "$repo/scripts/kernel-matrix/fetch-kernel.sh" "$series" >/dev/null
+    local series arch
+    for arch in amd64 arm64; do
+        for series in 5.10 6.1 6.12 latest; do
+            "$repo/scripts/kernel-matrix/fetch-kernel.sh" --arch "$arch" "$series" >/dev/null
+        done
     done
+    as_root "$repo/scripts/cross-root.sh" >/dev/null
 }
 
 install_packages "${packages[@]}"

@@ -4,12 +4,20 @@
 # records the workload several ways and prints the recordings on the serial
 # console. Writes OUT/<kernel>.log per kernel and OUT/proctrace (the binary
 # every kernel ran); scripts/kernel-matrix/test.sh has them checked.
-#   run.sh OUT [SERIES...]    (default: 5.10 6.1 6.12 latest; see fetch-kernel.sh)
+#   run.sh [--arch x86_64|aarch64] OUT [SERIES...]
+#   (default x86_64, and 5.10 6.1 6.12 latest; see fetch-kernel.sh)
+# aarch64: Debian's arm64 kernels on qemu's virt machine, the binary, the
+# arm64 busybox and the workload's programs from scripts/cross-root.sh.
 # PROCTRACE_STATIC_BIN=path skips the static build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-out=${1:?usage: run.sh OUT [SERIES...]}
+arch=x86_64
+if [ "${1:-}" = --arch ]; then
+    arch=${2:?usage: run.sh [--arch x86_64|aarch64] OUT [SERIES...]}
+    shift 2
+fi
+out=${1:?usage: run.sh [--arch x86_64|aarch64] OUT [SERIES...]}
 shift
 series=("$@")
 [ "${#series[@]}" -gt 0 ] || series=(5.10 6.1 6.12 latest)
@@ -17,27 +25,57 @@ timeout_s=${PROCTRACE_QEMU_TIMEOUT:-240}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-binary=${PROCTRACE_STATIC_BIN:-$("$repo/scripts/build-static.sh")}
+binary=${PROCTRACE_STATIC_BIN:-$("$repo/scripts/build-static.sh" "$arch")}
 cp "$binary" "$out/proctrace"
-
-busybox=$(readlink -f "$(command -v busybox)")
-case "$(ldd "$busybox" 2>&1 || true)" in
-*"statically linked"* | *"not a dynamic executable"*) ;;
-*)
-    echo "run.sh: $busybox is not static: install busybox-static" >&2
-    exit 1
-    ;;
-esac
 
 root=$out/initramfs
 rm -rf "$root"
 mkdir -p "$root"/{bin,proc,sys,dev,tmp}
-cp "$busybox" "$root/bin/busybox"
+case "$arch" in
+x86_64)
+    busybox=$(readlink -f "$(command -v busybox)")
+    case "$(ldd "$busybox" 2>&1 || true)" in
+    *"statically linked"* | *"not a dynamic executable"*) ;;
+    *)
+        echo "run.sh: $busybox is not static: install busybox-static" >&2
+        exit 1
+        ;;
+    esac
+    cp "$busybox" "$root/bin/busybox"
+    cc -static -pthread -O2 -o "$root/threads" "$here/threads.c"
+    cc -m32 -nostdlib -static -o "$root/compat_setid" "$repo/tests/workloads/compat_setid.S"
+    kernel_arch=amd64
+    qemu=(qemu-system-x86_64 -accel tcg,thread=single -cpu max)
+    console=ttyS0
+    ;;
+aarch64)
+    cross=$("$repo/scripts/cross-root.sh")
+    cp "$cross/opt/busybox-arm64/usr/bin/busybox" "$root/bin/busybox"
+    # The workload's programs are compiled in the cross root, from a copy.
+    work=$(mktemp -d "$cross/tmp/matrix.XXXXXX")
+    cp "$here/threads.c" "$here/compat_setid_arm.S" "$work/"
+    chroot "$cross" /bin/sh -euc '
+        cd "$1"
+        aarch64-linux-gnu-gcc -static -pthread -O2 -o threads threads.c
+        # AArch32, where the kernel has COMPAT (Debian'"'"'s arm64 kernels do).
+        arm-linux-gnueabihf-gcc -marm -nostdlib -static -o compat_setid compat_setid_arm.S
+    ' build "${work#"$cross"}"
+    cp "$work/threads" "$work/compat_setid" "$root/"
+    rm -rf "$work"
+    kernel_arch=arm64
+    # pauth-impdef: qemu's own pointer authentication, many times faster
+    # under TCG than the architected algorithm and the same to the guest.
+    qemu=(qemu-system-aarch64 -accel tcg,thread=single -M virt -cpu max,pauth-impdef=on)
+    console=ttyAMA0
+    ;;
+*)
+    echo "run.sh: unknown architecture $arch (x86_64 or aarch64)" >&2
+    exit 2
+    ;;
+esac
 for applet in sh echo cat cp mkdir mount umount poweroff setsid sha256sum cut true uname; do
     ln -s busybox "$root/bin/$applet"
 done
-cc -static -pthread -O2 -o "$root/threads" "$here/threads.c"
-cc -m32 -nostdlib -static -o "$root/compat_setid" "$repo/tests/workloads/compat_setid.S"
 cp "$here/init" "$here/workload.sh" "$root/"
 cp "$out/proctrace" "$root/proctrace"
 chmod +x "$root/init" "$root/workload.sh"
@@ -45,17 +83,17 @@ chmod +x "$root/init" "$root/workload.sh"
 
 status=0
 for s in "${series[@]}"; do
-    kernel=$("$here/fetch-kernel.sh" "$s")
+    kernel=$("$here/fetch-kernel.sh" --arch "$kernel_arch" "$s")
     log=$out/$s.log
-    echo "run.sh: booting $s ($kernel)" >&2
+    echo "run.sh: booting $arch $s ($kernel)" >&2
     start=$(date +%s)
-    timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -cpu max -smp 2 -m 1G \
+    timeout "$timeout_s" "${qemu[@]}" -smp 2 -m 1G \
         -nographic -no-reboot -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
-        -append 'console=ttyS0 panic=-1 quiet loglevel=1' </dev/null >"$log" 2>&1 || {
+        -append "console=$console panic=-1 quiet loglevel=1" </dev/null >"$log" 2>&1 || {
         rc=$?
-        echo "run.sh: qemu for $s exited with $rc (124: timed out after ${timeout_s}s)" >&2
+        echo "run.sh: qemu for $arch $s exited with $rc (124: timed out after ${timeout_s}s)" >&2
         status=1
     }
-    echo "run.sh: $s done in $(($(date +%s) - start))s" >&2
+    echo "run.sh: $arch $s done in $(($(date +%s) - start))s" >&2
 done
 exit $status

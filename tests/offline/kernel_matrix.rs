@@ -1,10 +1,12 @@
-//! The portability proof: one static proctrace binary boots under qemu on
-//! every kernel of the matrix (Debian's 5.10, 6.1, 6.12, the newest of
-//! trixie-backports, and the machine's own where /boot has it) and records a
-//! workload with a known process tree exactly, with the ring buffer, the
-//! perf buffer, raw tracepoints and an external BTF file, and setsid and
-//! setpgid through each of the three syscall hooks (fexit by default on
-//! every kernel here: Debian builds them with BPF trampolines).
+//! The portability proof: one static proctrace binary per architecture
+//! (x86_64 and aarch64) boots under qemu on every kernel of its matrix
+//! (Debian's 5.10, 6.1, 6.12, the newest of trixie-backports, and on x86_64
+//! the machine's own where /boot has it) and records a workload with a
+//! known process tree exactly, with the ring buffer, the perf buffer, raw
+//! tracepoints and an external BTF file, and setsid and setpgid through
+//! each of the three syscall hooks (fexit by default wherever the kernel
+//! attaches it: every x86_64 kernel here, arm64 from 6.4), a
+//! 32-bit program's (i386 or AArch32) included.
 //!
 //! Booting is tooling, not a test: scripts/kernel-matrix/test.sh (`make
 //! kernel-matrix`, part of `make test`) builds the static binary, boots each
@@ -30,13 +32,17 @@ const MODES: &[(&str, BufferKind)] = &[
 ];
 
 /// The syscall hook a recording must have used on a kernel of `version`
-/// (major, minor); `None` where the recording must fail.
-fn expected_hook(mode: &str, version: (u32, u32)) -> Option<SyscallHook> {
+/// (major, minor) for `arch` (`uname -m`); `None` where the recording must
+/// fail.
+fn expected_hook(mode: &str, version: (u32, u32), arch: &str) -> Option<SyscallHook> {
     // The classic tracepoints' program reads the saved registers with
     // bpf_task_pt_regs, of 5.15.
     let tracepoint = (version >= (5, 15)).then_some(SyscallHook::Tracepoint);
+    // arm64 attaches fexit to a kernel function through ftrace's direct
+    // calls, of 6.4 (Debian's 6.1 refuses the attach with ENOTSUPP).
+    let fexit = (arch != "aarch64" || version >= (6, 4)).then_some(SyscallHook::Fexit);
     match mode {
-        "ring" | "perf" => Some(SyscallHook::Fexit),
+        "ring" | "perf" => fexit.or(tracepoint).or(Some(SyscallHook::SysExit)),
         // Raw tracepoints stand in for a kernel without BTF, where fexit
         // cannot attach; the hidden /sys/kernel/btf rules out the typed
         // pointers of the tracepoints' program too.
@@ -86,6 +92,7 @@ fn guests_record_exactly() {
             .unwrap_or_default()
             .replace('\r', "");
         let release = marker(&log, "===KERNEL ").unwrap_or("?").to_owned();
+        let arch = marker(&log, "===ARCH ").unwrap_or("?").to_owned();
         match marker(&log, "===SHA256 ") {
             Some(guest) if guest == digest => {}
             other => failures.push(format!(
@@ -94,7 +101,8 @@ fn guests_record_exactly() {
         }
         let mut row = Vec::new();
         for (mode, buffer) in MODES {
-            let result = check_recording(&log, mode, *buffer, version(&release));
+            let hook = expected_hook(mode, version(&release), &arch);
+            let result = check_recording(&log, mode, *buffer, hook);
             row.push(format!(
                 "{mode}: {}",
                 if result.is_ok() { "pass" } else { "FAIL" }
@@ -116,7 +124,7 @@ fn guests_record_exactly() {
                 "{kernel}: the guest did not finish; its console:\n{log}"
             ));
         }
-        writeln!(table, "{kernel} ({release}): {}", row.join(", ")).unwrap();
+        writeln!(table, "{kernel} ({release}, {arch}): {}", row.join(", ")).unwrap();
     }
     eprintln!("kernel matrix, proctrace sha256 {digest}:\n{table}");
     assert!(
@@ -171,7 +179,7 @@ fn check_recording(
     log: &str,
     mode: &str,
     buffer: BufferKind,
-    version: (u32, u32),
+    hook: Option<SyscallHook>,
 ) -> Result<(), String> {
     let stderr = section(
         log,
@@ -186,7 +194,7 @@ fn check_recording(
     )
     .ok_or_else(|| format!("no recording printed; proctrace said: {stderr}"))?;
     let status = marker(log, &format!("===STATUS {mode} "));
-    let Some(hook) = expected_hook(mode, version) else {
+    let Some(hook) = hook else {
         return match status {
             Some("2") if stderr.contains("does not work on this kernel") => Ok(()),
             _ => Err(format!(
@@ -469,4 +477,26 @@ fn checker_rejects_wrong_recordings() {
             "the checker missed: {what}"
         );
     }
+}
+
+/// Which hook each kernel must pick: arm64 before 6.4 cannot attach fexit
+/// to kernel functions, so fexit gives way there and only there.
+#[test]
+fn expected_hooks_follow_the_kernel() {
+    let fexit = Some(SyscallHook::Fexit);
+    assert_eq!(expected_hook("ring", (5, 10), "x86_64"), fexit);
+    assert_eq!(expected_hook("ring", (6, 12), "aarch64"), fexit);
+    assert_eq!(
+        expected_hook("ring", (6, 1), "aarch64"),
+        Some(SyscallHook::Tracepoint)
+    );
+    assert_eq!(
+        expected_hook("perf", (5, 10), "aarch64"),
+        Some(SyscallHook::SysExit)
+    );
+    assert_eq!(expected_hook("tracepoint", (5, 10), "aarch64"), None);
+    assert_eq!(
+        expected_hook("raw-tp", (6, 12), "aarch64"),
+        Some(SyscallHook::Tracepoint)
+    );
 }
