@@ -5,7 +5,7 @@
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROCTRACE := target/release/proctrace
 
-.PHONY: deps test-deps build static demo test check kernel-matrix lint
+.PHONY: deps test-deps build static dist demo test check kernel-matrix lint
 
 deps:
 	scripts/install-deps.sh
@@ -23,6 +23,12 @@ TARGET ?= x86_64
 static:
 	scripts/install-deps.sh --static
 	$(if $(filter x86_64,$(TARGET)),,$(SUDO)) scripts/build-static.sh $(TARGET)
+
+# The release artifacts in dist/: proctrace-VERSION-{x86_64,aarch64}-linux.tar.gz
+# (static binary, man pages, completions, README, licences) and SHA256SUMS.
+dist:
+	scripts/install-deps.sh --static
+	$(SUDO) scripts/dist.sh
 
 # Records the bundled demo and shows its process tree.
 demo: build

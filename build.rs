@@ -1,7 +1,8 @@
 //! Compiles the BPF program and generates its libbpf-rs skeleton.
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use libbpf_cargo::SkeletonBuilder;
 
@@ -58,7 +59,44 @@ fn main() {
         .build_and_generate(&out)
         .unwrap_or_else(|err| panic!("building {SRC}: {err:#}"));
     println!("cargo:rerun-if-changed={BPF_DIR}");
+    version_info(&manifest, &arch);
     println!("cargo:rerun-if-changed={}", vmlinux.display());
     println!("cargo:rerun-if-env-changed=CLANG");
     println!("cargo:rerun-if-env-changed=BPF_CFLAGS");
+}
+
+/// What `proctrace --version` says besides the version: the commit (from
+/// git where the source is a clone; "unknown" in a crate's tarball), the
+/// target architecture and the crate features built in. Not whether the
+/// tree had changes: cargo reruns this for a new commit, not for an edit.
+fn version_info(manifest: &Path, arch: &str) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(manifest)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let mut features: Vec<String> = env::vars()
+        .filter_map(|(key, _)| key.strip_prefix("CARGO_FEATURE_").map(str::to_owned))
+        .map(|feature| feature.to_lowercase().replace('_', "-"))
+        .filter(|feature| feature != "default")
+        .collect();
+    features.sort();
+    println!(
+        "cargo:rustc-env=PROCTRACE_BUILD_INFO=commit {commit}, {arch}, features: {}",
+        features.join(" ")
+    );
+    // HEAD names the branch, whose ref moves with each commit (in the
+    // common directory of a worktree, or in packed-refs).
+    let refs = ["HEAD", "packed-refs"].map(String::from);
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    for name in refs.iter().chain(&branch) {
+        if let Some(path) = git(&["rev-parse", "--git-path", name]) {
+            println!("cargo:rerun-if-changed={}", manifest.join(path).display());
+        }
+    }
 }

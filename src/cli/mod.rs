@@ -19,7 +19,12 @@ use clap::{Parser, Subcommand};
 
 /// Records and shows the process lifecycle of a command's whole process tree.
 #[derive(Debug, Parser)]
-#[command(name = "proctrace", version, about, max_term_width = 100)]
+#[command(
+    name = "proctrace",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("PROCTRACE_BUILD_INFO"), ")"),
+    about,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -155,3 +155,28 @@ fn make_install_and_uninstall_under_destdir() {
         assert!(!root.path().join(file).exists(), "{file} left behind");
     }
 }
+
+/// `--version` names what a release tarball's binary was built from: the
+/// commit this checkout is at, the architecture and the features.
+#[test]
+fn version_says_commit_arch_and_features() {
+    let output = Command::new(BIN).arg("--version").output().unwrap();
+    let version = String::from_utf8(output.stdout).unwrap();
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let commit = String::from_utf8(head.stdout).unwrap();
+    let expected = format!(
+        "proctrace {} (commit {}",
+        env!("CARGO_PKG_VERSION"),
+        commit.trim()
+    );
+    assert!(
+        version.starts_with(&expected),
+        "{version:?}, not {expected}"
+    );
+    let arch = format!(", {}, features: cli ", std::env::consts::ARCH);
+    assert!(version.contains(&arch), "{version:?} lacks {arch:?}");
+}
