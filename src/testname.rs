@@ -14,16 +14,23 @@ use crate::processes::Processes;
 /// name a test only where no `bats-exec-test` was recorded (`record
 /// --pid`).
 pub fn test_of(processes: &Processes, index: usize) -> Option<String> {
+    let marked = marking(processes, index)?;
+    if !is_bats_exec_test(processes, marked) {
+        return own_test(processes, marked);
+    }
+    let exec = processes.get(marked).execs.last()?;
+    let file = exec.argv.iter().position(|a| a.ends_with(".bats"))?;
+    bats_test(exec.argv.get(file)?, exec.argv.get(file + 1)?)
+}
+
+/// The process whose test `index` belongs to (see [`test_of`]).
+fn marking(processes: &Processes, index: usize) -> Option<usize> {
     let chain: Vec<usize> = std::iter::once(index)
         .chain(processes.ancestors(index).into_iter().rev())
         .collect();
     let bats = chain.iter().find(|&&a| is_bats_exec_test(processes, a));
-    if let Some(&runner) = bats {
-        let exec = processes.get(runner).execs.last()?;
-        let file = exec.argv.iter().position(|a| a.ends_with(".bats"))?;
-        return bats_test(exec.argv.get(file)?, exec.argv.get(file + 1)?);
-    }
-    chain.iter().find_map(|&a| own_test(processes, a))
+    bats.or_else(|| chain.iter().find(|&&a| own_test(processes, a).is_some()))
+        .copied()
 }
 
 fn is_bats_exec_test(processes: &Processes, index: usize) -> bool {
@@ -51,10 +58,7 @@ fn own_test(processes: &Processes, index: usize) -> Option<String> {
 /// runner tells: the .bats file, pytest's test file, nextest's binary id,
 /// the go or cargo test binary (without cargo's hash).
 pub fn suite_of(processes: &Processes, index: usize) -> Option<String> {
-    let marked = std::iter::once(index)
-        .chain(processes.ancestors(index).into_iter().rev())
-        .find(|&a| own_test(processes, a).is_some())?;
-    let exec = processes.get(marked).execs.last()?;
+    let exec = processes.get(marking(processes, index)?).execs.last()?;
     let args: Vec<&str> = exec.argv.iter().collect();
     if let Some(file) = args.iter().find(|a| a.ends_with(".bats")) {
         return Some(file.to_string());
@@ -84,7 +88,7 @@ pub fn runs_one_test(processes: &Processes, index: usize) -> bool {
     let Some(exec) = process.execs.last() else {
         return false;
     };
-    if process.program() == Some("bats-exec-test") {
+    if is_bats_exec_test(processes, index) {
         return true;
     }
     let args: Vec<&str> = exec.argv.iter().collect();

@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::event::{from_hex, to_hex, Lingering, Pid, Snapshot, SnapshotCause};
+use crate::event::{from_hex, to_hex, Lingering, Snapshot, SnapshotCause};
 use crate::processes::{ExecView, Process, Processes};
 use crate::recording::Recording;
 use crate::testname::{runs_one_test, suite_of, test_of};
@@ -519,20 +519,18 @@ impl<'a> Trace<'a> {
                 spans[index].events.push(snapshot_event(at, record));
             }
             let records: Vec<_> = snapshot.iter().map(|&(i, s)| (Some(i), s)).collect();
+            let culprit_positions = crate::analysis::waits::Hang::new(self.processes, &records)
+                .map(|hang| hang.culprits.concat())
+                .unwrap_or_default();
+            for position in culprit_positions {
+                spans[snapshot[position].0].attributes.push(KeyValue::new(
+                    "proctrace.hang.culprit",
+                    AnyValue::Bool(true),
+                ));
+            }
             let lines = super::hang::explain(self.processes, &records);
             let (culprits, chains): (Vec<String>, Vec<String>) =
                 lines.into_iter().partition(|l| l.starts_with("culprit: "));
-            for culprit in &culprits {
-                let found =
-                    culprit_pid(culprit).and_then(|p| self.processes.find(p, taken.timestamp));
-                if let Some(index) = found {
-                    let span = &mut spans[index];
-                    span.attributes.push(KeyValue::new(
-                        "proctrace.hang.culprit",
-                        AnyValue::Bool(true),
-                    ));
-                }
-            }
             let culprits = culprits.into_iter().map(text).collect();
             spans[first].events.push(Event {
                 time_unix_nano: at,
@@ -547,12 +545,6 @@ impl<'a> Trace<'a> {
             });
         }
     }
-}
-
-/// The pid a `render -d hang` culprit line starts with.
-fn culprit_pid(line: &str) -> Option<Pid> {
-    let rest = line.strip_prefix("culprit: ")?;
-    rest.split(' ').next()?.parse().ok()
 }
 
 fn snapshot_event<'a>(at: u64, record: &Snapshot) -> Event<'a> {
