@@ -373,6 +373,44 @@ fn popen_wait_on_a_child_writing_a_full_pipe_is_a_deadlock_in_every_view() {
         &run.stderr,
         &["proctrace: deadlock: 2 processes wait for each other: "],
     );
+    assert_eq!(
+        flagged_spans(&render_as(&path, "otlp"), "proctrace.hang.deadlock"),
+        [root, head].into_iter().collect(),
+    );
+}
+
+/// The pids of the OTLP/JSON spans that carry `key` set to true.
+fn flagged_spans(otlp: &str, key: &str) -> std::collections::BTreeSet<Pid> {
+    let attribute = |span: &serde_json::Value, name: &str| {
+        span["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == name)
+            .map(|a| a["value"].clone())
+    };
+    let requests = otlp.lines().map(|l| serde_json::from_str(l).unwrap());
+    let spans: Vec<serde_json::Value> = requests
+        .flat_map(|r: serde_json::Value| {
+            let resources = r["resourceSpans"].as_array().unwrap().clone();
+            resources.into_iter().flat_map(|resource| {
+                let scopes = resource["scopeSpans"].as_array().unwrap().clone();
+                scopes
+                    .into_iter()
+                    .flat_map(|scope| scope["spans"].as_array().unwrap().clone())
+            })
+        })
+        .collect();
+    spans
+        .iter()
+        .filter(|span| attribute(span, key).is_some_and(|v| v["boolValue"] == true))
+        .filter_map(|span| {
+            attribute(span, "process.pid")?["intValue"]
+                .as_str()?
+                .parse()
+                .ok()
+        })
+        .collect()
 }
 
 #[test]

@@ -507,8 +507,9 @@ impl<'a> Trace<'a> {
 
     /// Each snapshot of the live tree as events: one on every process it
     /// found alive (its state, what it was blocked in), and on the first
-    /// (the root) the wait-for chains and culprits of `render -d hang`;
-    /// each culprit's span says it is one, so a trace view finds it.
+    /// (the root) the wait-for chains, culprits and deadlocks of `render -d
+    /// hang`; each culprit's and deadlocked process's span says it is one,
+    /// so a trace view finds them.
     fn hang_events(&self, spans: &mut [Span<'a>]) {
         for snapshot in self.processes.snapshots() {
             let Some(&(first, taken)) = snapshot.first() else {
@@ -519,28 +520,38 @@ impl<'a> Trace<'a> {
                 spans[index].events.push(snapshot_event(at, record));
             }
             let records: Vec<_> = snapshot.iter().map(|&(i, s)| (Some(i), s)).collect();
-            let culprit_positions = crate::analysis::waits::Hang::new(self.processes, &records)
-                .map(|hang| hang.culprits.concat())
-                .unwrap_or_default();
-            for position in culprit_positions {
-                spans[snapshot[position].0].attributes.push(KeyValue::new(
-                    "proctrace.hang.culprit",
-                    AnyValue::Bool(true),
-                ));
+            if let Some(hang) = crate::analysis::waits::Hang::new(self.processes, &records) {
+                let marks = [
+                    ("proctrace.hang.culprit", hang.culprits.concat()),
+                    ("proctrace.hang.deadlock", hang.deadlocks.concat()),
+                ];
+                for (key, positions) in marks {
+                    for position in positions {
+                        let span = &mut spans[snapshot[position].0];
+                        span.attributes
+                            .push(KeyValue::new(key, AnyValue::Bool(true)));
+                    }
+                }
             }
             let lines = super::hang::explain(self.processes, &records);
-            let (culprits, chains): (Vec<String>, Vec<String>) =
-                lines.into_iter().partition(|l| l.starts_with("culprit: "));
-            let culprits = culprits.into_iter().map(text).collect();
+            let answers = |prefix: &str| -> AnyValue<'a> {
+                let values = lines.iter().filter(|l| l.starts_with(prefix));
+                AnyValue::Array {
+                    values: values.map(|l| text(l.clone())).collect(),
+                }
+            };
+            let chains: Vec<&str> = lines
+                .iter()
+                .filter(|l| !l.starts_with("culprit: ") && !l.starts_with("deadlock: "))
+                .map(String::as_str)
+                .collect();
             spans[first].events.push(Event {
                 time_unix_nano: at,
                 name: "proctrace.hang",
                 attributes: vec![
                     KeyValue::new("proctrace.hang.chains", text(chains.join("\n"))),
-                    KeyValue::new(
-                        "proctrace.hang.culprits",
-                        AnyValue::Array { values: culprits },
-                    ),
+                    KeyValue::new("proctrace.hang.culprits", answers("culprit: ")),
+                    KeyValue::new("proctrace.hang.deadlocks", answers("deadlock: ")),
                 ],
             });
         }
