@@ -151,6 +151,25 @@ fn the_demo_is_one_trace_under_traceparent() {
     assert_eq!(export(&input, Some(TRACEPARENT)).stdout, output.stdout);
 }
 
+/// What outlived its parent is flagged on its span, `--linger` or not:
+/// the two leaked processes of the fixture, each with the pid it outlived.
+#[test]
+fn processes_that_outlived_their_parent_are_flagged() {
+    let output = export(&repo().join("tests/data/leak.ndjson"), None);
+    let requests = requests(&output);
+    let mut outlived: Vec<(i32, i64)> = requests
+        .iter()
+        .flat_map(spans)
+        .filter(|span| attribute(span, "proctrace.outlived")["boolValue"] == true)
+        .map(|span| {
+            let parent = attribute(span, "proctrace.outlived.parent_pid")["intValue"].as_str();
+            (pid(span), parent.unwrap().parse().unwrap())
+        })
+        .collect();
+    outlived.sort();
+    assert_eq!(outlived, [(106, 105), (110, 109)]);
+}
+
 #[test]
 fn without_traceparent_each_export_is_a_new_trace() {
     let input = repo().join("tests/data/demo.ndjson");

@@ -30,6 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::analysis::{outlived, Outlived};
 use crate::event::{from_hex, to_hex, Lingering, Snapshot, SnapshotCause};
 use crate::processes::{ExecView, Process, Processes};
 use crate::recording::Recording;
@@ -323,6 +324,9 @@ struct Trace<'a> {
     /// Each test's name and its processes, in the order they started.
     tests: Vec<(String, Vec<usize>)>,
     lingering: HashMap<usize, &'a Lingering>,
+    /// The processes that outlived their parent, with or without
+    /// `--linger` ([`crate::analysis::outlived`]).
+    outlived: HashMap<usize, Outlived>,
 }
 
 impl<'a> Trace<'a> {
@@ -358,6 +362,10 @@ impl<'a> Trace<'a> {
             test: Vec::with_capacity(processes.len()),
             tests: Vec::new(),
             lingering: processes.lingering().collect(),
+            outlived: outlived(processes)
+                .into_iter()
+                .map(|o| (o.index, o))
+                .collect(),
         };
         trace.group_tests();
         Ok(trace)
@@ -422,6 +430,14 @@ impl<'a> Trace<'a> {
             })
             .collect();
         let mut attributes = attributes(processes, index, &process);
+        if let Some(outlived) = self.outlived.get(&index) {
+            let parent = processes.get(outlived.parent).pid;
+            attributes.extend([
+                KeyValue::new("proctrace.outlived", AnyValue::Bool(true)),
+                KeyValue::new("proctrace.outlived.parent_pid", int(parent)),
+                KeyValue::new("proctrace.outlived.by_ns", int(outlived.by_ns)),
+            ]);
+        }
         if let Some(lingering) = self.lingering.get(&index) {
             attributes.push(KeyValue::new("proctrace.lingering", AnyValue::Bool(true)));
             events.push(Event {
