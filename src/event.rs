@@ -862,8 +862,22 @@ fn null_as_empty<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::E
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A Fork record at time 0, for the tests of what reads records.
+    pub(crate) fn fork(parent: Pid, child: Pid) -> Record {
+        Record::Fork(Fork {
+            seq: 0,
+            timestamp: 0,
+            parent_pid: parent,
+            child_pid: child,
+            parent_pgid: 1,
+            child_pgid: None,
+            child_sid: None,
+            child_ppid: None,
+        })
+    }
 
     #[test]
     fn records_are_single_key_objects() {

@@ -349,21 +349,8 @@ pub(crate) fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::event::{Exit, Fork};
-
-    /// A Fork record at time 0, for the drain's tests too.
-    pub(crate) fn fork(parent: Pid, child: Pid) -> Record {
-        Record::Fork(Fork {
-            seq: 0,
-            timestamp: 0,
-            parent_pid: parent,
-            child_pid: child,
-            parent_pgid: 1,
-            child_pgid: None,
-            child_sid: None,
-            child_ppid: None,
-        })
-    }
+    pub(crate) use crate::event::tests::fork;
+    use crate::event::Exit;
 
     /// An Exit record with status 0, for the drain's tests too.
     pub(crate) fn exit(pid: Pid, timestamp: u64) -> Record {

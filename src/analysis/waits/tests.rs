@@ -1,19 +1,7 @@
 use super::*;
-use crate::event::{Fd, Fork, HeldFd, Record};
+use crate::event::tests::fork;
+use crate::event::{Fd, HeldFd, Record};
 use crate::processes::Growing;
-
-fn fork(parent: Pid, child: Pid) -> Record {
-    Record::Fork(Fork {
-        seq: 0,
-        timestamp: 0,
-        parent_pid: parent,
-        child_pid: child,
-        parent_pgid: 1,
-        child_pgid: None,
-        child_sid: None,
-        child_ppid: None,
-    })
-}
 
 fn pipe_end(fd: i32, ino: u64, access: Access) -> HeldFd {
     HeldFd {
