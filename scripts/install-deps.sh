@@ -125,6 +125,6 @@ if [ "$mode" = --test ]; then
 fi
 
 if ! command -v cargo >/dev/null; then
-    echo "install-deps: cargo not found: install a Rust toolchain (1.82 or newer), e.g. with rustup" >&2
+    echo "install-deps: cargo not found: install a Rust toolchain (1.85 or newer), e.g. with rustup" >&2
     exit 1
 fi
