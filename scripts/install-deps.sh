@@ -30,11 +30,12 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   --timeout-signal QUIT;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema and rotel receives what
-#   `export otlp` sends;
+#   `export otlp` sends; libpython3-dev: rotel's binary links the default
+#   python's libpython3.X.so (a minimal Debian has none);
 # - the kernel matrix: qemu for both architectures, the guest's static
 #   busybox, cpio, the static build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
-    golang-go python3-venv qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
+    golang-go python3-venv libpython3-dev qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
 # W6 (Debian's python3 ships without them), and the guest W5's qemu, busybox
 # and static build.
