@@ -102,7 +102,8 @@ pub(super) fn last_explained(processes: &Processes) -> Vec<String> {
     explain(processes, &last)
 }
 
-fn lines(hang: &Hang) -> Vec<String> {
+/// The lines of [`explain`], from the snapshot's analysis.
+pub(super) fn lines(hang: &Hang) -> Vec<String> {
     let alive = hang.processes.len();
     let mut lines = vec![format!(
         "snapshot at +{} ({}): {alive} process{} alive",

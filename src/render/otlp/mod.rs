@@ -536,20 +536,22 @@ impl<'a> Trace<'a> {
                 spans[index].events.push(snapshot_event(at, record));
             }
             let records: Vec<_> = snapshot.iter().map(|&(i, s)| (Some(i), s)).collect();
-            if let Some(hang) = crate::analysis::waits::Hang::new(self.processes, &records) {
-                let marks = [
-                    ("proctrace.hang.culprit", hang.culprits.concat()),
-                    ("proctrace.hang.deadlock", hang.deadlocks.concat()),
-                ];
-                for (key, positions) in marks {
-                    for position in positions {
-                        let span = &mut spans[snapshot[position].0];
-                        span.attributes
-                            .push(KeyValue::new(key, AnyValue::Bool(true)));
-                    }
+            let Some(hang) = crate::analysis::waits::Hang::new(self.processes, &records) else {
+                continue;
+            };
+            let marks = [
+                ("proctrace.hang.culprit", hang.culprits.concat()),
+                ("proctrace.hang.deadlock", hang.deadlocks.concat()),
+            ];
+            for (key, positions) in marks {
+                for position in positions {
+                    let span = &mut spans[snapshot[position].0];
+                    span.attributes
+                        .push(KeyValue::new(key, AnyValue::Bool(true)));
                 }
             }
-            let lines = super::hang::explain(self.processes, &records);
+            // The lines of `render -d hang`, from the same analysis.
+            let lines = super::hang::lines(&hang);
             let answers = |prefix: &str| -> AnyValue<'a> {
                 let values = lines.iter().filter(|l| l.starts_with(prefix));
                 AnyValue::Array {
