@@ -1,5 +1,6 @@
 //! `by-process`: each process's events under a heading naming it.
 
+use super::Options;
 use std::io::{self, Write};
 
 use super::events;
@@ -8,7 +9,7 @@ use crate::recording::Recording;
 use crate::text::visible;
 
 /// Writes one block per process, in the order they were created.
-pub fn render(recording: &Recording, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
     let events = events(recording)?;
     let processes = &recording.processes;
     let mut lines = events.lines();

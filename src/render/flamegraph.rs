@@ -8,7 +8,6 @@ use inferno::flamegraph::{self, Direction};
 
 use super::{folded, Options, Weight};
 use crate::event::shell_join;
-use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::text::shorten;
 
@@ -17,12 +16,8 @@ const TITLE_WIDTH: usize = 100;
 
 /// Writes the SVG. inferno sorts and merges the stacks itself, so they are
 /// all held, one line per process.
-pub fn render(
-    recording: &Recording,
-    processes: &Processes,
-    options: Options,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let mut lines = Vec::new();
     folded::each_stack(processes, options.weight, |stack, weight| {
         lines.push(format!("{stack} {weight}"));

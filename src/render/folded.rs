@@ -8,10 +8,12 @@ use std::io::{self, Write};
 
 use super::{Options, Weight};
 use crate::processes::Processes;
+use crate::recording::Recording;
 use crate::text::visible;
 
 /// Writes one line per process with a non-zero weight, in tree order.
-pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     each_stack(processes, options.weight, |stack, weight| {
         writeln!(out, "{stack} {weight}")
     })

@@ -3,11 +3,13 @@
 //! and the deadlocks. The graph is [`crate::analysis::waits`]'s; this only
 //! formats it.
 
+use super::Options;
 use std::io::{self, Write};
 
 use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
 use crate::event::{Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
+use crate::recording::Recording;
 use crate::text::{fd_list, seconds, shorten, visible};
 
 /// Columns a command gets in a line of the chain.
@@ -18,7 +20,8 @@ const WAITS_SHOWN: usize = 3;
 pub(super) const ANSWERS: [&str; 2] = ["culprit: ", "deadlock: "];
 
 /// Writes every snapshot's wait-for chains, or that the recording has none.
-pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let snapshots = processes.snapshots();
     if snapshots.is_empty() {
         return writeln!(

@@ -11,6 +11,7 @@
 //! The blob is written row by row as it is serialized, never whole in
 //! memory: a large recording makes a blob of hundreds of megabytes.
 
+use super::Options;
 use std::borrow::Cow;
 use std::io::{self, BufWriter, Write};
 
@@ -96,7 +97,8 @@ struct Segment<'a> {
 }
 
 /// Writes the report.
-pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let report = report(recording, processes);
     fill(
         TEMPLATE,

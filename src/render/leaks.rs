@@ -14,18 +14,21 @@
 //! process that opened the pipe after its exec, or never exec'd, is then
 //! not known to hold it, and the view says so rather than guess.
 
+use super::Options;
 use std::io::{self, Write};
 
 use crate::analysis::{left_behind, outlived, Outlived};
 use crate::event::{FdKind, HeldFd, Lingering, Snapshot};
 use crate::processes::Processes;
+use crate::recording::Recording;
 use crate::testname::test_of;
 use crate::text::visible;
 use crate::text::{fd_list, seconds};
 
 /// Writes every process that outlived the process that started it (and
 /// every one `record --linger` reported), or that there were none.
-pub fn render(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let outlived = outlived(processes);
     let leaks = left_behind(processes, &outlived);
     let lingering = processes.lingering().next().is_some();

@@ -8,6 +8,7 @@
 //! [`WIDTH`] characters and has every character Markdown or HTML would
 //! act on escaped, so that it can neither open a tag nor break a table.
 
+use super::Options;
 use std::io::{self, Write};
 
 use crate::analysis::{failures, left_behind, outlived};
@@ -28,7 +29,8 @@ const WIDTH: usize = 120;
 const CHAIN_LINES: usize = 20;
 
 /// Writes the page.
-pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     write_heading(recording, processes, out)?;
     let failures = failures(processes);
     let kinds = [

@@ -10,6 +10,7 @@
 //! 50,000 characters Mermaid renders by default. A chart that is still
 //! longer says so in a comment on its first line.
 
+use super::Options;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
@@ -31,7 +32,8 @@ const FOLD_OVER: usize = 3;
 pub const MERMAID_MAX_TEXT: usize = 50_000;
 
 /// Writes the chart.
-pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let title = match &recording.header {
         Some(header) => format!("proctrace: {}", shell_join(&header.command)),
         None => "proctrace".to_string(),

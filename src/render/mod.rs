@@ -120,25 +120,29 @@ pub fn render(
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let processes = &recording.processes;
-    match mode {
-        Mode::Sequential => sequential::render(recording, out),
-        Mode::ByProcess => by_process::render(recording, out),
-        Mode::Mermaid => mermaid::render(recording, processes, out),
-        Mode::Tree => tree::render(processes, options, out),
-        Mode::Summary => summary::render(recording, processes, options, out),
-        Mode::Html => html::render(recording, processes, out),
-        Mode::Perfetto => perfetto::render(recording, processes, out),
-        Mode::Leaks => leaks::render(processes, out),
-        Mode::Hang => hang::render(processes, out),
-        Mode::Profile => profile::render(processes, options, out),
-        Mode::Folded => folded::render(processes, options, out),
+    let render: Renderer = match mode {
+        Mode::Sequential => sequential::render,
+        Mode::ByProcess => by_process::render,
+        Mode::Mermaid => mermaid::render,
+        Mode::Tree => tree::render,
+        Mode::Summary => summary::render,
+        Mode::Html => html::render,
+        Mode::Perfetto => perfetto::render,
+        Mode::Leaks => leaks::render,
+        Mode::Hang => hang::render,
+        Mode::Profile => profile::render,
+        Mode::Folded => folded::render,
         #[cfg(feature = "flamegraph")]
-        Mode::Flamegraph => flamegraph::render(recording, processes, options, out),
-        Mode::Markdown => markdown::render(recording, processes, out),
-        Mode::Otlp => otlp::render(recording, options, out),
-    }
+        Mode::Flamegraph => flamegraph::render,
+        Mode::Markdown => markdown::render,
+        Mode::Otlp => otlp::render,
+    };
+    render(recording, options, out)
 }
+
+/// What every renderer is: the recording, read as [`Mode::keep`] says, in
+/// any format; options a renderer has no use for are ignored.
+type Renderer = fn(&Recording, Options, &mut dyn Write) -> io::Result<()>;
 
 /// The events of `recording`, or why there are none.
 fn events(recording: &Recording) -> io::Result<&Events> {

@@ -12,6 +12,7 @@
 //! The trace events are written process by process as they are made:
 //! those of a large recording would not fit in memory.
 
+use super::Options;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
@@ -46,7 +47,8 @@ struct Trace<'a> {
 struct TraceEvents<'a>(&'a Processes);
 
 /// Writes the trace.
-pub fn render(recording: &Recording, processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let header = recording.header.as_ref();
     let trace = Trace {
         display_time_unit: "ms",

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use super::Options;
 use crate::analysis::{critical_path, programs, Peak};
 use crate::processes::{command_group_of, Processes};
+use crate::recording::Recording;
 use crate::testname::test_of;
 use crate::text::visible;
 use crate::text::{seconds, shorten};
@@ -47,7 +48,8 @@ impl Group {
 }
 
 /// Writes the profile.
-pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     let mut by_command: HashMap<String, Group> = HashMap::new();
     let mut by_test: HashMap<String, Group> = HashMap::new();
     let end = processes.end();

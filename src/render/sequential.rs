@@ -1,5 +1,6 @@
 //! `sequential`: the recording itself, events in causal order.
 
+use super::Options;
 use std::io::{self, Write};
 
 use super::{events, write_json};
@@ -7,7 +8,7 @@ use crate::event::Record;
 use crate::recording::Recording;
 
 /// Writes header, events and trailer as JSON lines.
-pub fn render(recording: &Recording, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
     let events = events(recording)?;
     if let Some(header) = recording.header.clone() {
         write_json(out, &Record::Header(header))?;

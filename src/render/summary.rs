@@ -16,12 +16,8 @@ const SLOWEST: usize = 5;
 const LISTED: usize = 10;
 
 /// Writes the summary.
-pub fn render(
-    recording: &Recording,
-    processes: &Processes,
-    options: Options,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     if let Some(header) = &recording.header {
         writeln!(
             out,

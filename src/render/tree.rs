@@ -8,11 +8,13 @@ use unicode_width::UnicodeWidthStr;
 
 use super::{paint, Options};
 use crate::processes::{Outcome, Processes};
+use crate::recording::Recording;
 use crate::text::visible;
 use crate::text::{seconds, shorten};
 
 /// Writes the tree, every top-level process with its descendants.
-pub fn render(processes: &Processes, options: Options, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let processes = &recording.processes;
     // Depth-first with an explicit stack: a long chain of forks must not
     // exhaust the call stack.
     let mut stack: Vec<(usize, String, Branch)> = processes
