@@ -146,6 +146,11 @@ fn hidden(c: char) -> bool {
             | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
 }
 
+/// `1 exec`, `2 execs`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Nanoseconds as seconds, rounded to the millisecond as the HTML report
 /// rounds them: `1.235s`.
 pub fn seconds(ns: u64) -> String {

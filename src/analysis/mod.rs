@@ -7,6 +7,8 @@
 //! - [`failures`]: the failures that reached the command's status apart
 //!   from those a parent carried on from.
 //! - [`programs`]: what each program of a process used.
+//! - [`group_usage`]: what each command group and each test used;
+//!   [`slowest`]: the processes that ran longest.
 //! - [`waits`]: the wait-for graph of a snapshot of the live tree: who
 //!   waits for whom, the culprits and the deadlocks.
 
@@ -14,9 +16,11 @@ mod critical;
 mod failures;
 mod outlived;
 mod programs;
+mod usage;
 pub mod waits;
 
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
 pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
 pub use programs::{programs, Peak, Program};
+pub use usage::{group_usage, slowest, GroupUsage, Usage};

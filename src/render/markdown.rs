@@ -11,13 +11,13 @@
 use super::Options;
 use std::io::{self, Write};
 
-use crate::analysis::{failures, left_behind, outlived};
+use crate::analysis::{failures, left_behind, outlived, slowest};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::testname::test_of;
 use crate::text::visible;
-use crate::text::{seconds, shorten};
+use crate::text::{count, seconds, shorten};
 
 /// Rows a table shows before `… and N more`.
 const ROWS: usize = 10;
@@ -49,7 +49,7 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
         out,
         "Slowest commands",
         &["Wall", "PID", "Command", "Status"],
-        super::summary::slowest(processes, SLOWEST)
+        slowest(processes, SLOWEST)
             .into_iter()
             .map(|i| slowest_row(processes, i)),
     )?;
@@ -104,8 +104,8 @@ fn write_heading(
         "**Wall time** {} · **Processes** {} ({}) · **Lost** {}",
         seconds(processes.wall_time()),
         processes.len(),
-        super::summary::count(execs, "exec", "execs"),
-        super::summary::lost(recording)
+        count(execs, "exec", "execs"),
+        super::lost(recording)
     )?;
     if let Some(warning) = warning(recording) {
         writeln!(out, "\n> [!WARNING]\n> {warning}")?;

@@ -160,6 +160,18 @@ fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
     out.write_all(b"\n")
 }
 
+/// What the trailer says was lost, in words.
+fn lost(recording: &Recording) -> String {
+    match &recording.trailer {
+        None => "unknown (no trailer)".to_string(),
+        Some(t) if t.lost == 0 => "no events lost".to_string(),
+        Some(t) => format!(
+            "{} events ({} buffer full, {} untracked processes)",
+            t.lost, t.lost_buffer_full, t.lost_tracking_full
+        ),
+    }
+}
+
 fn paint(options: Options, style: Style, text: &str) -> String {
     if options.color {
         format!("{style}{text}{style:#}")

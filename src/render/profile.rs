@@ -4,14 +4,12 @@
 //! and peak RSS; then the critical path, the chain of processes that set
 //! the run's wall time.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::{critical_path, programs, Peak};
-use crate::processes::{command_group_of, Processes};
+use crate::analysis::{critical_path, group_usage, Peak, Usage};
+use crate::processes::Processes;
 use crate::recording::Recording;
-use crate::testname::test_of;
 use crate::text::visible;
 use crate::text::{seconds, shorten};
 
@@ -23,89 +21,25 @@ const PATH_LINKS: usize = 15;
 /// commands can be linker lines of kilobytes.
 const PATH_WIDTH: usize = 160;
 
-/// What the programs (or processes) of one group used together.
-#[derive(Debug, Default)]
-struct Group {
-    count: u64,
-    wall_ns: u64,
-    cpu_ns: u64,
-    /// The largest peak, and whether it is only an upper bound.
-    max_rss: Option<Peak>,
-    failed: u64,
-}
-
-impl Group {
-    fn add(&mut self, wall_ns: u64, cpu_ns: Option<u64>, peak: Option<Peak>, failed: bool) {
-        self.count += 1;
-        // Saturating: a damaged recording may hold any figure.
-        self.wall_ns = self.wall_ns.saturating_add(wall_ns);
-        self.cpu_ns = self.cpu_ns.saturating_add(cpu_ns.unwrap_or(0));
-        if peak.map(Peak::bytes) > self.max_rss.map(Peak::bytes) {
-            self.max_rss = peak;
-        }
-        self.failed += u64::from(failed);
-    }
-}
-
 /// Writes the profile.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
     let processes = &recording.processes;
-    let mut by_command: HashMap<String, Group> = HashMap::new();
-    let mut by_test: HashMap<String, Group> = HashMap::new();
-    let end = processes.end();
-    for (index, process) in processes.all().enumerate() {
-        let failed = process.outcome().failed();
-        let ran = programs(&process, end);
-        // Each program under its own command: a shell that ends as
-        // `sleep` is a shell, then a sleep.
-        for program in &ran {
-            let exec = process.execs.iter().nth(program.exec);
-            let group = exec.map_or_else(|| "<fork>".into(), |e| command_group_of(&e));
-            let last = program.exec + 1 == ran.len();
-            by_command.entry(group).or_default().add(
-                program.end - program.start,
-                program.cpu_ns,
-                program.peak_rss,
-                failed && last,
-            );
-        }
-        let resources = process.resources;
-        let whole = |group: &mut Group| {
-            let peak = resources.map(|r| match ran.last().and_then(|p| p.peak_rss) {
-                Some(Peak::AtMost(_)) => Peak::AtMost(r.max_rss_bytes),
-                _ => Peak::Exact(r.max_rss_bytes),
-            });
-            group.add(
-                process.duration(end),
-                resources.map(|r| r.cpu_ns),
-                peak,
-                failed,
-            )
-        };
-        if ran.is_empty() {
-            whole(by_command.entry("<fork>".into()).or_default());
-        }
-        if let Some(test) = test_of(processes, index) {
-            whole(by_test.entry(test).or_default());
-        }
-    }
-    write_table(out, "Commands", by_command, options)?;
-    if !by_test.is_empty() {
-        write_table(out, "Tests", by_test, options)?;
+    let usage = group_usage(processes);
+    write_table(out, "Commands", &usage.by_command, options)?;
+    if !usage.by_test.is_empty() {
+        write_table(out, "Tests", &usage.by_test, options)?;
     }
     write_critical_path(processes, options, out)
 }
 
-/// The top groups by total CPU (by wall time where no CPU was recorded).
+/// The top groups, as [`group_usage`] orders them.
 fn write_table(
     out: &mut dyn Write,
     title: &str,
-    groups: HashMap<String, Group>,
+    groups: &[(String, Usage)],
     options: Options,
 ) -> io::Result<()> {
     let total = groups.len();
-    let mut groups: Vec<(String, Group)> = groups.into_iter().collect();
-    groups.sort_by(|(a, x), (b, y)| (y.cpu_ns, y.wall_ns, a).cmp(&(x.cpu_ns, x.wall_ns, b)));
     writeln!(out, "{title} by CPU ({} of {total}):", TOP.min(total))?;
     writeln!(
         out,

@@ -3,12 +3,12 @@
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::{failures, outlived, Outlived};
+use crate::analysis::{failures, outlived, slowest, Outlived};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::visible;
-use crate::text::{seconds, shorten};
+use crate::text::{count, seconds, shorten};
 
 /// How many of the slowest processes are listed.
 const SLOWEST: usize = 5;
@@ -36,7 +36,7 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         processes.len(),
         count(execs, "exec", "execs")
     )?;
-    writeln!(out, "Lost:       {}", lost(recording))?;
+    writeln!(out, "Lost:       {}", super::lost(recording))?;
 
     let slowest = slowest(processes, SLOWEST);
     write_list(processes, "Slowest", &slowest, options, out)?;
@@ -53,11 +53,6 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     write_list(processes, title, &running, options, out)?;
     write_outlived(processes, &outlived, options, out)?;
     write_hang(processes, options, out)
-}
-
-/// `1 exec`, `2 execs`.
-pub(super) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// When the command itself ended, if processes ran on after it: the run's
@@ -165,27 +160,6 @@ fn write_left_out(total: usize, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  … and {} more", total - LISTED)?;
     }
     Ok(())
-}
-
-/// The indices of the `count` processes that ran longest, longest first.
-pub(super) fn slowest(processes: &Processes, count: usize) -> Vec<usize> {
-    let end = processes.end();
-    let mut slowest: Vec<usize> = (0..processes.len()).collect();
-    slowest.sort_by_key(|&i| std::cmp::Reverse(processes.get(i).duration(end)));
-    slowest.truncate(count);
-    slowest
-}
-
-/// What the trailer says was lost.
-pub(super) fn lost(recording: &Recording) -> String {
-    match &recording.trailer {
-        None => "unknown (no trailer)".to_string(),
-        Some(t) if t.lost == 0 => "no events lost".to_string(),
-        Some(t) => format!(
-            "{} events ({} buffer full, {} untracked processes)",
-            t.lost, t.lost_buffer_full, t.lost_tracking_full
-        ),
-    }
 }
 
 /// Writes a titled list of processes, at most [`LISTED`]: duration, pid,

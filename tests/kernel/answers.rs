@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use proctrace::analysis::{critical_path, failures, outlived, programs, Peak};
+use proctrace::analysis::{critical_path, failures, group_usage, outlived, programs, Peak};
 use proctrace::event::Pid;
 use proctrace::processes::Processes;
 
@@ -323,6 +323,19 @@ fn profile_counts_each_exec_under_its_program() {
     let ran = programs(&processes.get(0), processes.end());
     let cpu: Vec<Option<u64>> = ran.iter().map(|p| p.cpu_ns).collect();
     assert_eq!(cpu, [Some(at_sleep), Some(total - at_sleep)]);
+    let usage = group_usage(&processes);
+    let group = |starts: &str| {
+        let found = usage.by_command.iter().find(|(g, _)| g.starts_with(starts));
+        found.map(|(_, u)| (u.count, u.cpu_ns, u.failed))
+    };
+    assert_eq!(
+        group("sleep N"),
+        Some((1, total - at_sleep, 0)),
+        "{usage:?}"
+    );
+    assert_eq!(group("sh -c "), Some((1, at_sleep, 0)), "{usage:?}");
+    assert_eq!(usage.by_command.len(), 2, "{usage:?}");
+    assert!(usage.by_test.is_empty(), "{usage:?}");
     let out = run.dir.path().join("profile");
     render(&recording(&run), "profile", &out);
     let profile = std::fs::read_to_string(out).unwrap();
