@@ -6,6 +6,7 @@
 //!   them, with or without `record --linger`.
 //! - [`failures`]: the failures that reached the command's status apart
 //!   from those a parent carried on from.
+//! - [`held`]: who else had the files a lingering process held open.
 //! - [`programs`]: what each program of a process used.
 //! - [`group_usage`]: what each command group and each test used;
 //!   [`slowest`]: the processes that ran longest.
@@ -14,6 +15,7 @@
 
 mod critical;
 mod failures;
+mod holders;
 mod outlived;
 mod programs;
 mod usage;
@@ -21,6 +23,7 @@ pub mod waits;
 
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
+pub use holders::{held, Held, HeldFile, Holder, Others};
 pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};

@@ -1,9 +1,9 @@
 //! `by-process`: each process's events under a heading naming it.
 
-use super::Options;
 use std::io::{self, Write};
 
 use super::events;
+use super::Options;
 use crate::processes::Process;
 use crate::recording::Recording;
 use crate::text::visible;

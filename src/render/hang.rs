@@ -3,9 +3,9 @@
 //! and the deadlocks. The graph is [`crate::analysis::waits`]'s; this only
 //! formats it.
 
-use super::Options;
 use std::io::{self, Write};
 
+use super::Options;
 use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
 use crate::event::{Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;

@@ -11,12 +11,12 @@
 //! The blob is written row by row as it is serialized, never whole in
 //! memory: a large recording makes a blob of hundreds of megabytes.
 
-use super::Options;
 use std::borrow::Cow;
 use std::io::{self, BufWriter, Write};
 
 use serde::{Serialize, Serializer};
 
+use super::Options;
 use crate::analysis::{programs, Peak};
 use crate::event::{shell_join, Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};

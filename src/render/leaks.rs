@@ -8,17 +8,13 @@
 //! it ended, and, for every pipe or socket it held, which other processes
 //! of the tree had the same one open: the other end is who waits.
 //!
-//! The descriptors of other processes are those the snapshot of the live
-//! tree taken when the leak was found shows (recordings of this version);
-//! in older recordings, those they *started* with (the Exec records'): a
-//! process that opened the pipe after its exec, or never exec'd, is then
-//! not known to hold it, and the view says so rather than guess.
+//! Who had what open comes from [`crate::analysis::held`].
 
-use super::Options;
 use std::io::{self, Write};
 
-use crate::analysis::{left_behind, outlived, Outlived};
-use crate::event::{FdKind, HeldFd, Lingering, Snapshot};
+use super::Options;
+use crate::analysis::{held, left_behind, outlived, HeldFile, Others, Outlived};
+use crate::event::Lingering;
 use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::testname::test_of;
@@ -117,15 +113,11 @@ fn write_process(
     let Some(record) = process.lingering else {
         return Ok(());
     };
-    let mut unanswered = false;
-    for group in same_files(&record.fds) {
-        unanswered |= write_held(processes, index, record, &group, out)?;
+    let found = held(processes, index, record);
+    for file in &found.files {
+        write_held(processes, record, file, out)?;
     }
-    // A snapshot has every live process's descriptors: none is unknown.
-    if unanswered && snapshot_at(processes, record.timestamp).is_empty() {
-        write_unrecorded(processes, index, record, out)?;
-    }
-    Ok(())
+    write_unrecorded(processes, &found.unrecorded, out)
 }
 
 /// What `record --linger` said the process outlived, and by how long.
@@ -155,129 +147,72 @@ fn write_outlived_record(
     )
 }
 
-/// The held descriptors, those on one file together, in descriptor order.
-fn same_files(fds: &[HeldFd]) -> Vec<Vec<&HeldFd>> {
-    let mut groups: Vec<Vec<&HeldFd>> = Vec::new();
-    for held in fds {
-        match groups.iter_mut().find(|g| g[0].fd.same_file(&held.fd)) {
-            Some(group) => group.push(held),
-            None => groups.push(vec![held]),
-        }
-    }
-    groups
-}
-
-/// Writes one held file and who else had it; returns whether it is a pipe
-/// or socket that no running process is known to hold the other end of.
+/// Writes one held file and who else had it.
 fn write_held(
     processes: &Processes,
-    index: usize,
     record: &Lingering,
-    group: &[&HeldFd],
+    held: &HeldFile,
     out: &mut dyn Write,
-) -> io::Result<bool> {
-    let file = &group[0].fd;
-    let numbers: Vec<i32> = group.iter().map(|h| h.fd.fd).collect();
-    let inherited = group
-        .iter()
-        .find_map(|h| h.root_fd)
+) -> io::Result<()> {
+    let inherited = held
+        .root_fd
         .map(|fd| format!(", inherited from the root's fd {fd}"))
         .unwrap_or_default();
     writeln!(
         out,
         "  holds {} → {}{inherited}",
-        fd_list(&numbers),
-        visible(&file.target)
+        fd_list(&held.fds),
+        visible(&held.file.target)
     )?;
-    // Everybody has /dev/null and the terminal: naming them explains nothing.
-    if matches!(file.kind, FdKind::Device | FdKind::Tty | FdKind::Dir) {
-        return Ok(false);
-    }
-    let ancestors = processes.ancestors(index);
-    // What a process held when the leak was found, if a snapshot says;
-    // else what it started with.
-    let seen = snapshot_at(processes, record.timestamp);
-    let holders: Vec<(usize, Vec<i32>)> = (0..processes.len())
-        .filter(|&i| i != index)
-        .map(|i| match seen.iter().find(|(j, _)| *j == i) {
-            Some((_, s)) => (
-                i,
-                s.fds
-                    .iter()
-                    .filter(|h| h.fd.same_file(file))
-                    .map(|h| h.fd.fd)
-                    .collect(),
-            ),
-            None => (i, processes.get(i).fds_of(file)),
-        })
-        .filter(|(_, fds)| !fds.is_empty())
-        .collect();
-    let (theirs, ours): (Vec<_>, Vec<_>) = holders
-        .into_iter()
-        .partition(|(i, _)| !ancestors.contains(i));
-    // Only processes still running when the leak was found can be what
-    // waits for it; the ones that had exited (other tests, say) are not
-    // to blame.
-    let running: Vec<_> = theirs
-        .into_iter()
-        .filter(|(i, _)| processes.get(*i).running_at(record.timestamp))
-        .collect();
-    for (i, fds) in &running {
-        writeln!(
-            out,
-            "    also {} of {}, running when the leak was found",
-            fd_list(fds),
-            who(processes, *i)
-        )?;
-    }
-    if !running.is_empty() {
-        return Ok(false);
-    }
-    let waitable = matches!(file.kind, FdKind::Pipe | FdKind::Socket);
-    if ours.is_empty() {
-        if waitable {
+    match &held.others {
+        Others::NotAsked => {}
+        Others::Running(running) => {
+            for holder in running {
+                writeln!(
+                    out,
+                    "    also {} of {}, running when the leak was found",
+                    fd_list(&holder.fds),
+                    who(processes, holder.index)
+                )?;
+            }
+        }
+        Others::Nobody if held.unanswered() => {
             writeln!(out, "    no other process is known to have it open")?;
         }
-        return Ok(waitable);
-    }
-    // Nothing else running is known to hold it: where it came from is the
-    // next best clue (bats' fd 3 is the stdout of bats-exec-suite).
-    writeln!(
-        out,
-        "    no running process is known to have it open; its ancestors had it:"
-    )?;
-    for (i, fds) in &ours {
-        let state = match processes.get(*i).exit {
-            Some(exit) if exit.timestamp <= record.timestamp => {
-                format!("exited at +{}", seconds(exit.timestamp))
+        Others::Nobody => {}
+        Others::Ancestors(ancestors) => {
+            // Where it came from is the next best clue (bats' fd 3 is the
+            // stdout of bats-exec-suite).
+            writeln!(
+                out,
+                "    no running process is known to have it open; its ancestors had it:"
+            )?;
+            for holder in ancestors {
+                let state = match processes.get(holder.index).exit {
+                    Some(exit) if exit.timestamp <= record.timestamp => {
+                        format!("exited at +{}", seconds(exit.timestamp))
+                    }
+                    _ => "running when the leak was found".to_string(),
+                };
+                writeln!(
+                    out,
+                    "      {} of {} ({state})",
+                    fd_list(&holder.fds),
+                    name(processes, holder.index)
+                )?;
             }
-            _ => "running when the leak was found".to_string(),
-        };
-        writeln!(
-            out,
-            "      {} of {} ({state})",
-            fd_list(fds),
-            name(processes, *i)
-        )?;
+        }
     }
-    Ok(waitable)
+    Ok(())
 }
 
 /// Names the running processes whose descriptors nobody recorded, since one
 /// of them may hold the other end of a pipe that no known process holds.
 fn write_unrecorded(
     processes: &Processes,
-    index: usize,
-    record: &Lingering,
+    unknown: &[usize],
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let unknown: Vec<usize> = (0..processes.len())
-        .filter(|&i| i != index && !processes.ancestors(i).contains(&index))
-        .filter(|&i| {
-            let process = processes.get(i);
-            process.execs.is_empty() && process.running_at(record.timestamp)
-        })
-        .collect();
     if unknown.is_empty() {
         return Ok(());
     }
@@ -285,7 +220,7 @@ fn write_unrecorded(
         out,
         "  may hold the other end (never exec'd, so what they had open is not recorded):"
     )?;
-    for i in unknown {
+    for &i in unknown {
         writeln!(
             out,
             "    {}, running when the leak was found",
@@ -313,14 +248,4 @@ fn who(processes: &Processes, index: usize) -> String {
         ),
         None => name(processes, index),
     }
-}
-
-/// The first snapshot of the live tree taken when a lingerer was found at
-/// `at` or later (`record --linger` takes one): empty if there is none.
-fn snapshot_at(processes: &Processes, at: u64) -> Vec<(usize, &Snapshot)> {
-    processes
-        .snapshots()
-        .into_iter()
-        .find(|s| s[0].1.timestamp >= at)
-        .unwrap_or_default()
 }

@@ -8,9 +8,9 @@
 //! [`WIDTH`] characters and has every character Markdown or HTML would
 //! act on escaped, so that it can neither open a tag nor break a table.
 
-use super::Options;
 use std::io::{self, Write};
 
+use super::Options;
 use crate::analysis::{failures, left_behind, outlived, slowest};
 use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};

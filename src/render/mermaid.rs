@@ -10,10 +10,10 @@
 //! 50,000 characters Mermaid renders by default. A chart that is still
 //! longer says so in a comment on its first line.
 
-use super::Options;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
+use super::Options;
 use crate::event::shell_join;
 use crate::processes::{command_line, Processes};
 use crate::recording::Recording;

@@ -12,7 +12,6 @@
 //! The trace events are written process by process as they are made:
 //! those of a large recording would not fit in memory.
 
-use super::Options;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
@@ -22,6 +21,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::Options;
 use crate::event::{shell_join, Pid};
 use crate::processes::{command_line, Argv, Outcome, Process, Processes, SessionChange};
 use crate::recording::Recording;

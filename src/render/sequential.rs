@@ -1,8 +1,8 @@
 //! `sequential`: the recording itself, events in causal order.
 
-use super::Options;
 use std::io::{self, Write};
 
+use super::Options;
 use super::{events, write_json};
 use crate::event::Record;
 use crate::recording::Recording;

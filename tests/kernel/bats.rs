@@ -14,8 +14,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{have_root, have_tool, kill_if, parse_lines, proctrace_bin, wait_within};
-use proctrace::event::{Pid, Record};
+use crate::common::{have_root, have_tool, kill_if, parse_lines, proctrace_bin, read, wait_within};
+use proctrace::analysis::{held, Others};
+use proctrace::event::{FdKind, Pid, Record};
 
 /// Only there so that a hang fails the test instead of blocking the suite;
 /// the leaking suite takes a few seconds. Never a timing assertion.
@@ -150,6 +151,7 @@ fn the_test_that_leaks_a_sleeper_is_blamed_and_no_other() {
         "{leaks}"
     );
     assert!(!leaks.contains("may hold the other end"), "{leaks}");
+    assert_reader_holds_fd3(&dir.path().join("suite.ndjson"), sleeper);
     assert!(
         leaks.contains("\n  ended:         killed by SIG"),
         "{leaks}"
@@ -225,5 +227,31 @@ fn nested_suites_name_each_process_by_its_nearest_test() {
         expected.iter().map(|s| s.to_string()).collect(),
         "{}",
         run.text
+    );
+}
+
+/// The analysis under the leaks view: the one other holder of the
+/// sleeper's fd 3 is bats' reader subshell, with the pipe as its stdin.
+fn assert_reader_holds_fd3(recording: &Path, sleeper: Pid) {
+    let processes = read(recording);
+    let index = (0..processes.len())
+        .find(|&i| processes.get(i).pid == sleeper)
+        .unwrap();
+    let record = processes.get(index).lingering.expect("found lingering");
+    let found = held(&processes, index, record);
+    let fd3 = found.files.iter().find(|f| f.fds.contains(&3)).unwrap();
+    assert_eq!(fd3.file.kind, FdKind::Pipe, "{found:?}");
+    let Others::Running(holders) = &fd3.others else {
+        panic!("{found:?}")
+    };
+    let readers: Vec<_> = holders.iter().filter(|h| h.fds == [0]).collect();
+    assert_eq!(readers.len(), 1, "{found:?}");
+    assert!(
+        processes.get(readers[0].index).execs.is_empty(),
+        "{found:?}"
+    );
+    assert!(
+        !fd3.unanswered() && found.unrecorded.is_empty(),
+        "{found:?}"
     );
 }
