@@ -48,7 +48,6 @@
 //! - [`text`]: making command lines and other traced text safe to show.
 
 pub mod analysis;
-pub mod diff;
 pub mod event;
 pub mod ingest;
 pub mod processes;

@@ -1,6 +1,7 @@
 //! Analyses of a recording: answers computed once from the process table,
 //! as plain data that every view formats the same way.
 //!
+//! - [`diff`]: two runs of the same command compared.
 //! - [`critical_path`]: where the run's wall time went, link by link.
 //! - [`outlived`]: the processes that outlived the process that started
 //!   them, with or without `record --linger`.
@@ -14,6 +15,7 @@
 //!   waits for whom, the culprits and the deadlocks.
 
 mod critical;
+pub mod diff;
 mod failures;
 mod holders;
 mod outlived;

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
-use proctrace::diff::{Diff, Slower};
+use proctrace::analysis::diff::{Diff, Slower};
 use proctrace::recording::{Keep, Recording};
 
 /// Entries listed per section of the text output.
@@ -50,7 +50,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
             .map_err(std::io::Error::from)
             .and_then(|()| writeln!(out))
     } else {
-        diff.write_text(LISTED, &mut out)
+        proctrace::render::write_diff(&diff, LISTED, &mut out)
     };
     quiet_broken_pipe(written.and_then(|()| out.flush())).context("writing the output")?;
     Ok(i32::from(diff.differs()))

@@ -4,6 +4,7 @@
 //! in memory.
 
 mod by_process;
+mod diff;
 #[cfg(feature = "flamegraph")]
 mod flamegraph;
 mod folded;
@@ -23,6 +24,7 @@ use std::io::{self, Write};
 
 use anstyle::Style;
 
+pub use diff::write_diff;
 pub use hang::{explain as explain_hang, explain_short as explain_hang_short};
 pub use otlp::{TraceParent, OTLP_BATCH};
 

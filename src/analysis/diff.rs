@@ -14,7 +14,6 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::io::{self, Write};
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -24,8 +23,7 @@ use crate::event::{shell_join, Pid};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::testname::test_of;
-use crate::text::visible;
-use crate::text::{seconds, shorten};
+use crate::text::seconds;
 
 /// When a process counts as slower: every threshold given must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -236,99 +234,6 @@ impl Diff {
             && self.hung_only_in_a.is_empty()
             && self.hung_only_in_b.is_empty())
     }
-
-    /// Writes the differences for people: each section only when it has
-    /// something, each list cut at `limit` entries.
-    pub fn write_text(&self, limit: usize, out: &mut dyn Write) -> io::Result<()> {
-        for (name, run) in [("A", &self.a), ("B", &self.b)] {
-            writeln!(
-                out,
-                "{name}: {} ({}, {}, {} processes{})",
-                visible(run.command.as_deref().unwrap_or("?")),
-                run.status.as_deref().unwrap_or("status unknown"),
-                seconds(run.wall_ns),
-                run.processes,
-                match run.lost {
-                    Some(0) => String::new(),
-                    Some(lost) => format!(", {lost} events lost"),
-                    None => ", cut short".to_owned(),
-                }
-            )?;
-        }
-        if !self.differs() {
-            return writeln!(out, "\nNo differences beyond the thresholds.");
-        }
-        let pairs = |title: &str, list: &[Pair], out: &mut dyn Write| {
-            section(title, list, limit, out, |pair, out| {
-                let (a, b) = (&pair.a, &pair.b);
-                writeln!(
-                    out,
-                    "  {}: {} → {}, {} → {} (pid {} → {}){}",
-                    command(b),
-                    a.status,
-                    b.status,
-                    seconds(a.duration_ns),
-                    seconds(b.duration_ns),
-                    a.pid,
-                    b.pid,
-                    test_note(b.test.as_ref().or(a.test.as_ref()))
-                )?;
-                write_under(&pair.path, out)
-            })
-        };
-        let lones = |title: &str, list: &[Lone], out: &mut dyn Write| {
-            section(title, list, limit, out, |lone, out| {
-                let p = &lone.process;
-                let more = match lone.descendants {
-                    0 => String::new(),
-                    1 => ", and 1 descendant".to_owned(),
-                    n => format!(", and {n} descendants"),
-                };
-                let outlived = if lone.outlived {
-                    ", outlived its parent"
-                } else {
-                    ""
-                };
-                writeln!(
-                    out,
-                    "  {}: {}, {} (pid {}){outlived}{more}{}",
-                    command(p),
-                    p.status,
-                    seconds(p.duration_ns),
-                    p.pid,
-                    test_note(p.test.as_ref())
-                )?;
-                write_under(&lone.path, out)?;
-                for name in &lone.named {
-                    writeln!(out, "      with {}", shorten(&visible(name), Some(100)))?;
-                }
-                if lone.descendants > lone.named.len() {
-                    writeln!(
-                        out,
-                        "      … and {} more",
-                        lone.descendants - lone.named.len()
-                    )?;
-                }
-                Ok(())
-            })
-        };
-        pairs("Ended differently", &self.status_changed, out)?;
-        lones(
-            "Outlived its parent or still running in A only",
-            &self.hung_only_in_a,
-            out,
-        )?;
-        lones(
-            "Outlived its parent or still running in B only",
-            &self.hung_only_in_b,
-            out,
-        )?;
-        lones("Only in A", &self.only_in_a, out)?;
-        lones("Only in B", &self.only_in_b, out)?;
-        let when: Vec<String> = self.slower_when.iter().map(Slower::to_string).collect();
-        let title = format!("Slower in B ({})", when.join(" and "));
-        pairs(&title, &self.slower, out)
-    }
 }
 
 /// The chain of each process, by index: a hash of its parent's chain and
@@ -491,58 +396,6 @@ fn run(recording: &Recording) -> Run {
         processes: processes.len(),
         lost: recording.trailer.as_ref().map(|t| t.lost),
     }
-}
-
-/// Writes a titled list, cut at `limit` entries.
-fn section<T>(
-    title: &str,
-    list: &[T],
-    limit: usize,
-    out: &mut dyn Write,
-    mut entry: impl FnMut(&T, &mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    if list.is_empty() {
-        return Ok(());
-    }
-    writeln!(out, "\n{title} ({}):", list.len())?;
-    for item in list.iter().take(limit) {
-        entry(item, out)?;
-    }
-    if list.len() > limit {
-        writeln!(
-            out,
-            "  … and {} more (--json has them all)",
-            list.len() - limit
-        )?;
-    }
-    Ok(())
-}
-
-/// `    under make › cc`: the nearest ancestors of a path's last group.
-fn write_under(path: &[String], out: &mut dyn Write) -> io::Result<()> {
-    const SHOWN: usize = 3;
-    let ancestors = &path[..path.len().saturating_sub(1)];
-    if ancestors.is_empty() {
-        return Ok(());
-    }
-    let skipped = ancestors.len().saturating_sub(SHOWN);
-    let shown: Vec<String> = ancestors[skipped..]
-        .iter()
-        .map(|g| visible(g).into_owned())
-        .collect();
-    let lead = if skipped > 0 { "… › " } else { "" };
-    writeln!(out, "      under {lead}{}", shown.join(" › "))
-}
-
-/// What a process ran, on one line of reasonable length.
-fn command(side: &Side) -> String {
-    const WIDTH: usize = 100;
-    shorten(&visible(&side.command), Some(WIDTH))
-}
-
-fn test_note(test: Option<&String>) -> String {
-    test.map(|t| format!("  [test: {}]", visible(t)))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
