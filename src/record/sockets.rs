@@ -92,7 +92,7 @@ impl Sockets {
         let proto = if socket.tcp { "TCP" } else { "UDP" };
         let what = format!("{proto} {} -> {}", socket.local, socket.remote);
         if !socket.tcp {
-            return (what, unresolved("UDP: any process may send to it"));
+            return self.udp_peer(socket, what);
         }
         if socket.state == TCP_LISTEN {
             let what = format!("TCP listener {}", socket.local);
@@ -119,6 +119,36 @@ impl Sockets {
             None if is_local(socket.remote.ip()) => (
                 what,
                 unresolved("no socket of this machine has its other end"),
+            ),
+            None => {
+                let why = format!("{} is not on this machine", socket.remote);
+                (what, unresolved(&why))
+            }
+        }
+    }
+
+    /// Who can end a wait on a UDP socket: the holder of the address a
+    /// connected one sends to (a test's local server); anybody at all for
+    /// one that is not connected.
+    fn udp_peer(&self, socket: &Inet, what: String) -> (String, Peer) {
+        if socket.remote.port() == 0 {
+            return (what, unresolved("UDP: any process may send to it"));
+        }
+        let bound = |s: &&Inet| {
+            !s.tcp
+                && s.ino != socket.ino
+                && s.local.port() == socket.remote.port()
+                && (s.local.ip() == socket.remote.ip() || s.local.ip().is_unspecified())
+        };
+        // A socket connected back to this one before any other bound there.
+        let to_us = |s: &&Inet| s.remote == socket.local;
+        let mut bound: Vec<&Inet> = self.inet.iter().filter(bound).collect();
+        bound.sort_by_key(|s| !to_us(s));
+        match bound.first() {
+            Some(end) => (what, Peer::Socket { ino: end.ino }),
+            None if is_local(socket.remote.ip()) => (
+                what,
+                unresolved("no socket of this machine is bound to where it sends"),
             ),
             None => {
                 let why = format!("{} is not on this machine", socket.remote);

@@ -234,6 +234,30 @@ fn a_loopback_tcp_client_waits_for_the_listener_that_never_accepts() {
 }
 
 #[test]
+fn a_connected_udp_client_waits_for_the_process_bound_where_it_sends() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&forking(
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0))",
+        "    time.sleep(1000)",
+        "    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.connect(s.getsockname()); \
+         s.close(); c.send(b'x'); c.recv(1)",
+    ));
+    let root = run.root();
+    let culprit = the_culprit(&view, forked(&run, root));
+    assert!(culprit.contains("(the peer of UDP 127.0.0.1:"), "{view}");
+    let waiter = line_with(
+        &view,
+        &[
+            &format!("  {root} "),
+            "blocked in recvfrom(fd 4) on UDP 127.0.0.1:",
+        ],
+    );
+    assert!(waiter.ends_with("its peer is held by:"), "{view}");
+}
+
+#[test]
 fn a_flock_waiter_waits_for_the_holder_which_waits_for_its_command() {
     if !have_root() || !have_tool("flock") {
         return;
