@@ -195,7 +195,8 @@ impl Hang {
 
     /// Positions that are culprits: waited for, or a top, and waiting for
     /// no process; a top qualifies only when it waits on something
-    /// proctrace cannot follow (else it is just the command, asleep).
+    /// proctrace cannot follow or that no process of the tree holds (a
+    /// server outside it), else it is just the command, asleep.
     fn culprit_positions(&self) -> Vec<usize> {
         let mut waited = vec![false; self.processes.len()];
         for at in 0..self.processes.len() {
@@ -205,10 +206,12 @@ impl Hang {
         let mut culprits: Vec<usize> = (0..self.processes.len())
             .filter(|&at| !self.processes[at].waits_for_someone())
             .filter(|&at| {
+                // Every wait but one for its children leads out of the
+                // tree: it has no holder in it.
                 let unresolved = self.processes[at]
                     .waits
                     .iter()
-                    .any(|w| matches!(w.on.peer, Peer::Unresolved { .. }));
+                    .any(|w| !matches!(w.on.peer, Peer::Children { .. }));
                 waited[at] || (unresolved && tops.contains(&at))
             })
             .collect();

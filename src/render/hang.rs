@@ -365,7 +365,7 @@ fn culprit(hang: &Hang, group: &[usize]) -> String {
     if let Some(test) = test(p) {
         line.push_str(&format!(" (test \"{test}\")"));
     }
-    line.push_str(&format!(", {}", doing(p)));
+    line.push_str(&format!(", {}{}", doing(p), held_by(p)));
     for (waiter, w, fds) in &hang.waiters[group[0]] {
         let waiter = &hang.processes[*waiter];
         let (end, verb) = end_of(&waiter.waits[*w]);

@@ -319,16 +319,52 @@ fn opening_a_fifo_nobody_writes_says_no_process_holds_it() {
     let (run, view) = hung(&["sh", "-c", &format!("mkfifo {fifo}; cat {fifo}")]);
     let cat = with_argv(&run, &["cat", fifo]);
     let culprit = the_culprit(&view, cat);
+    let nobody = "its other end is held by no process of the tree";
     assert!(
-        culprit.contains(&format!("blocked in openat on FIFO {fifo}")),
+        culprit.contains(&format!("blocked in openat on FIFO {fifo}")) && culprit.ends_with(nobody),
         "{view}"
     );
-    line_with(
-        &view,
-        &[
-            &format!("{cat} cat"),
-            "its other end is held by no process of the tree",
-        ],
+    line_with(&view, &[&format!("  {cat} cat"), nobody]);
+}
+
+/// A client of a server outside the tree: the chain's top, waiting on a
+/// socket no process of the tree holds the peer of, is the culprit.
+#[test]
+fn a_client_of_a_server_outside_the_tree_is_the_culprit() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.sock");
+    let path = path.to_str().unwrap();
+    let script = format!(
+        "import socket, time\ns = socket.socket(socket.AF_UNIX); s.bind('{path}'); s.listen()\n\
+         c, _ = s.accept(); time.sleep(1000)"
+    );
+    let mut server = Command::new("/usr/bin/python3")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let socket = Path::new(path);
+    let ready = (0..500).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        socket.exists()
+    });
+    assert!(ready, "the server never listened");
+    let (run, view) = python(&format!(
+        "import socket\nc = socket.socket(socket.AF_UNIX); c.connect('{path}'); c.recv(1)"
+    ));
+    let _ = server.kill();
+    let _ = server.wait();
+    let culprit = the_culprit(&view, run.root());
+    assert!(
+        culprit.contains("blocked in recvfrom(fd 3) on unix socket:["),
+        "{view}"
+    );
+    assert!(culprit.contains(path), "{view}");
+    assert!(
+        culprit.ends_with("; its peer is held by no process of the tree"),
+        "{view}"
     );
 }
 
