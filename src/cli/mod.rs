@@ -70,3 +70,28 @@ impl Cli {
         }
     }
 }
+
+/// A duration as people give one: `2s`, `500ms`, `1m 30s`, or a bare
+/// number of seconds (`30`, `0.5`), as timeout(1) takes it.
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let seconds = text.trim().parse::<f64>().ok();
+    match seconds {
+        Some(s) => std::time::Duration::try_from_secs_f64(s).map_err(|e| e.to_string()),
+        None => humantime::parse_duration(text).map_err(|e| e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_with_a_unit_or_as_seconds() {
+        let read = |t| super::duration(t);
+        assert_eq!(read("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(read("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(read("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(read("1m 30s"), Ok(Duration::from_secs(90)));
+        assert!(read("-1").is_err() && read("soon").is_err() && read("inf").is_err());
+    }
+}

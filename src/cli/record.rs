@@ -53,7 +53,7 @@ pub struct RecordArgs {
     /// Stop waiting for a process DURATION after the process that started it, or the
     /// command itself, has exited (e.g. 2s, 500ms): it is recorded as lingering. Once
     /// the command has exited and only lingering processes are left, the recording ends.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     linger: Option<std::time::Duration>,
     /// No status line and no closing summary on stderr (warnings, errors and what a
     /// snapshot found still show).
@@ -76,7 +76,7 @@ pub struct RecordArgs {
     /// Like timeout(1): after DURATION, take a snapshot of the live tree (on stderr and in
     /// the recording), end the tree (SIGTERM, then SIGKILL 2 s later), record the exits and
     /// exit with 124.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     timeout: Option<std::time::Duration>,
     /// The signal --timeout ends the tree with, before SIGKILL 2 s later: QUIT makes Go
     /// and Java print their goroutines and threads, ABRT dumps a core. A name (QUIT,
@@ -86,7 +86,7 @@ pub struct RecordArgs {
     /// When no process of the tree has forked, exec'd or exited for DURATION while
     /// processes run, take a snapshot of the live tree and say what it waits for; recording
     /// goes on (another snapshot only after new events and another quiet DURATION).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     hang_after: Option<std::time::Duration>,
     /// Also keep environment variable NAME of every exec (repeatable); by default only
     /// the test runners' (PYTEST_CURRENT_TEST, BATS_TEST_FILENAME, BATS_TEST_NAME,

@@ -33,7 +33,7 @@ pub struct OtlpFlags {
     compression: Option<String>,
     /// How long each request may take, retries included (OTEL_EXPORTER_OTLP_TIMEOUT, in
     /// milliseconds) [default: 10s].
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::duration)]
     timeout: Option<Duration>,
     /// The PEM file of the certificate authorities to trust for the collector's TLS
     /// certificate (OTEL_EXPORTER_OTLP_CERTIFICATE) [default: the Mozilla roots].
