@@ -261,7 +261,8 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
         ""
     };
     eprintln!(
-        "proctrace: recorded {processes} processes to {}{stopped}",
+        "proctrace: recorded {} to {}{stopped}",
+        proctrace::text::count(processes as usize, "process", "processes"),
         output.name()
     );
     Ok(())
