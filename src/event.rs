@@ -632,6 +632,21 @@ pub struct Snapshot {
     /// What could not be read of it (a thread gone, memory unreadable).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Processes outside the tree that hold what its threads wait on,
+    /// by the `/proc/PID/fd` target of the other end ([`WaitOn::peer_target`]),
+    /// where no other process of the tree holds it: the server a test
+    /// talks to, the runner's end of a pipe.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outsiders: BTreeMap<String, Vec<Outsider>>,
+}
+
+/// A process outside the recorded tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outsider {
+    /// Its pid.
+    pub pid: Pid,
+    /// What it runs, shortened.
+    pub command: String,
 }
 
 /// One thread of a snapshot's process: the call it is blocked in and what
@@ -670,6 +685,24 @@ pub struct WaitOn {
     pub what: String,
     /// Who can end the wait.
     pub peer: Peer,
+}
+
+impl WaitOn {
+    /// How `/proc/PID/fd` names the other end of the wait, which is what
+    /// a process holding it has open: the peer socket, or the pipe or
+    /// FIFO itself (one of `fds`, the waiter's own descriptors).
+    pub fn peer_target(&self, fds: &[HeldFd]) -> Option<String> {
+        match self.peer {
+            Peer::Socket { ino } => Some(format!("socket:[{ino}]")),
+            Peer::File { .. } => {
+                let fd = self.fd?;
+                fds.iter()
+                    .find(|h| h.fd.fd == fd)
+                    .map(|h| h.fd.target.clone())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// What a blocked call waits to do.

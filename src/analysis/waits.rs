@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::event::{
-    Access, FdKind, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow, WaitOn,
+    Access, FdKind, Outsider, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow, WaitOn,
 };
 use crate::processes::Processes;
 use crate::syscalls;
@@ -84,6 +84,10 @@ pub struct Wait {
     /// The processes of the snapshot that can end it (never itself), with
     /// the descriptors through which they can.
     pub holders: Vec<(usize, Vec<i32>)>,
+    /// Processes outside the tree that hold what it waits on, where no
+    /// process of the tree does (a server the suite did not start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outsiders: Vec<Outsider>,
 }
 
 /// One line of a chain: a process, or a group of alike processes that
@@ -140,11 +144,18 @@ impl Hang {
                 .into_iter()
                 .map(|(tid, call, on)| {
                     let holders = index.holders(at, &on, snapshot);
+                    let outsiders = match on.peer_target(&s.fds) {
+                        Some(target) if holders.is_empty() => {
+                            s.outsiders.get(&target).cloned().unwrap_or_default()
+                        }
+                        _ => Vec::new(),
+                    };
                     Wait {
                         tid,
                         call,
                         on,
                         holders,
+                        outsiders,
                     }
                 })
                 .collect();

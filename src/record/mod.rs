@@ -15,6 +15,7 @@ mod error;
 mod kernel;
 mod launch;
 mod linger;
+mod outsiders;
 mod proc_stat;
 mod snapshot;
 mod sockets;

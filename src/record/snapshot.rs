@@ -1,7 +1,10 @@
 //! Snapshots of the live tree: for each process, what `/proc` says it is
 //! blocked on and what it holds open, at the moment a run looks stuck.
 
+use std::collections::{HashMap, HashSet};
+
 use super::linger::{held_fds, Lineage};
+use super::outsiders;
 use super::proc_stat::{Life, Stat};
 use super::waits::{self, Machine};
 use crate::event::{Fd, Pid, Snapshot, SnapshotCause};
@@ -44,7 +47,46 @@ pub(crate) fn take(
     for snapshot in &mut taken {
         snapshot.quiet = last_event(snapshot.pid).map_or(0, |at| now.saturating_sub(at));
     }
+    name_outsiders(&mut taken, pids);
     taken
+}
+
+/// Outsiders kept per wait, at most: a pipe of the CI runner may be
+/// shared by all its workers.
+const OUTSIDERS_KEPT: usize = 32;
+
+/// Names the processes outside the tree (`tree`) that hold what a wait
+/// is on, where no other process of the snapshot does.
+fn name_outsiders(taken: &mut [Snapshot], tree: &[Pid]) {
+    let mut holders: HashMap<&str, Vec<Pid>> = HashMap::new();
+    for s in taken.iter() {
+        for held in &s.fds {
+            holders.entry(&held.fd.target).or_default().push(s.pid);
+        }
+    }
+    let mut wanted: Vec<(usize, String)> = Vec::new();
+    for (at, s) in taken.iter().enumerate() {
+        let ons = s.threads.iter().flat_map(|t| &t.on);
+        for target in ons.filter_map(|on| on.peer_target(&s.fds)) {
+            let pids = holders.get(target.as_str());
+            if pids.is_none_or(|pids| pids.iter().all(|&p| p == s.pid)) {
+                wanted.push((at, target));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    let targets: HashSet<String> = wanted.iter().map(|(_, t)| t.clone()).collect();
+    let mut skip: HashSet<Pid> = tree.iter().copied().collect();
+    skip.insert(std::process::id() as Pid);
+    let found = outsiders::holding(&targets, &skip);
+    for (at, target) in wanted {
+        if let Some(outside) = found.get(&target) {
+            let kept = outside.iter().take(OUTSIDERS_KEPT).cloned().collect();
+            taken[at].outsiders.insert(target, kept);
+        }
+    }
 }
 
 /// Processes below which a snapshot is read on one thread.
@@ -82,6 +124,7 @@ fn read(
         fds,
         threads,
         notes,
+        outsiders: Default::default(),
     })
 }
 

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
-use crate::event::{Peer, Snapshot, SnapshotCause, WaitHow};
+use crate::event::{Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::text::{fd_list, seconds, shorten, visible};
@@ -348,14 +348,32 @@ fn held_by(p: &Blocked) -> String {
         (Peer::Lock { .. }, _) => "the lock is",
         (Peer::Unresolved { .. }, _) => return String::new(),
     };
-    format!(
-        "; {end} held by{}",
-        if holders {
-            ":"
-        } else {
-            " no process of the tree"
-        }
-    )
+    if holders {
+        return format!("; {end} held by:");
+    }
+    format!("; {end} held by {}", outsiders(&waits))
+}
+
+/// Who outside the tree holds what `waits` are on, the first few named:
+/// `1234 postgres (outside the tree)`, else `no process of the tree`.
+fn outsiders(waits: &[&Wait]) -> String {
+    const NAMED: usize = 3;
+    let mut all: Vec<&Outsider> = waits.iter().flat_map(|w| &w.outsiders).collect();
+    all.sort_by_key(|o| o.pid);
+    all.dedup_by_key(|o| o.pid);
+    if all.is_empty() {
+        return "no process of the tree".into();
+    }
+    let named: Vec<String> = all
+        .iter()
+        .take(NAMED)
+        .map(|o| format!("{} {}", o.pid, visible(&o.command)))
+        .collect();
+    let more = match all.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!("{}{more} (outside the tree)", named.join(", "))
 }
 
 /// `culprit: PID command (test "t"), blocked in …; holds fd 3 (…) that W reads`.

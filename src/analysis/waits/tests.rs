@@ -39,6 +39,7 @@ fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) -> Snapshot
             on,
         }],
         notes: Vec::new(),
+        outsiders: Default::default(),
     }
 }
 
