@@ -9,9 +9,10 @@ use std::io;
 use std::mem::size_of;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 
 use super::waits::unresolved;
-use crate::event::{Peer, WaitHow};
+use crate::event::{Peer, Pid, WaitHow};
 
 /// TCP states of `/proc/net/tcp` (include/net/tcp_states.h).
 const TCP_SYN_SENT: u8 = 2;
@@ -49,7 +50,9 @@ pub(super) struct Sockets {
 }
 
 impl Sockets {
-    pub fn read() -> Sockets {
+    /// The sockets of the network namespace `pid` is in (a test sandbox
+    /// such as bazel's or `unshare -n` has its own loopback).
+    pub fn read(pid: Pid) -> Sockets {
         let mut inet = Vec::new();
         for (file, tcp) in [
             ("tcp", true),
@@ -57,11 +60,12 @@ impl Sockets {
             ("udp", false),
             ("udp6", false),
         ] {
-            let text = fs::read_to_string(format!("/proc/net/{file}")).unwrap_or_default();
+            let path = format!("/proc/{pid}/net/{file}");
+            let text = fs::read_to_string(path).unwrap_or_default();
             inet.extend(text.lines().skip(1).filter_map(|l| parse_inet(l, tcp)));
         }
         Sockets {
-            unix: unix_sockets().unwrap_or_default(),
+            unix: unix_sockets(pid).unwrap_or_default(),
             inet,
         }
     }
@@ -86,7 +90,7 @@ impl Sockets {
             };
         }
         let Some(socket) = self.inet.iter().find(|s| s.ino == ino) else {
-            let why = "not a unix, TCP or UDP socket of proctrace's network namespace";
+            let why = "not a unix, TCP or UDP socket of its network namespace";
             return (format!("socket:[{ino}]"), unresolved(why));
         };
         let proto = if socket.tcp { "TCP" } else { "UDP" };
@@ -214,8 +218,30 @@ struct UnixDiagRequest {
     cookie: [u32; 2],
 }
 
-/// Every unix socket of the network namespace, by inode.
-fn unix_sockets() -> io::Result<HashMap<u64, Unix>> {
+/// The network namespace `pid` is in, as its inode.
+pub(super) fn netns_of(pid: Pid) -> Option<u64> {
+    fs::metadata(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// A socket diagnostics socket in the network namespace of `pid`: made
+/// there by a thread that joins it, as a socket answers for the
+/// namespace it was made in.
+fn diag_socket(pid: Pid) -> io::Result<OwnedFd> {
+    if netns_of(pid) == netns_of(std::process::id() as Pid) {
+        return diag_socket_here();
+    }
+    let ns = fs::File::open(format!("/proc/{pid}/ns/net"))?;
+    std::thread::spawn(move || {
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(io::Error::from)?;
+        diag_socket_here()
+    })
+    .join()
+    .unwrap_or_else(|_| Err(io::Error::other("the namespace thread failed")))
+}
+
+fn diag_socket_here() -> io::Result<OwnedFd> {
     // SAFETY: socket() has no preconditions; the fd is owned at once.
     let fd = unsafe {
         libc::socket(
@@ -228,7 +254,12 @@ fn unix_sockets() -> io::Result<HashMap<u64, Unix>> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: fd is a new descriptor nobody else owns.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Every unix socket of the network namespace of `pid`, by inode.
+fn unix_sockets(pid: Pid) -> io::Result<HashMap<u64, Unix>> {
+    let socket = diag_socket(pid)?;
     let request = UnixDiagRequest {
         header: libc::nlmsghdr {
             nlmsg_len: size_of::<UnixDiagRequest>() as u32,
@@ -361,7 +392,7 @@ mod tests {
             let path = format!("/proc/self/fd/{}", s.as_raw_fd());
             fs::metadata(path).unwrap().ino()
         };
-        let sockets = Sockets::read();
+        let sockets = Sockets::read(std::process::id() as Pid);
         let (what, peer) = sockets.peer(ino(&a), WaitHow::Read);
         assert_eq!(what, format!("unix socket:[{}]", ino(&a)));
         assert_eq!(peer, Peer::Socket { ino: ino(&b) });

@@ -4,11 +4,13 @@
 //! epoll sets from fdinfo), and the other end of each, as far as this
 //! machine can tell (socket diagnostics, `/proc/net`, `/proc/locks`).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::rc::Rc;
 
-use super::sockets::Sockets;
+use super::sockets::{netns_of, Sockets};
 use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
 use crate::syscalls;
 
@@ -21,16 +23,23 @@ const MAX_SET: u64 = 4096;
 /// limit is 5).
 const EPOLL_DEPTH: usize = 5;
 
-/// What is read once per snapshot, when the first thread needs it.
+/// What is read once per snapshot, when the first thread needs it: the
+/// locks, and the sockets of each network namespace.
 #[derive(Default)]
 pub(super) struct Machine {
-    sockets: OnceCell<Sockets>,
+    sockets: RefCell<HashMap<Option<u64>, Rc<Sockets>>>,
     locks: OnceCell<Vec<LockLine>>,
 }
 
 impl Machine {
-    fn sockets(&self) -> &Sockets {
-        self.sockets.get_or_init(Sockets::read)
+    /// The sockets of the network namespace `pid` is in.
+    fn sockets(&self, pid: Pid) -> Rc<Sockets> {
+        let netns = netns_of(pid);
+        let mut read = self.sockets.borrow_mut();
+        let sockets = read
+            .entry(netns)
+            .or_insert_with(|| Rc::new(Sockets::read(pid)));
+        Rc::clone(sockets)
     }
 
     fn locks(&self) -> &[LockLine] {
@@ -191,7 +200,7 @@ impl Reader<'_> {
                     ino: held.fd.ino,
                 },
             ),
-            FdKind::Socket => self.machine.sockets().peer(held.fd.ino, how),
+            FdKind::Socket => self.machine.sockets(self.pid).peer(held.fd.ino, how),
             FdKind::Tty => (target.clone(), unresolved("a terminal: whoever types")),
             _ => (target.clone(), unresolved("not a pipe or a socket")),
         };

@@ -257,6 +257,35 @@ fn a_connected_udp_client_waits_for_the_process_bound_where_it_sends() {
     assert!(waiter.ends_with("its peer is held by:"), "{view}");
 }
 
+/// A test sandbox with a network namespace of its own (`unshare -n`, as
+/// bazel's sandbox makes): its unix and loopback TCP sockets are read in
+/// its namespace, not proctrace's, and lead to the server.
+#[test]
+fn sockets_of_a_sandbox_network_namespace_lead_to_the_server() {
+    if !have_root() || !have_tool("unshare") {
+        return;
+    }
+    // Bring the namespace's loopback up (SIOCSIFFLAGS, IFF_UP | IFF_RUNNING).
+    let script = "import os, socket, time, fcntl, struct\n\
+        lo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+        fcntl.ioctl(lo, 0x8914, struct.pack('16sH14s', b'lo', 0x41, bytes(14)))\n\
+        s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n\
+        a, b = socket.socketpair()\n\
+        if os.fork() == 0:\n    a.close(); c, _ = s.accept(); time.sleep(1000)\n\
+        else:\n    b.close(); c = socket.create_connection(s.getsockname()); s.close()\n    \
+        if os.fork() == 0:\n        c.recv(1)\n    else:\n        a.recv(1)\n";
+    let (run, view) = hung(&["unshare", "-n", "/usr/bin/python3", "-c", script]);
+    let root = run.root();
+    let children = run.children(root);
+    assert_eq!(children.len(), 2, "{}", run.text);
+    let (server, client) = (children[0], children[1]);
+    let culprit = the_culprit(&view, server);
+    assert!(culprit.contains("(the peer of unix socket:["), "{view}");
+    assert!(culprit.contains("(the peer of TCP 127.0.0.1:"), "{view}");
+    assert!(culprit.contains(&format!("that {client} ")), "{view}");
+    assert!(culprit.contains(&format!("that {root} ")), "{view}");
+}
+
 #[test]
 fn a_flock_waiter_waits_for_the_holder_which_waits_for_its_command() {
     if !have_root() || !have_tool("flock") {
