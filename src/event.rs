@@ -48,6 +48,8 @@ pub enum Record {
     /// was taken (a signal to proctrace, `--timeout`, `--hang-after`,
     /// SIGUSR1): what it is blocked on and what it holds open.
     Snapshot(Snapshot),
+    /// What `record --on-hang` printed for one culprit of a snapshot.
+    OnHang(OnHang),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -575,6 +577,44 @@ impl Access {
     }
 }
 
+/// One run of `record --on-hang`'s command for one culprit of a
+/// snapshot, once it has ended. Its process may have exited by then: the
+/// record is about the process as the snapshot saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnHang {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started: when the run ended.
+    pub timestamp: u64,
+    /// The culprit it ran for.
+    pub pid: Pid,
+    /// The timestamp of the snapshot that named the culprit.
+    pub snapshot: u64,
+    /// The command, as given to `sh -c`, `{}` replaced by the pid.
+    pub command: String,
+    /// Its exit code, if it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// It ran past `--on-hang-timeout` and its process group was killed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// Its stdout and stderr, interleaved, up to a cap (invalid UTF-8
+    /// replaced); or why it could not run.
+    #[serde(default)]
+    pub output: String,
+    /// Bytes of output beyond the cap, left out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut: u64,
+    /// Culprits of the same snapshot the command was not run for: past
+    /// the cap of runs per snapshot.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+}
+
 /// Why a snapshot of the live tree was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -817,6 +857,7 @@ impl Record {
             Record::SetPgid(_) => "SetPGID",
             Record::Lingering(_) => "Lingering",
             Record::Snapshot(_) => "Snapshot",
+            Record::OnHang(_) => "OnHang",
             Record::Trailer(_) => "Trailer",
         }
     }
@@ -860,6 +901,7 @@ impl Record {
             Record::SetPgid(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Lingering(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Snapshot(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::OnHang(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Header(_) | Record::Trailer(_) => None,
         }
     }
@@ -873,6 +915,7 @@ impl Record {
             Record::SetPgid(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Lingering(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Snapshot(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::OnHang(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Header(_) | Record::Trailer(_) => None,
         }
     }

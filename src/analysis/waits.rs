@@ -117,6 +117,31 @@ pub enum Seen {
     Cycle(Vec<Pid>),
 }
 
+/// What a recording knows of a snapshot's process besides its record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Known {
+    /// Its parent, if known.
+    pub parent: Option<Pid>,
+    /// The command it ran at the snapshot.
+    pub command: String,
+    /// The test it belongs to, if a runner says.
+    pub test: Option<String>,
+}
+
+impl Known {
+    /// What `processes` knows of the process at `index` (if known) at `at`.
+    pub fn of(processes: &Processes, index: Option<usize>, at: u64) -> Known {
+        let Some(i) = index else {
+            return Known::default();
+        };
+        Known {
+            parent: processes.get(i).parent_pid,
+            command: processes.describe_at(i, at),
+            test: test_of(processes, i),
+        }
+    }
+}
+
 impl Blocked {
     /// Whether any of its waits resolves to a process.
     pub fn waits_for_someone(&self) -> bool {
@@ -133,17 +158,26 @@ impl Hang {
     /// The analysis of one snapshot's records, each with its process's
     /// index in `processes` if known.
     pub fn new(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -> Option<Hang> {
-        let (_, first) = snapshot.first()?;
-        let mut blocked: Vec<Blocked> = snapshot
+        let known: Vec<_> = snapshot
             .iter()
-            .map(|&(index, s)| describe(processes, index, s))
+            .map(|&(index, s)| Known::of(processes, index, s.timestamp))
             .collect();
-        let index = Index::new(&blocked, snapshot);
-        for (at, (_, s)) in snapshot.iter().enumerate() {
+        let snapshot = known.iter().zip(snapshot.iter().map(|(_, s)| *s));
+        Hang::of(&snapshot.collect::<Vec<_>>())
+    }
+
+    /// The analysis of one snapshot's records, each with what the
+    /// recording knows of its process.
+    pub fn of(snapshot: &[(&Known, &Snapshot)]) -> Option<Hang> {
+        let (_, first) = snapshot.first()?;
+        let records: Vec<&Snapshot> = snapshot.iter().map(|(_, s)| *s).collect();
+        let mut blocked: Vec<Blocked> = snapshot.iter().map(|(k, s)| describe(k, s)).collect();
+        let index = Index::new(&blocked, &records);
+        for (at, s) in records.iter().enumerate() {
             blocked[at].waits = waits_of(s)
                 .into_iter()
                 .map(|(tid, call, on)| {
-                    let holders = index.holders(at, &on, snapshot);
+                    let holders = index.holders(at, &on, &records);
                     let outsiders = match on.peer_target(&s.fds) {
                         Some(target) if holders.is_empty() => {
                             s.outsiders.get(&target).cloned().unwrap_or_default()
@@ -437,7 +471,7 @@ impl Chains<'_> {
 
 /// A process as the recording knows it at the snapshot, its waits still
 /// unresolved.
-fn describe(processes: &Processes, index: Option<usize>, s: &Snapshot) -> Blocked {
+fn describe(known: &Known, s: &Snapshot) -> Blocked {
     let main = s.threads.iter().find(|t| t.tid == s.pid);
     let legacy_call = s
         .syscall
@@ -454,9 +488,9 @@ fn describe(processes: &Processes, index: Option<usize>, s: &Snapshot) -> Blocke
     };
     Blocked {
         pid: s.pid,
-        parent: index.and_then(|i| processes.get(i).parent_pid),
-        command: index.map_or_else(String::new, |i| processes.describe_at(i, s.timestamp)),
-        test: index.and_then(|i| test_of(processes, i)),
+        parent: known.parent,
+        command: known.command.clone(),
+        test: known.test.clone(),
         state: s.state,
         alive: s.alive,
         quiet: s.quiet,
@@ -543,14 +577,14 @@ struct Index {
 }
 
 impl Index {
-    fn new(blocked: &[Blocked], snapshot: &[(Option<usize>, &Snapshot)]) -> Index {
+    fn new(blocked: &[Blocked], snapshot: &[&Snapshot]) -> Index {
         let mut index = Index {
             files: HashMap::new(),
             sockets: HashMap::new(),
             children: HashMap::new(),
             pids: HashMap::new(),
         };
-        for (at, (_, s)) in snapshot.iter().enumerate() {
+        for (at, s) in snapshot.iter().enumerate() {
             index.pids.insert(s.pid, at);
             if let Some(parent) = blocked[at].parent {
                 index.children.entry(parent).or_default().push(at);
@@ -569,12 +603,7 @@ impl Index {
     }
 
     /// The processes other than `at` that can end its wait `on`.
-    fn holders(
-        &self,
-        at: usize,
-        on: &WaitOn,
-        snapshot: &[(Option<usize>, &Snapshot)],
-    ) -> Vec<(usize, Vec<i32>)> {
+    fn holders(&self, at: usize, on: &WaitOn, snapshot: &[&Snapshot]) -> Vec<(usize, Vec<i32>)> {
         let mut holders: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
         let mut add = |holder: usize, fd: Option<i32>| {
             if holder != at {
@@ -601,7 +630,7 @@ impl Index {
             }
             Peer::Lock { pid, dev, ino } => match self.pids.get(pid) {
                 Some(&holder) => {
-                    let fds = snapshot[holder].1.fds.iter();
+                    let fds = snapshot[holder].fds.iter();
                     let fds = fds.filter(|h| h.fd.dev == *dev && h.fd.ino == *ino);
                     fds.for_each(|h| add(holder, Some(h.fd.fd)));
                 }
@@ -610,16 +639,16 @@ impl Index {
                 None => {
                     let ends = self.files.get(&(*dev, *ino)).into_iter().flatten();
                     for &(holder, fd, _) in ends {
-                        if !waits_on_lock(snapshot[holder].1, *dev, *ino) {
+                        if !waits_on_lock(snapshot[holder], *dev, *ino) {
                             add(holder, Some(fd));
                         }
                     }
                 }
             },
             Peer::Children { pid } => {
-                let children = self.children.get(&snapshot[at].1.pid).into_iter().flatten();
+                let children = self.children.get(&snapshot[at].pid).into_iter().flatten();
                 children
-                    .filter(|&&c| pid.is_none_or(|p| snapshot[c].1.pid == p))
+                    .filter(|&&c| pid.is_none_or(|p| snapshot[c].pid == p))
                     .for_each(|&c| add(c, None));
             }
             Peer::Unresolved { .. } => {}

@@ -88,6 +88,17 @@ pub struct RecordArgs {
     /// goes on (another snapshot only after new events and another quiet DURATION).
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     hang_after: Option<std::time::Duration>,
+    /// After each snapshot, run CMD through `sh -c` once per culprit (at most 8, the
+    /// others are counted), with `{}` replaced by its pid and PROCTRACE_PID set to it:
+    /// 'py-spy dump --pid {}', 'eu-stack -p {}', "gdb -batch -p {} -ex 'thread apply all
+    /// bt'". Its output and status go into the recording, and under the culprit in
+    /// `render -d hang`. With --timeout, it runs before the tree is ended.
+    #[arg(long, value_name = "CMD")]
+    on_hang: Option<String>,
+    /// How long an --on-hang run may take before its whole process group is killed.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration,
+          default_value = "10s", requires = "on_hang")]
+    on_hang_timeout: std::time::Duration,
     /// Also keep environment variable NAME of every exec (repeatable); by default only
     /// the test runners' (PYTEST_CURRENT_TEST, BATS_TEST_FILENAME, BATS_TEST_NAME,
     /// NEXTEST_BINARY_ID) are kept, and the rest of each environment is never recorded.
@@ -175,6 +186,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .timeout(args.timeout)
         .timeout_signal(args.timeout_signal)
         .hang_after(args.hang_after)
+        .on_hang(args.on_hang.clone())
+        .on_hang_timeout(args.on_hang_timeout)
         .subreaper(true)
         .capture_fds(!args.no_fds)
         .env(args.env.iter().cloned())

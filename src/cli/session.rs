@@ -14,9 +14,11 @@ use super::files::open_seekable_input;
 use super::live::Live;
 use super::status::{Status, REDRAW};
 use super::tui::Action;
-use proctrace::event::{Record, Snapshot, Trailer};
+use std::sync::Arc;
+
+use proctrace::event::{Record, Trailer};
 use proctrace::processes::{Growing, Processes};
-use proctrace::record::{Lingerer, LiveRecording, Notice, Stopper};
+use proctrace::record::{Lingerer, LiveRecording, Notice, Stopper, Taken};
 use proctrace::recording::{Keep, Output};
 
 /// The tree as recorded so far, which explaining a snapshot needs.
@@ -46,16 +48,16 @@ fn read_back(path: &Path) -> Option<Processes> {
     recording.ok().map(|r| r.processes)
 }
 
-/// What a snapshot's records say, explained against the tree.
-fn explain(table: Option<Processes>, records: &[Snapshot]) -> Vec<String> {
-    let Some(table) = table else {
-        return vec!["the snapshot is in the recording: see `proctrace render -d hang`".into()];
+/// A snapshot explained against the tree recorded up to it, or if that
+/// cannot be read back, against what the recorder knew.
+fn explain(table: Option<Processes>, taken: &Taken) -> Vec<String> {
+    let hang = match table {
+        Some(table) => taken.hang_in(&table),
+        None => taken.hang(),
     };
-    let nodes: Vec<_> = records
-        .iter()
-        .map(|s| (table.find(s.pid, s.timestamp), s))
-        .collect();
-    proctrace::render::explain_hang_short(&table, &nodes, SCREEN_LINES)
+    hang.map_or_else(Vec::new, |hang| {
+        proctrace::render::explain_hang_short(&hang, SCREEN_LINES)
+    })
 }
 
 /// Lines of a snapshot's explanation on stderr: a screenful.
@@ -67,7 +69,10 @@ pub struct Session<'a> {
     name: String,
     processes: u64,
     tree: Tree,
-    snapshot: Pending,
+    /// Snapshots whose earlier events have not all been written yet.
+    pending: Vec<Arc<Taken>>,
+    /// The timestamp of the last event written.
+    written_until: u64,
     status: &'a mut Status,
     live: Option<Live>,
     keys: Receiver<KeyEvent>,
@@ -87,7 +92,8 @@ impl<'a> Session<'a> {
             output,
             processes: 1,
             tree,
-            snapshot: Pending::default(),
+            pending: Vec::new(),
+            written_until: 0,
             status,
             keys: live.as_ref().map_or_else(never, Live::keys),
             live,
@@ -137,7 +143,9 @@ impl<'a> Session<'a> {
         }
         self.live = None;
         notices.try_iter().for_each(|notice| self.notice(notice));
-        self.explain();
+        for taken in std::mem::take(&mut self.pending) {
+            self.explain(taken);
+        }
         for _ in 0..std::mem::take(&mut self.in_flight) {
             let lines = self.explained.1.recv().unwrap_or_default();
             self.say(lines);
@@ -156,18 +164,26 @@ impl<'a> Session<'a> {
         self.status.add(record);
         // Written first: a tree read back for the snapshot has it.
         tell_failure(&self.name, self.output.event(record));
-        if let Record::Snapshot(s) = record {
-            self.snapshot.records.push(s.clone());
-            self.explain_when_whole();
+        self.written_until = record.timestamp().unwrap_or(self.written_until);
+        if let Record::OnHang(run) = record {
+            self.say(vec![proctrace::render::on_hang_line(run)]);
         }
+        if self.pending.is_empty() {
+            return;
+        }
+        let (ready, pending) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|taken| taken.timestamp <= self.written_until);
+        self.pending = pending;
+        ready.into_iter().for_each(|taken| self.explain(taken));
     }
 
     fn notice(&mut self, notice: Notice) {
         match notice {
-            Notice::Snapshot { timestamp, records } => {
-                self.snapshot.expected = Some((timestamp, records));
-                self.explain_when_whole();
-            }
+            // Explained once the events before it are written: the tree
+            // it is explained against then has every process it names.
+            Notice::Snapshot(taken) if taken.timestamp <= self.written_until => self.explain(taken),
+            Notice::Snapshot(taken) => self.pending.push(taken),
             Notice::Lost {
                 buffer_full,
                 tracking_full,
@@ -217,24 +233,12 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Explains the snapshot once all its records are in.
-    fn explain_when_whole(&mut self) {
-        if self.snapshot.whole() {
-            self.snapshot.expected = None;
-            self.explain();
-        }
-    }
-
-    /// Explains the snapshot records that have come: at once from the tree
-    /// in memory, or on a thread that reads the tree back from the file.
-    fn explain(&mut self) {
-        let records = std::mem::take(&mut self.snapshot.records);
-        if records.is_empty() {
-            return;
-        }
+    /// Explains a snapshot: at once from the tree in memory, or on a
+    /// thread that reads the tree back from the file.
+    fn explain(&mut self, taken: Arc<Taken>) {
         match &self.tree {
             Tree::Kept(growing) => {
-                let lines = explain(Some(growing.table()), &records);
+                let lines = explain(Some(growing.table()), &taken);
                 self.say(lines);
             }
             Tree::OnDisk(path) => {
@@ -242,7 +246,7 @@ impl<'a> Session<'a> {
                 let send = self.explained.0.clone();
                 self.in_flight += 1;
                 std::thread::spawn(move || {
-                    let _ = send.send(explain(table.and_then(|p| read_back(&p)), &records));
+                    let _ = send.send(explain(table.and_then(|p| read_back(&p)), &taken));
                 });
             }
         }
@@ -255,24 +259,6 @@ impl<'a> Session<'a> {
             Some(_) => {}
             None => lines.iter().for_each(|line| eprintln!("proctrace: {line}")),
         }
-    }
-}
-
-/// The records of a snapshot as they come, and how many the drain said
-/// it has: its explanation goes to stderr once it is whole, so that a CI
-/// log shows what hung without any render step.
-#[derive(Default)]
-struct Pending {
-    records: Vec<Snapshot>,
-    expected: Option<(u64, usize)>,
-}
-
-impl Pending {
-    fn whole(&self) -> bool {
-        self.expected.is_some_and(|(timestamp, count)| {
-            let of_it = self.records.iter().filter(|s| s.timestamp == timestamp);
-            of_it.count() >= count
-        })
     }
 }
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::storage::{small, ExecRow, Grouped, Row, Text};
 use super::{Processes, SessionChange, TooLarge};
-use crate::event::{shell_join, Exec, Fd, Lingering, Pid, Record, Resources, Snapshot};
+use crate::event::{shell_join, Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot};
 
 /// A table that grows as a recording is made, for what a recorder says
 /// while it runs (the hang explanation at a snapshot).
@@ -32,6 +32,7 @@ pub(crate) struct Builder {
     pub(super) lingering: Vec<(u32, Lingering)>,
     pub(super) resources: Vec<(u32, Resources)>,
     pub(super) snapshots: Vec<(u32, Snapshot)>,
+    pub(super) on_hang: Vec<OnHang>,
     pub(super) text: Text,
     pub(super) fds: Vec<Fd>,
     /// The newest process known under each pid.
@@ -43,6 +44,13 @@ impl Builder {
     /// Adds the next event; returns the index of the process it belongs
     /// to (`None` for header and trailer).
     pub(crate) fn add(&mut self, event: &Record) -> Result<Option<usize>, TooLarge> {
+        if let Record::OnHang(run) = event {
+            // About the process as its snapshot saw it, maybe since exited:
+            // never a new process.
+            self.last_timestamp = self.last_timestamp.max(Some(run.timestamp));
+            self.on_hang.push(run.clone());
+            return Ok(self.by_pid.get(&run.pid).map(|&i| i as usize));
+        }
         let Some(index) = self.index_for(event)? else {
             return Ok(None);
         };
@@ -69,7 +77,7 @@ impl Builder {
             Record::SetPgid(e) => self
                 .session_changes
                 .push((index, SessionChange::SetPgid(e.clone()))),
-            Record::Header(_) | Record::Trailer(_) => {}
+            Record::Header(_) | Record::Trailer(_) | Record::OnHang(_) => {}
         }
         Ok(Some(index as usize))
     }
@@ -179,6 +187,7 @@ impl Builder {
             session_changes: Grouped::new(self.session_changes, count),
             lingering,
             snapshots: self.snapshots,
+            on_hang: self.on_hang,
             text: self.text,
             fds: self.fds,
             end: end.max(self.last_timestamp).unwrap_or(0),

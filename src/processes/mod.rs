@@ -23,7 +23,7 @@ pub use command::command_group_of;
 use storage::{ExecRow, Grouped, Row, Strings, Text};
 
 use crate::event::{
-    shell_join, Fd, Lingering, Pid, Resources, SetPgid, SetSid, Snapshot, UsedBefore,
+    shell_join, Fd, Lingering, OnHang, Pid, Resources, SetPgid, SetSid, Snapshot, UsedBefore,
 };
 
 /// One process: everything between its fork and its exit, as a view into
@@ -433,6 +433,8 @@ pub struct Processes {
     resources: Vec<(u32, Resources)>,
     /// In recording order: the records of one snapshot are adjacent.
     snapshots: Vec<(u32, Snapshot)>,
+    /// In recording order.
+    on_hang: Vec<OnHang>,
     text: Text,
     fds: Vec<Fd>,
     /// End of the recording, for processes that never exited.
@@ -540,6 +542,11 @@ impl Processes {
             }
         }
         all
+    }
+
+    /// What `record --on-hang` printed, in recording order.
+    pub fn on_hang(&self) -> &[OnHang] {
+        &self.on_hang
     }
 
     /// Nanoseconds from the start to the end of the recording.

@@ -2,7 +2,7 @@
 //! the kernel's buffer, restores one causal order and hands events on.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
 use super::decode::decode;
+use super::hooks::{Hooks, OnHangCommand, Reaped};
 use super::kernel::{self, KernelConfig, Probe};
 use super::linger::{Lineage, Notice};
 use super::snapshot;
@@ -58,7 +59,28 @@ pub fn run(
             return Ok(Trailer::default());
         }
     };
+    let start_ns = monotonic_ns();
+    let hooks = match policy.on_hang.clone() {
+        Some(command) => {
+            let command = OnHangCommand {
+                command,
+                timeout: policy.on_hang_timeout,
+            };
+            let clock = move || monotonic_ns().saturating_sub(start_ns);
+            match Hooks::start(command, clock) {
+                Ok(hooks) => Some(hooks),
+                Err(err) => {
+                    let error = RecordError::system("starting the --on-hang thread")(err);
+                    let _ = outputs.ready.send(Err(error));
+                    return Ok(Trailer::default());
+                }
+            }
+        }
+        None => None,
+    };
     let drain = Drain {
+        start_ns,
+        hooks,
         probe: &probe,
         perf_pages: config.perf_pages,
         policy,
@@ -71,6 +93,9 @@ pub fn run(
 }
 
 struct Drain<'a, 'obj> {
+    /// When the recording started, on the monotonic clock.
+    start_ns: u64,
+    hooks: Option<Hooks>,
     probe: &'a Probe<'obj>,
     perf_pages: usize,
     policy: LingerPolicy,
@@ -124,8 +149,21 @@ struct Progress {
     quiet_reported: bool,
     /// After `--timeout`: when the tree gets SIGKILL.
     timeout_kill_due: Option<u64>,
+    /// Snapshots whose `--on-hang` runs have not all ended.
+    hooks_running: usize,
+    /// What follows a snapshot once its `--on-hang` runs have ended.
+    after_hooks: Option<Ending>,
     /// The kernel's loss counters as last told, and when they were read.
     losses: ((u64, u64), u64),
+}
+
+/// How the tree is ended after a snapshot.
+#[derive(Clone, Copy)]
+enum Ending {
+    /// `--timeout` expired.
+    Timeout,
+    /// proctrace got this signal: pass it on to the root, then stop.
+    Interrupt(i32),
 }
 
 /// Why a recording ended.
@@ -143,7 +181,7 @@ enum End {
 impl Drain<'_, '_> {
     fn run(&self, target: &Prepared) -> Result<Trailer, RecordError> {
         let malformed = RefCell::new(0u64);
-        let start_ns = monotonic_ns();
+        let start_ns = self.start_ns;
         let on_record = |data: &[u8]| match decode(data, start_ns, &self.env_names) {
             Ok(record) => self.reorder.borrow_mut().push(record),
             Err(_) => *malformed.borrow_mut() += 1,
@@ -183,6 +221,8 @@ impl Drain<'_, '_> {
             last_event: 0,
             quiet_reported: false,
             timeout_kill_due: None,
+            hooks_running: 0,
+            after_hooks: None,
             losses: ((0, 0), 0),
         };
         let end = loop {
@@ -234,6 +274,7 @@ impl Drain<'_, '_> {
         }
         self.watch_lingering(elapsed, progress);
         self.watch_hang(elapsed, progress);
+        self.collect_hooks(progress);
         self.watch_losses(elapsed, progress);
         if self.control.stop.load(Ordering::Relaxed) {
             progress.stop_since.get_or_insert(now);
@@ -247,6 +288,11 @@ impl Drain<'_, '_> {
             progress.lingered_out_since.get_or_insert(now);
         }
         let waited = |since: Option<u64>, grace: u64| since.is_some_and(|t| now - t > grace);
+        // Runs of --on-hang are bounded by their own timeout: their records
+        // are waited for.
+        if progress.hooks_running > 0 {
+            return Ok(None);
+        }
         // The last exit is counted after its event is in the buffer, so once
         // the tree is gone one more read of the buffer has everything.
         Ok(
@@ -333,13 +379,7 @@ impl Drain<'_, '_> {
         let interrupt = self.control.interrupt.swap(0, Ordering::Relaxed);
         if interrupt != 0 {
             self.snapshot(SnapshotCause::Signal(interrupt), progress);
-            if interrupt != libc::SIGINT {
-                let _ = kill(
-                    NixPid::from_raw(progress.root),
-                    Signal::try_from(interrupt).ok(),
-                );
-            }
-            self.control.stop.store(true, Ordering::Relaxed);
+            progress.after_hooks = Some(Ending::Interrupt(interrupt));
         }
         let timed_out = self
             .policy
@@ -348,12 +388,12 @@ impl Drain<'_, '_> {
         if timed_out && !progress.totals.timed_out {
             progress.totals.timed_out = true;
             self.snapshot(SnapshotCause::Timeout, progress);
-            let signal = self.policy.timeout_signal;
-            let _ = self.outputs.notices.send(Notice::TimedOut {
-                signal: signal as i32,
-            });
-            self.signal_tree(signal, progress);
-            progress.timeout_kill_due = Some(elapsed + KILL_GRACE_NS);
+            progress.after_hooks = Some(Ending::Timeout);
+        }
+        if progress.hooks_running == 0 {
+            if let Some(ending) = progress.after_hooks.take() {
+                self.end_tree(ending, elapsed, progress);
+            }
         }
         if progress.timeout_kill_due.is_some_and(|due| elapsed >= due) {
             self.signal_tree(Signal::SIGKILL, progress);
@@ -368,6 +408,47 @@ impl Drain<'_, '_> {
         }
     }
 
+    /// Ends the tree once a snapshot's `--on-hang` runs are over: passes
+    /// on the signal proctrace got and stops, or after `--timeout` sends
+    /// `--timeout-signal`, SIGKILL later.
+    fn end_tree(&self, ending: Ending, elapsed: u64, progress: &mut Progress) {
+        match ending {
+            Ending::Interrupt(signal) => {
+                if signal != libc::SIGINT {
+                    let _ = kill(
+                        NixPid::from_raw(progress.root),
+                        Signal::try_from(signal).ok(),
+                    );
+                }
+                self.control.stop.store(true, Ordering::Relaxed);
+            }
+            Ending::Timeout => {
+                let signal = self.policy.timeout_signal;
+                let _ = self.outputs.notices.send(Notice::TimedOut {
+                    signal: signal as i32,
+                });
+                self.signal_tree(signal, progress);
+                progress.timeout_kill_due = Some(elapsed + KILL_GRACE_NS);
+            }
+        }
+    }
+
+    /// Puts the records of `--on-hang` runs that have ended among the
+    /// events, as of now.
+    fn collect_hooks(&self, progress: &mut Progress) {
+        let Some(hooks) = &self.hooks else { return };
+        let (done, gone) = hooks.done();
+        for runs in done {
+            progress.hooks_running -= 1;
+            let mut reorder = self.reorder.borrow_mut();
+            runs.into_iter()
+                .for_each(|run| reorder.push(Record::OnHang(run)));
+        }
+        if gone {
+            progress.hooks_running = 0;
+        }
+    }
+
     /// Every process of the tree known to run: those the released events
     /// say run, and the children of forks not yet released.
     fn live_tree(&self, progress: &Progress) -> Vec<Pid> {
@@ -378,8 +459,9 @@ impl Drain<'_, '_> {
         pids
     }
 
-    /// Records a snapshot of the live tree and says so.
-    fn snapshot(&self, cause: SnapshotCause, progress: &Progress) {
+    /// Records a snapshot of the live tree, says so, and hands it to the
+    /// `--on-hang` runs.
+    fn snapshot(&self, cause: SnapshotCause, progress: &mut Progress) {
         // Taken now, not at the step's start: every process read alive
         // has its Fork before this time and its Exit after it.
         let now = monotonic_ns().saturating_sub(progress.start_ns);
@@ -388,19 +470,34 @@ impl Drain<'_, '_> {
             let held = self.reorder.borrow().last_event(pid);
             held.or_else(|| progress.lineage.last_event(pid))
         };
-        let taken = snapshot::take(&pids, now, cause, &progress.lineage, last_event);
-        if taken.is_empty() {
+        let records = snapshot::take(&pids, now, cause, &progress.lineage, last_event);
+        if records.is_empty() {
             return;
         }
-        let notice = Notice::Snapshot {
-            timestamp: now,
-            records: taken.len(),
+        let known = {
+            let reorder = self.reorder.borrow();
+            let held = reorder.held();
+            let known = records.iter().map(|s| {
+                let (parent, command) = held.get(&s.pid).copied().unwrap_or_default();
+                progress.lineage.known(s.pid, parent, command)
+            });
+            known.collect()
         };
         let mut reorder = self.reorder.borrow_mut();
-        taken
-            .into_iter()
-            .for_each(|s| reorder.push(Record::Snapshot(s)));
-        let _ = self.outputs.notices.send(notice);
+        records
+            .iter()
+            .for_each(|s| reorder.push(Record::Snapshot(s.clone())));
+        let taken = Arc::new(snapshot::Taken {
+            timestamp: now,
+            cause,
+            records,
+            known,
+        });
+        if let Some(hooks) = &self.hooks {
+            hooks.run(Arc::clone(&taken));
+            progress.hooks_running += 1;
+        }
+        let _ = self.outputs.notices.send(Notice::Snapshot(taken));
     }
 
     fn signal_tree(&self, signal: Signal, progress: &Progress) {
@@ -452,7 +549,10 @@ impl Drain<'_, '_> {
     fn release(&self, cutoff: Option<u64>, progress: &mut Progress) -> bool {
         let ready = self.reorder.borrow_mut().take_until(cutoff);
         for record in ready {
-            if !matches!(record, Record::Snapshot(_) | Record::Lingering(_)) {
+            if !matches!(
+                record,
+                Record::Snapshot(_) | Record::Lingering(_) | Record::OnHang(_)
+            ) {
                 progress.last_event = record.timestamp().unwrap_or(0);
                 progress.quiet_reported = false;
             }
@@ -471,15 +571,13 @@ impl Drain<'_, '_> {
     /// the orphans of the tree, which would otherwise stay zombies. With
     /// `root_exited`, waits for the root's status first.
     fn reap(&self, root: Pid, root_exited: bool, totals: &mut Trailer) {
+        let mut hooks = self.hooks.as_ref().map(Hooks::reaped);
+        let mut collect = |waited| collect(waited, root, totals, hooks.as_deref_mut());
         if root_exited {
-            collect(waitpid(NixPid::from_raw(root), None), root, totals);
+            collect(waitpid(NixPid::from_raw(root), None));
         }
         let any = if self.policy.subreaper { -1 } else { root };
-        while collect(
-            waitpid(NixPid::from_raw(any), Some(WaitPidFlag::WNOHANG)),
-            root,
-            totals,
-        ) {}
+        while collect(waitpid(NixPid::from_raw(any), Some(WaitPidFlag::WNOHANG))) {}
     }
 }
 
@@ -503,13 +601,27 @@ impl Departed {
                 false
             }
             Record::Exit(exit) => !self.0.insert(exit.pid),
+            // About a process as its snapshot saw it, since maybe gone.
+            Record::OnHang(_) => false,
             other => other.pid().is_some_and(|pid| self.0.contains(&pid)),
         }
     }
 }
 
-/// Takes in one wait result; false when there is nothing more to wait for.
-fn collect(waited: nix::Result<WaitStatus>, root: Pid, totals: &mut Trailer) -> bool {
+/// Takes in one wait result, handing an `--on-hang` shell's over; false
+/// when there is nothing more to wait for.
+fn collect(
+    waited: nix::Result<WaitStatus>,
+    root: Pid,
+    totals: &mut Trailer,
+    hooks: Option<&mut Reaped>,
+) -> bool {
+    if let (Ok(status), Some(hooks)) = (waited, hooks) {
+        if let Some(slot) = status.pid().and_then(|pid| hooks.get_mut(&pid.as_raw())) {
+            *slot = Some(status);
+            return true;
+        }
+    }
     match waited {
         Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == root => {
             totals.root_exit_code = Some(code)
@@ -570,6 +682,22 @@ impl Reorder {
             .filter(|r| r.pid() == Some(pid))
             .filter_map(Record::timestamp)
             .max()
+    }
+
+    /// What the Forks and Execs held back say: each process's parent,
+    /// and the command of its latest exec.
+    fn held(&self) -> HashMap<Pid, (Option<Pid>, Option<&str>)> {
+        let mut held: HashMap<Pid, (Option<Pid>, Option<&str>)> = HashMap::new();
+        for record in self.pending.values() {
+            match record {
+                Record::Fork(fork) => {
+                    held.entry(fork.child_pid).or_default().0 = Some(fork.parent_pid)
+                }
+                Record::Exec(exec) => held.entry(exec.pid).or_default().1 = Some(&exec.cmdline),
+                _ => {}
+            }
+        }
+        held
     }
 
     /// The children of the forks held back.

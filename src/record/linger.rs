@@ -9,6 +9,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
+use std::sync::Arc;
+
+use super::snapshot::Taken;
+use crate::analysis::waits::Known;
 use crate::event::{Access, Fd, FdKind, HeldFd, Lingering, Pid, Record};
 
 /// A lingering process, for people: its command and the chain of commands
@@ -30,14 +34,9 @@ pub enum Notice {
     RootExited(Vec<Lingerer>),
     /// A process has lingered for the `--linger` time.
     Lingering(Lingerer),
-    /// A snapshot of the live tree was taken: `records` Snapshot records of
-    /// this `timestamp` follow among the events.
-    Snapshot {
-        /// The snapshot's timestamp.
-        timestamp: u64,
-        /// How many records it has.
-        records: usize,
-    },
+    /// A snapshot of the live tree was taken, whole: its records also
+    /// follow among the events, once the events before it are out.
+    Snapshot(Arc<Taken>),
     /// `--timeout` expired: the tree is being ended, first with this
     /// signal (`--timeout-signal`).
     TimedOut {
@@ -271,6 +270,22 @@ impl Lineage {
     /// The descriptors the root started with.
     pub fn root_fds(&self) -> &[Fd] {
         &self.root_fds
+    }
+
+    /// What the lineage knows of `pid`: its parent and its command, with
+    /// the `parent` and the `command` of events still held back, if any.
+    pub fn known(&self, pid: Pid, parent: Option<Pid>, command: Option<&str>) -> Known {
+        let node = self.nodes.get(&pid);
+        let parent = node.map_or(parent, |n| n.parent);
+        // A process that has not exec'd yet runs its parent's command.
+        let runs = node
+            .or_else(|| self.nodes.get(&parent?))
+            .map(|n| n.command.as_str());
+        Known {
+            parent,
+            command: command.or(runs).unwrap_or_default().to_owned(),
+            test: None,
+        }
     }
 
     /// A process, with the commands of its ancestors.

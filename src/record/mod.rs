@@ -12,6 +12,7 @@ mod cut_cache;
 mod decode;
 mod drain;
 mod error;
+mod hooks;
 mod kernel;
 mod launch;
 mod linger;
@@ -37,6 +38,9 @@ pub use crossbeam_channel::Receiver;
 
 pub use error::{RecordError, Warning};
 
+/// How long an `--on-hang` run may take, unless
+/// [`Recorder::on_hang_timeout`] says otherwise.
+pub const DEFAULT_ON_HANG_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many processes of the tree can be alive at once, unless
 /// [`Recorder::max_processes`] says otherwise.
 pub const DEFAULT_MAX_PROCESSES: u32 = defaults::DEFAULT_MAX_PROCESSES.0;
@@ -48,9 +52,11 @@ pub fn default_ring_mib() -> u32 {
         .next_power_of_two()
         .clamp(defaults::MIN_RING_MIB.0, defaults::MAX_DEFAULT_RING_MIB.0)
 }
+pub use hooks::RUNS_MAX as ON_HANG_RUNS_MAX;
 pub use kernel::{BufferChoice, HookChoice};
 pub use launch::sudo_owner;
 pub use linger::{Lingerer, Notice};
+pub use snapshot::Taken;
 
 use crate::bpf::types::defaults;
 use crate::event::{BufferKind, Header, Pid, Record, SyscallHook, Trailer, FORMAT_VERSION};
@@ -195,6 +201,24 @@ impl Recorder {
     /// SIGABRT dumps a core. SIGKILL follows 2 s later.
     pub fn timeout_signal(mut self, signal: nix::sys::signal::Signal) -> Self {
         self.policy.timeout_signal = signal;
+        self
+    }
+
+    /// After each snapshot, runs `command` through `sh -c` once per
+    /// culprit of the wait analysis (at most [`ON_HANG_RUNS_MAX`]; the
+    /// others are counted), with `{}` replaced by the culprit's pid and
+    /// PROCTRACE_PID set to it: `py-spy dump --pid {}`, say. Each run's
+    /// output and status are recorded as [`crate::event::OnHang`]. The
+    /// runs happen before `timeout` ends the tree.
+    pub fn on_hang(mut self, command: Option<String>) -> Self {
+        self.policy.on_hang = command;
+        self
+    }
+
+    /// How long an `on_hang` run may take before its process group is
+    /// killed (10 s by default).
+    pub fn on_hang_timeout(mut self, timeout: Duration) -> Self {
+        self.policy.on_hang_timeout = timeout;
         self
     }
 
@@ -386,6 +410,9 @@ struct LingerPolicy {
     timeout_signal: nix::sys::signal::Signal,
     /// `--hang-after`: snapshot once the tree has been quiet this long.
     hang_after: Option<Duration>,
+    /// `--on-hang`: run for each culprit after a snapshot.
+    on_hang: Option<String>,
+    on_hang_timeout: Duration,
 }
 
 impl Default for LingerPolicy {
@@ -397,6 +424,8 @@ impl Default for LingerPolicy {
             timeout: None,
             timeout_signal: nix::sys::signal::Signal::SIGTERM,
             hang_after: None,
+            on_hang: None,
+            on_hang_timeout: DEFAULT_ON_HANG_TIMEOUT,
         }
     }
 }

@@ -7,7 +7,53 @@ use super::linger::{held_fds, Lineage};
 use super::outsiders;
 use super::proc_stat::{Life, Stat};
 use super::waits::{self, Machine};
+use crate::analysis::waits::{Hang, Known};
 use crate::event::{Fd, Pid, Snapshot, SnapshotCause};
+use crate::processes::Processes;
+
+/// One snapshot of the live tree, whole: every live process's record, and
+/// what the recorder knew of each process when it was taken. The same
+/// records are written to the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    /// When it was taken (nanoseconds since the recording started).
+    pub timestamp: u64,
+    /// Why it was taken.
+    pub cause: SnapshotCause,
+    /// One record per live process.
+    pub records: Vec<Snapshot>,
+    /// For each record, its process's parent and command as the recorder
+    /// knew them (no test names: those need the recorded environments).
+    pub known: Vec<Known>,
+}
+
+impl Taken {
+    /// The wait-for analysis from what the recorder knew: who waits for
+    /// whom, the culprits and the deadlocks (`None` without records).
+    pub fn hang(&self) -> Option<Hang> {
+        Hang::of(&self.known.iter().zip(&self.records).collect::<Vec<_>>())
+    }
+
+    /// The wait-for analysis against `processes`, a tree recorded at
+    /// least up to a moment before the snapshot, which also names the
+    /// tests. A process it does not have running yet is taken as the
+    /// recorder knew it.
+    pub fn hang_in(&self, processes: &Processes) -> Option<Hang> {
+        let known: Vec<Known> = self
+            .records
+            .iter()
+            .zip(&self.known)
+            .map(|(s, known)| {
+                let found = processes.find(s.pid, s.timestamp);
+                match found.filter(|&i| processes.get(i).running_at(s.timestamp)) {
+                    Some(i) => Known::of(processes, Some(i), s.timestamp),
+                    None => known.clone(),
+                }
+            })
+            .collect();
+        Hang::of(&known.iter().zip(&self.records).collect::<Vec<_>>())
+    }
+}
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
-use crate::event::{Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
+use crate::event::{OnHang, Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::text::{fd_list, seconds, shorten, visible};
@@ -35,7 +35,12 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
             writeln!(out)?;
         }
         let snapshot: Vec<_> = snapshot.iter().map(|&(i, s)| (Some(i), s)).collect();
-        for line in explain(processes, &snapshot) {
+        let Some(hang) = Hang::new(processes, &snapshot) else {
+            continue;
+        };
+        let runs = processes.on_hang().iter();
+        let runs: Vec<&OnHang> = runs.filter(|r| r.snapshot == hang.timestamp).collect();
+        for line in lines_with(&hang, &runs) {
             writeln!(out, "{line}")?;
         }
     }
@@ -50,14 +55,11 @@ pub fn explain(processes: &Processes, snapshot: &[(Option<usize>, &Snapshot)]) -
     Hang::new(processes, snapshot).map_or_else(Vec::new, |hang| lines(&hang))
 }
 
-/// At most `most` lines of [`explain`], for a terminal: the heading, the
-/// answers, and as much of the chains as fits, then where the rest is.
-pub fn explain_short(
-    processes: &Processes,
-    snapshot: &[(Option<usize>, &Snapshot)],
-    most: usize,
-) -> Vec<String> {
-    let lines = explain(processes, snapshot);
+/// At most `most` lines of the explanation of `hang`, for a terminal: the
+/// heading, the answers, and as much of the chains as fits, then where
+/// the rest is.
+pub fn explain_short(hang: &Hang, most: usize) -> Vec<String> {
+    let lines = lines(hang);
     if lines.len() <= most {
         return lines;
     }
@@ -107,6 +109,11 @@ pub(super) fn last_explained(processes: &Processes) -> Vec<String> {
 
 /// The lines of [`explain`], from the snapshot's analysis.
 pub(super) fn lines(hang: &Hang) -> Vec<String> {
+    lines_with(hang, &[])
+}
+
+/// [`lines`], with what `--on-hang` printed for each culprit under it.
+fn lines_with(hang: &Hang, runs: &[&OnHang]) -> Vec<String> {
     let alive = hang.processes.len();
     let mut lines = vec![format!(
         "snapshot at +{} ({}): {alive} process{} alive",
@@ -116,7 +123,26 @@ pub(super) fn lines(hang: &Hang) -> Vec<String> {
     )];
     lines.extend(hang.chains.iter().map(|link| chain_line(hang, link)));
     lines.extend(hang.deadlocks.iter().map(|cycle| deadlock(hang, cycle)));
-    lines.extend(hang.culprits.iter().map(|group| culprit(hang, group)));
+    let mut shown = vec![false; runs.len()];
+    for group in &hang.culprits {
+        lines.push(culprit(hang, group));
+        for (at, run) in runs.iter().enumerate() {
+            if group.iter().any(|&m| hang.processes[m].pid == run.pid) {
+                shown[at] = true;
+                lines.extend(on_hang_lines(run));
+            }
+        }
+    }
+    // Runs for culprits the recorder named but this analysis does not.
+    let others = runs.iter().zip(&shown).filter(|(_, &shown)| !shown);
+    lines.extend(others.flat_map(|(run, _)| on_hang_lines(run)));
+    if let Some(skipped) = runs.first().map(|r| r.skipped).filter(|&n| n > 0) {
+        lines.push(format!(
+            "  on-hang: not run for {skipped} more culprit{} (at most {} runs per snapshot)",
+            if skipped == 1 { "" } else { "s" },
+            runs.len()
+        ));
+    }
     for p in &hang.processes {
         let notes = p
             .notes
@@ -125,6 +151,34 @@ pub(super) fn lines(hang: &Hang) -> Vec<String> {
         lines.extend(notes);
     }
     lines
+}
+
+/// `on-hang for PID: `CMD` exited 0`: how one run of `--on-hang` ended.
+pub fn on_hang_line(run: &OnHang) -> String {
+    let signal = |s: i32| nix::sys::signal::Signal::try_from(s).map_or("a signal", |s| s.as_str());
+    let ended = match (run.timed_out, run.exit_code, run.signal) {
+        (true, ..) => "was killed after --on-hang-timeout".to_string(),
+        (_, Some(code), _) => format!("exited {code}"),
+        (_, _, Some(s)) => format!("was killed by {}", signal(s)),
+        _ => "could not run".to_string(),
+    };
+    let mut line = format!(
+        "on-hang for {}: `{}` {ended}",
+        run.pid,
+        visible(&run.command)
+    );
+    if run.cut > 0 {
+        line.push_str(&format!(" ({} bytes of output cut)", run.cut));
+    }
+    line
+}
+
+/// [`on_hang_line`] and the run's output, indented under a culprit.
+fn on_hang_lines(run: &OnHang) -> Vec<String> {
+    let output = run.output.lines().map(|l| format!("    {}", visible(l)));
+    std::iter::once(format!("  {}", on_hang_line(run)))
+        .chain(output)
+        .collect()
 }
 
 /// Why a snapshot was taken, in words.

@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use anstyle::Style;
 
 pub use diff::write_diff;
-pub use hang::{explain as explain_hang, explain_short as explain_hang_short};
+pub use hang::{explain as explain_hang, explain_short as explain_hang_short, on_hang_line};
 pub use otlp::{TraceParent, OTLP_BATCH};
 
 use crate::event::Record;

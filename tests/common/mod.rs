@@ -567,9 +567,24 @@ impl Run {
             );
             assert!(!e.core_dumped || e.signal.is_some(), "{e:?}");
         }
+        // An --on-hang run is about a culprit as its snapshot saw it, and
+        // ends after it: its process may be gone by then.
+        for r in self.events() {
+            if let Record::OnHang(run) = r {
+                let in_snapshot = self.events().iter().any(|s| {
+                    matches!(s, Record::Snapshot(s) if s.pid == run.pid && s.timestamp == run.snapshot)
+                });
+                assert!(
+                    in_snapshot,
+                    "{run:?} names no snapshot's process\n{}",
+                    ctx()
+                );
+                assert!(run.timestamp >= run.snapshot, "{run:?}\n{}", ctx());
+            }
+        }
         // Causal order per process: Fork, then Exec/SetSID/SetPGID, Exit last.
         let mut seen: BTreeMap<Pid, Vec<&'static str>> = BTreeMap::new();
-        for r in self.events() {
+        for r in self.events().iter().filter(|r| r.kind() != "OnHang") {
             let pid = r.pid().unwrap();
             let history = seen.entry(pid).or_default();
             let k = r.kind();
@@ -610,7 +625,7 @@ impl Run {
         assert!(!first.is_empty(), "{}", ctx());
         let mut alive: BTreeSet<Pid> = [root].into();
         let mut known: BTreeSet<Pid> = [root].into();
-        for r in self.events() {
+        for r in self.events().iter().filter(|r| r.kind() != "OnHang") {
             match r {
                 Record::Fork(f) => {
                     assert!(

@@ -9,7 +9,7 @@ use crate::common::{
     have_root, have_tool, kill_if, record_with, wait_bounded, Live, Mode, Opts, HANG_TIMEOUT,
 };
 use nix::sys::signal::Signal;
-use proctrace::event::{Pid, Record, Snapshot, SnapshotCause};
+use proctrace::event::{OnHang, Pid, Record, Snapshot, SnapshotCause};
 
 fn opts(args: &[&str]) -> Opts {
     let mut opts = Opts::new(Mode::Ring);
@@ -333,5 +333,152 @@ fn a_hung_bats_suite_names_the_test_the_sleep_and_the_blocked_reader() {
         run.stderr.contains(&format!("proctrace: {culprit}")),
         "{}",
         run.stderr
+    );
+}
+
+/// The OnHang records of a recording, in order.
+fn on_hang_runs(records: &[Record]) -> Vec<&OnHang> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::OnHang(run) => Some(run),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The processes on the machine running exactly `argv`.
+fn running(argv: &[&str]) -> Vec<Pid> {
+    let cmdline = argv.join("\0") + "\0";
+    let entries = fs::read_dir("/proc").unwrap().flatten();
+    entries
+        .filter_map(|e| e.file_name().to_str()?.parse::<Pid>().ok())
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == cmdline.as_bytes())
+        })
+        .collect()
+}
+
+/// `--on-hang`: after the `--timeout` snapshot, the command runs once per
+/// culprit, a group of alike culprits included, with `{}` and
+/// PROCTRACE_PID the culprit's pid, while the culprit still runs; its
+/// output is recorded and shown under the culprit, and its own processes
+/// are not part of the tree.
+#[test]
+fn on_hang_runs_for_each_culprit_before_the_tree_is_ended() {
+    if !have_root() {
+        return;
+    }
+    let hook = "echo hook for {} $PROCTRACE_PID; cat /proc/{}/comm";
+    let run = record_with(
+        &opts(&["--timeout", "1s", "--on-hang", hook]),
+        &["dash", "-c", "sleep 1000 & sleep 1000 & wait"],
+    );
+    assert_eq!(run.code(), 124);
+    let mut sleeps: Vec<Pid> = run
+        .all_execs()
+        .iter()
+        .filter(|e| e.argv == ["sleep", "1000"])
+        .map(|e| e.pid)
+        .collect();
+    sleeps.sort_unstable();
+    assert_eq!(sleeps.len(), 2, "{}", run.text);
+    let snapshot = snapshots(&run.records)[0].timestamp;
+    let got: Vec<_> = on_hang_runs(&run.records)
+        .iter()
+        .map(|r| {
+            (
+                r.pid,
+                r.snapshot,
+                r.exit_code,
+                r.timed_out,
+                r.output.clone(),
+                r.skipped,
+            )
+        })
+        .collect();
+    let expected: Vec<_> = sleeps
+        .iter()
+        .map(|p| {
+            (
+                *p,
+                snapshot,
+                Some(0),
+                false,
+                format!("hook for {p} {p}\nsleep\n"),
+                0,
+            )
+        })
+        .collect();
+    assert_eq!(got, expected, "{}", run.text);
+    assert!(
+        run.all_execs()
+            .iter()
+            .all(|e| !e.cmdline.contains("hook for")),
+        "the hook is not traced\n{}",
+        run.text
+    );
+    let view = render_hang(&run.dir.path().join("rec.ndjson"));
+    let ranges = proctrace::analysis::waits::pid_ranges(sleeps.clone());
+    let culprit = format!("culprit: 2 × sleep 1000 (pids {ranges})");
+    let mut expected = vec![line_with(&view, &[&culprit]).to_string()];
+    for p in &sleeps {
+        expected.push(format!(
+            "  on-hang for {p}: `echo hook for {p} $PROCTRACE_PID; cat /proc/{p}/comm` exited 0"
+        ));
+        expected.push(format!("    hook for {p} {p}"));
+        expected.push("    sleep".to_string());
+    }
+    let at = view.lines().position(|l| l.starts_with(&culprit)).unwrap();
+    let under: Vec<&str> = view.lines().skip(at).take(expected.len()).collect();
+    assert_eq!(under, expected, "{view}");
+}
+
+/// A hook that hangs is killed, its whole process group, after
+/// `--on-hang-timeout`; the recording says so, and proctrace goes on to
+/// end the tree as usual.
+#[test]
+fn a_hanging_on_hang_command_is_cut_off() {
+    if !have_root() {
+        return;
+    }
+    let hook = "echo started; sleep 1234; echo never";
+    let run = record_with(
+        &opts(&[
+            "--timeout",
+            "1s",
+            "--on-hang",
+            hook,
+            "--on-hang-timeout",
+            "300ms",
+        ]),
+        &["sh", "-c", "sleep 1000; true"],
+    );
+    assert_eq!(run.code(), 124);
+    assert!(run.trailer().timed_out);
+    let sleep = run.child_with_argv(run.root(), &["sleep", "1000"]);
+    let runs = on_hang_runs(&run.records);
+    let got: Vec<_> = runs
+        .iter()
+        .map(|r| (r.pid, r.timed_out, r.exit_code, r.signal, r.output.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [(sleep, true, None, Some(libc::SIGKILL), "started\n")],
+        "{}",
+        run.text
+    );
+    assert_eq!(run.exit(sleep).signal, Some(libc::SIGTERM));
+    assert_eq!(
+        running(&["sleep", "1234"]),
+        [] as [Pid; 0],
+        "the hook's sleep is killed"
+    );
+    let view = render_hang(&run.dir.path().join("rec.ndjson"));
+    line_with(
+        &view,
+        &[&format!(
+            "  on-hang for {sleep}: `{hook}` was killed after --on-hang-timeout"
+        )],
     );
 }

@@ -1,8 +1,8 @@
 //! The library as an embedder uses it, in this process: no CLI between
 //! the recorder and the test.
 
-use proctrace::event::{Record, Trailer};
-use proctrace::record::{RecordError, Recorder};
+use proctrace::event::{Record, Snapshot, SnapshotCause, Trailer};
+use proctrace::record::{Notice, RecordError, Recorder};
 
 use crate::common::*;
 
@@ -79,4 +79,77 @@ fn the_tracked_map_holds_the_tree() {
     assert_eq!(sampled.recorded.len(), 3, "{:?}", sampled.recorded);
     assert_eq!(sampled.in_map, sampled.recorded);
     assert_eq!(sampled.peak, 3);
+}
+
+/// A snapshot an embedder asks for comes whole, as one notice: every live
+/// process's record and the wait analysis, which names the sleep that
+/// the shell waits for as the culprit. The same records are among the
+/// events.
+#[test]
+fn an_embedder_gets_a_whole_snapshot_with_its_analysis() {
+    if !have_root() {
+        return;
+    }
+    let recording = Recorder::command(["sh", "-c", "sleep 1000; true"])
+        .start()
+        .expect("recording starts");
+    let root = recording.root_pid();
+    let stopper = recording.stopper();
+    let mut events = Vec::new();
+    let sleep = loop {
+        let record = recording.events().recv().expect("the sleep starts");
+        let exec = match &record {
+            Record::Exec(exec) if exec.argv == ["sleep", "1000"] => Some(exec.pid),
+            _ => None,
+        };
+        events.push(record);
+        if let Some(pid) = exec {
+            break pid;
+        }
+    };
+    // Once it sleeps: the analysis is of what it waits in.
+    while !std::fs::read_to_string(format!("/proc/{sleep}/wchan"))
+        .is_ok_and(|w| w.contains("nanosleep"))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    stopper.snapshot(libc::SIGUSR1);
+    let taken = loop {
+        match recording.notices().recv().expect("a snapshot") {
+            Notice::Snapshot(taken) => break taken,
+            _ => continue,
+        }
+    };
+    let pids: Vec<i32> = taken.records.iter().map(|s| s.pid).collect();
+    assert_eq!(pids, [root, sleep]);
+    assert_eq!(taken.cause, SnapshotCause::Signal(libc::SIGUSR1));
+    assert_eq!(taken.known[1].parent, Some(root));
+    let hang = taken.hang().expect("an analysis");
+    let culprits: Vec<Vec<i32>> = hang
+        .culprits
+        .iter()
+        .map(|group| group.iter().map(|&at| hang.processes[at].pid).collect())
+        .collect();
+    assert_eq!(culprits, [[sleep]]);
+    assert_eq!(hang.processes[1].command, "sleep 1000");
+    assert!(hang.deadlocks.is_empty());
+    kill_if(sleep, &["sleep"]);
+    events.extend(recording.events().iter());
+    recording.finish().expect("recording ends");
+    let recorded: Vec<&Snapshot> = events
+        .iter()
+        .filter_map(|r| match r {
+            Record::Snapshot(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let given: Vec<&Snapshot> = taken.records.iter().collect();
+    let unnumbered = |s: &&Snapshot| Snapshot {
+        seq: 0,
+        ..(*s).clone()
+    };
+    assert_eq!(
+        recorded.iter().map(unnumbered).collect::<Vec<_>>(),
+        given.iter().map(unnumbered).collect::<Vec<_>>()
+    );
 }
