@@ -34,7 +34,7 @@ use std::time::{Duration, SystemTime};
 /// version.
 pub use crossbeam_channel::Receiver;
 
-pub use error::{RecordError, Warning};
+pub use error::{MemoryLimit, RecordError, Warning};
 
 /// How many processes of the tree can be alive at once, unless
 /// [`Recorder::max_processes`] says otherwise.
@@ -227,7 +227,8 @@ impl Recorder {
         self
     }
 
-    /// Size of the ring buffer in bytes (a power of two, at least 4 KiB).
+    /// Size of the ring buffer in bytes: a power of two, at least a page
+    /// ([`RecordError::RingSize`] otherwise).
     pub fn ring_bytes(mut self, bytes: u32) -> Self {
         self.kernel.ring_bytes = bytes;
         self
