@@ -48,7 +48,7 @@ pub struct RecordArgs {
     max_processes: u32,
     /// Size of the kernel's ring buffer in MiB (a power of two) [default: 2 per CPU,
     /// from 4 to 16].
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = buffer_mib)]
     buffer_mib: Option<u32>,
     /// Stop waiting for a process DURATION after the process that started it, or the
     /// command itself, has exited (e.g. 2s, 500ms): it is recorded as lingering. Once
@@ -240,9 +240,28 @@ fn with_hint(err: record::RecordError) -> anyhow::Error {
     let hint = match err {
         record::RecordError::Permission => "run proctrace with sudo, as a root that has them",
         record::RecordError::NoBtf => "pass a BTF file for it with --btf FILE",
+        record::RecordError::RingMemory { limit, .. } => match limit {
+            record::MemoryLimit::Cgroup { .. } => {
+                "record with a smaller --buffer-mib, or raise the cgroup's memory limit"
+            }
+            record::MemoryLimit::Memlock { .. } => {
+                "record with a smaller --buffer-mib, or raise the limit (ulimit -l unlimited)"
+            }
+            _ => "record with a smaller --buffer-mib",
+        },
         _ => return err.into(),
     };
     anyhow::anyhow!("{err}: {hint}")
+}
+
+/// A --buffer-mib the kernel takes: a power of two whose bytes fit the
+/// map's 32-bit size.
+fn buffer_mib(arg: &str) -> Result<u32, String> {
+    const MAX: u32 = 1 << 11;
+    match arg.parse::<u32>() {
+        Ok(mib) if mib.is_power_of_two() && mib <= MAX => Ok(mib),
+        _ => Err(format!("not a power of two from 1 to {MAX}")),
+    }
 }
 
 /// Says what was lost in the kernel, then fails if the output did, or says

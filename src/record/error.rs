@@ -15,6 +15,38 @@ pub enum Warning {
     },
 }
 
+/// What held back the memory a BPF map asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryLimit {
+    /// The machine had not that much memory free.
+    #[error("out of memory")]
+    Ram,
+    /// The memory cgroup proctrace runs in (or one above it) had not that
+    /// much left under its limit.
+    #[error("over the limit of its memory cgroup ({})", size(*.limit))]
+    Cgroup {
+        /// The cgroup's limit in bytes.
+        limit: u64,
+    },
+    /// Before Linux 5.11, BPF maps count against RLIMIT_MEMLOCK, which
+    /// proctrace could not raise.
+    #[error("over the locked-memory limit (RLIMIT_MEMLOCK, {})", size(*.limit))]
+    Memlock {
+        /// The limit in bytes.
+        limit: u64,
+    },
+}
+
+/// `bytes` in MiB where it is whole MiB, else in KiB (rounded down).
+fn size(bytes: u64) -> String {
+    if bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
 /// Why a recording could not start or run.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -70,6 +102,28 @@ pub enum RecordError {
         hook: crate::event::SyscallHook,
         /// Why it failed.
         source: Box<RecordError>,
+    },
+    /// The kernel would not give the ring buffer the memory it asked for.
+    #[error(
+        "the kernel refused {} of memory for the ring buffer (BPF map \"events\"): {limit}",
+        size(u64::from(*.bytes))
+    )]
+    RingMemory {
+        /// The ring's size asked for.
+        bytes: u32,
+        /// What held the memory back.
+        limit: MemoryLimit,
+    },
+    /// A ring buffer size the kernel does not take.
+    #[error(
+        "a ring buffer of {bytes} bytes: its size must be a power of two of at least {page} \
+         bytes (a page)"
+    )]
+    RingSize {
+        /// The size asked for.
+        bytes: u32,
+        /// This machine's page size.
+        page: u32,
     },
     /// The BTF file given with --btf cannot be used.
     #[error("BTF file {}", path.display())]

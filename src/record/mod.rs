@@ -36,7 +36,7 @@ use std::time::{Duration, SystemTime};
 /// version.
 pub use crossbeam_channel::Receiver;
 
-pub use error::{RecordError, Warning};
+pub use error::{MemoryLimit, RecordError, Warning};
 
 /// How long an `--on-hang` run may take, unless
 /// [`Recorder::on_hang_timeout`] says otherwise.
@@ -252,7 +252,8 @@ impl Recorder {
         self
     }
 
-    /// Size of the ring buffer in bytes (a power of two, at least 4 KiB).
+    /// Size of the ring buffer in bytes: a power of two, at least a page
+    /// ([`RecordError::RingSize`] otherwise).
     pub fn ring_bytes(mut self, bytes: u32) -> Self {
         self.kernel.ring_bytes = bytes;
         self

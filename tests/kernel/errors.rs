@@ -236,3 +236,100 @@ fn btf_file_that_is_not_btf_is_named() {
     assert!(message.contains(btf.to_str().unwrap()), "{message}");
     assert!(message.contains("not BTF"), "{message}");
 }
+
+/// A memory cgroup of a test's own, limited to `limit` bytes: a child of
+/// the test's cgroup under cgroup v1's memory hierarchy, else of the
+/// unified root. Removed when dropped (once nothing runs in it).
+struct MemoryCgroup(std::path::PathBuf);
+
+impl MemoryCgroup {
+    fn new(limit: u64) -> Option<MemoryCgroup> {
+        let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
+        let v1 = cgroups.lines().find_map(|line| {
+            let mut fields = line.splitn(3, ':').skip(1);
+            let memory = fields.next()?.split(',').any(|c| c == "memory");
+            memory.then(|| fields.next()).flatten()
+        });
+        let name = format!("proctrace-test-{}", std::process::id());
+        let (dir, max) = match v1 {
+            Some(path) => (
+                Path::new("/sys/fs/cgroup/memory")
+                    .join(path.trim_start_matches('/'))
+                    .join(name),
+                "memory.limit_in_bytes",
+            ),
+            None => {
+                let root = Path::new("/sys/fs/cgroup");
+                let controllers = fs::read_to_string(root.join("cgroup.controllers")).ok()?;
+                controllers.split_whitespace().find(|c| *c == "memory")?;
+                fs::write(root.join("cgroup.subtree_control"), "+memory").ok()?;
+                (root.join(name), "memory.max")
+            }
+        };
+        fs::create_dir(&dir).ok()?;
+        let cgroup = MemoryCgroup(dir);
+        fs::write(cgroup.0.join(max), limit.to_string()).ok()?;
+        Some(cgroup)
+    }
+
+    /// A prefix that runs the command in this cgroup.
+    fn prefix(&self) -> String {
+        format!("echo $$ > {}/cgroup.procs && exec \"$@\"", self.0.display())
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn ring_over_the_memory_cgroup_limit_is_refused_with_the_size() {
+    if !have_root() {
+        return;
+    }
+    let cgroup = MemoryCgroup::new(128 << 20);
+    if !prerequisite(cgroup.is_some(), "a memory cgroup controller") {
+        return;
+    }
+    let cgroup = cgroup.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = cgroup.prefix();
+    let prefix = ["sh", "-c", &script, "sh"];
+    let flags = ["--buffer-mib", "512"];
+    let message = refused(&prefix, &flags, &dir.path().join("rec.ndjson"));
+    assert_eq!(
+        message,
+        "proctrace: the kernel refused 512 MiB of memory for the ring buffer (BPF map \
+         \"events\"): over the limit of its memory cgroup (128 MiB): record with a smaller \
+         --buffer-mib, or raise the cgroup's memory limit"
+    );
+}
+
+#[test]
+fn ring_size_not_a_power_of_two_is_refused_before_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.ndjson");
+    let output = proctrace(
+        &[],
+        &[
+            "record",
+            "-o",
+            out.to_str().unwrap(),
+            "--buffer-mib",
+            "3",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.lines().next(),
+        Some(
+            "error: invalid value '3' for '--buffer-mib <MIB>': not a power of two from 1 to 2048"
+        )
+    );
+    assert!(!out.exists(), "a recording was left behind");
+}

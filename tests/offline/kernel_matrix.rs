@@ -111,13 +111,15 @@ fn guests_record_exactly() {
                 failures.push(format!("{kernel} {mode}: {why}"));
             }
         }
-        let nobtf = check_no_btf(&log);
-        row.push(format!(
-            "no-BTF error: {}",
-            if nobtf.is_ok() { "pass" } else { "FAIL" }
-        ));
-        if let Err(why) = nobtf {
-            failures.push(format!("{kernel} no-BTF: {why}"));
+        for (what, check) in REFUSALS {
+            let result = check(&log);
+            row.push(format!(
+                "{what} error: {}",
+                if result.is_ok() { "pass" } else { "FAIL" }
+            ));
+            if let Err(why) = result {
+                failures.push(format!("{kernel} {what}: {why}"));
+            }
         }
         if !log.contains("===DONE===") {
             failures.push(format!(
@@ -161,10 +163,41 @@ fn section<'a>(log: &'a str, begin: &str, end: &str) -> Option<&'a str> {
     Some(&log[start..start + len])
 }
 
+/// A check of the console of one guest.
+type Check = fn(&str) -> Result<(), String>;
+
+/// The errors each guest is made to show, each checked.
+const REFUSALS: [(&str, Check); 2] = [("no-BTF", check_no_btf), ("no-memory", check_no_memory)];
+
+/// The exit status and stderr the guest printed between `===NAME
+/// <status>===` and `===ENDNAME===`.
+fn refusal<'a>(log: &'a str, name: &str) -> Result<(&'a str, &'a str), String> {
+    let status = marker(log, &format!("==={name} ")).ok_or(format!("no {name} marker"))?;
+    let stderr = section(
+        log,
+        &format!("==={name} {status}===\n"),
+        &format!("===END{name}==="),
+    )
+    .ok_or(format!("no {name} output"))?;
+    Ok((status, stderr))
+}
+
+/// A ring larger than the guest's memory: the kernel's refusal, said in
+/// one line with the size and the flag to lower it.
+fn check_no_memory(log: &str) -> Result<(), String> {
+    let (status, stderr) = refusal(log, "NOMEM")?;
+    let expected = "proctrace: the kernel refused 2048 MiB of memory for the ring buffer \
+                    (BPF map \"events\"): out of memory: record with a smaller --buffer-mib\n";
+    if status != "2" || stderr != expected {
+        return Err(format!(
+            "a ring too large for memory: status {status}, stderr {stderr:?}"
+        ));
+    }
+    Ok(())
+}
+
 fn check_no_btf(log: &str) -> Result<(), String> {
-    let status = marker(log, "===NOBTF ").ok_or("no NOBTF marker")?;
-    let stderr = section(log, &format!("===NOBTF {status}===\n"), "===ENDNOBTF===")
-        .ok_or("no NOBTF output")?;
+    let (status, stderr) = refusal(log, "NOBTF")?;
     if status == "0" {
         return Err("recording without BTF succeeded".into());
     }
@@ -477,6 +510,23 @@ fn checker_rejects_wrong_recordings() {
             "the checker missed: {what}"
         );
     }
+}
+
+/// The no-memory check passes the one clear line with status 2, and
+/// nothing else.
+#[test]
+fn checker_wants_the_clear_no_memory_error() {
+    let console = |status: &str, stderr: &str| {
+        format!("===NOMEM {status}===\n{stderr}===ENDNOMEM===\n===DONE===\n")
+    };
+    let clear = "proctrace: the kernel refused 2048 MiB of memory for the ring buffer (BPF map \
+                 \"events\"): out of memory: record with a smaller --buffer-mib\n";
+    assert_eq!(check_no_memory(&console("2", clear)), Ok(()));
+    let vague =
+        "proctrace: loading the BPF program into the kernel: Invalid argument (os error 22)\n";
+    assert!(check_no_memory(&console("2", vague)).is_err());
+    assert!(check_no_memory(&console("137", clear)).is_err());
+    assert!(check_no_memory("===DONE===\n").is_err());
 }
 
 /// Which hook each kernel must pick: arm64 before 6.4 cannot attach fexit

@@ -1,6 +1,7 @@
 //! Loading, configuring and attaching the BPF program, and reading its maps.
 
 mod exec_apart;
+mod memory;
 
 use std::fs;
 use std::mem::MaybeUninit;
@@ -18,7 +19,7 @@ use libbpf_rs::{
 
 use super::cut_btf::CutBtf;
 use super::{tracefs, RecordError, Warning};
-use crate::bpf::types::loss_kind;
+use crate::bpf::types::{defaults, loss_kind};
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, Pid, SyscallHook};
 use exec_apart::ExecProgram;
@@ -190,13 +191,16 @@ pub fn load<'obj>(
         bpf_loop: has_bpf_loop(),
         tracked_flags: tracked_map_flags(),
     };
+    if settings.buffer == BufferKind::Ring {
+        memory::check_ring_size(config.ring_bytes)?;
+    }
     let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
     let started = Instant::now();
     let preload = Preload::make(
         config,
         &settings,
         hooks.first() == Some(&SyscallHook::Tracepoint),
-    );
+    )?;
     log::debug!(
         "made ahead in {:.1} ms: {}",
         millis(started),
@@ -300,7 +304,9 @@ fn syscall_hooks(config: &KernelConfig, kernel_btf: bool, btf_hooks: bool) -> Ve
 /// where that fails or `--btf` names another); the two largest maps (the
 /// ring's pages are charged to the memory cgroup one by one), which the
 /// object then reuses; and, where they are the hook to try first, the
-/// syscall tracepoints' ids (tracefs may have to be mounted).
+/// syscall tracepoints' ids (tracefs may have to be mounted). A ring the
+/// kernel refuses for want of memory ends it: libbpf would only try again
+/// and report the failure without saying which map or why.
 #[derive(Default)]
 struct Preload {
     cut: Option<CutBtf>,
@@ -310,27 +316,38 @@ struct Preload {
 }
 
 impl Preload {
-    fn make(config: &KernelConfig, settings: &Settings, tracepoints: bool) -> Preload {
+    fn make(
+        config: &KernelConfig,
+        settings: &Settings,
+        tracepoints: bool,
+    ) -> Result<Preload, RecordError> {
         // The program's own BTF and map definitions are only reachable
         // through an opened object, and the BTF libbpf relocates against is
         // fixed when one opens: this one is opened to be read (half a
         // millisecond).
         let mut storage = MaybeUninit::uninit();
         let Ok(open) = ProctraceSkelBuilder::default().open(&mut storage) else {
-            return Preload::default();
+            return Ok(Preload::default());
         };
         let local = config.btf.is_none().then(|| local_btf(&open)).flatten();
         std::thread::scope(|scope| {
+            // Each is a millisecond of zeroed pages: the ring's, and the
+            // tracked map's buckets.
+            let events = MapSpec::like(&open.maps.events, MapType::RingBuf, config.ring_bytes, 0);
+            let mut making =
+                (settings.buffer == BufferKind::Ring).then(|| scope.spawn(move || events.create()));
+            // A ring larger than any default may be more than the memory
+            // left: it is made before anything else allocates, as the
+            // allocations of a thread beside it could wake the OOM killer
+            // while it holds the memory it then gives back.
+            let alone = making
+                .take_if(|_| config.ring_bytes > defaults::MAX_DEFAULT_RING_MIB.0 << 20)
+                .map(|ring| ring.join());
             let cutting =
                 local.map(|local| scope.spawn(move || CutBtf::new(Path::new(KERNEL_BTF), &local)));
             // Beside the maps: where tracefs is not mounted, this waits for
             // the thread that mounts it.
             let reading = tracepoints.then(|| scope.spawn(tracefs::syscall_exit_ids));
-            // Each is a millisecond of zeroed pages: the ring's, and the
-            // tracked map's buckets.
-            let events = MapSpec::like(&open.maps.events, MapType::RingBuf, config.ring_bytes, 0);
-            let ring =
-                (settings.buffer == BufferKind::Ring).then(|| scope.spawn(move || events.create()));
             let tracked = &open.maps.tracked;
             let tracked = MapSpec::like(
                 tracked,
@@ -338,19 +355,27 @@ impl Preload {
                 config.max_processes,
                 settings.tracked_flags,
             )
-            .create();
-            let ring = ring.and_then(|ring| ring.join().ok().flatten());
+            .create()
+            .ok();
+            let ring = match alone.or_else(|| making.map(|ring| ring.join())) {
+                Some(Ok(Ok(ring))) => Some(ring),
+                Some(Ok(Err(err))) => match memory::ring_refused(&err, config.ring_bytes) {
+                    Some(refused) => return Err(refused),
+                    None => None,
+                },
+                _ => None,
+            };
             let tracepoint_ids = reading.and_then(|reading| reading.join().ok()?.ok());
             let cut = cutting.and_then(|cutting| cutting.join().ok().flatten());
             if cut.is_none() && config.btf.is_none() {
                 log::debug!("the kernel's BTF could not be cut down: libbpf reads all of it");
             }
-            Preload {
+            Ok(Preload {
                 cut,
                 ring,
                 tracked,
                 tracepoint_ids,
-            }
+            })
         })
     }
 }
@@ -401,8 +426,8 @@ impl MapSpec {
         }
     }
 
-    /// `None` leaves it to libbpf.
-    fn create(self) -> Option<MapHandle> {
+    /// A failure leaves it to libbpf, unless it says why.
+    fn create(self) -> libbpf_rs::Result<MapHandle> {
         let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
             map_flags: self.flags,
@@ -417,7 +442,6 @@ impl MapSpec {
             self.entries,
             &opts,
         )
-        .ok()
     }
 }
 
@@ -903,7 +927,7 @@ mod tests {
             bpf_loop: false,
             tracked_flags: 0,
         };
-        let preload = Preload::make(&KernelConfig::default(), &settings, false);
+        let preload = Preload::make(&KernelConfig::default(), &settings, false).unwrap();
         let cut = preload.cut.expect("the kernel's BTF cut down");
         let btf = libbpf_rs::btf::Btf::from_path(cut.path()).expect("libbpf reads the cut");
         for name in [
