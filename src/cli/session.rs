@@ -51,13 +51,19 @@ fn read_back(path: &Path) -> Option<Processes> {
 /// A snapshot explained against the tree recorded up to it, or if that
 /// cannot be read back, against what the recorder knew.
 fn explain(table: Option<Processes>, taken: &Taken) -> Vec<String> {
+    let started = std::time::Instant::now();
     let hang = match table {
         Some(table) => taken.hang_in(&table),
         None => taken.hang(),
     };
-    hang.map_or_else(Vec::new, |hang| {
+    let lines = hang.map_or_else(Vec::new, |hang| {
         proctrace::render::explain_hang_short(&hang, SCREEN_LINES)
-    })
+    });
+    log::debug!(
+        "snapshot: analysed in {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    lines
 }
 
 /// Lines of a snapshot's explanation on stderr: a screenful.
@@ -246,7 +252,13 @@ impl<'a> Session<'a> {
                 let send = self.explained.0.clone();
                 self.in_flight += 1;
                 std::thread::spawn(move || {
-                    let _ = send.send(explain(table.and_then(|p| read_back(&p)), &taken));
+                    let started = std::time::Instant::now();
+                    let table = table.and_then(|p| read_back(&p));
+                    log::debug!(
+                        "snapshot: the tree read back in {:.1} ms",
+                        started.elapsed().as_secs_f64() * 1e3
+                    );
+                    let _ = send.send(explain(table, &taken));
                 });
             }
         }

@@ -470,7 +470,14 @@ impl Drain<'_, '_> {
             let held = self.reorder.borrow().last_event(pid);
             held.or_else(|| progress.lineage.last_event(pid))
         };
+        let started = std::time::Instant::now();
         let records = snapshot::take(&pids, now, cause, &progress.lineage, last_event);
+        log::debug!(
+            "snapshot: {} of {} processes read in {:.1} ms",
+            records.len(),
+            pids.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
         if records.is_empty() {
             return;
         }

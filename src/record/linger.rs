@@ -6,10 +6,12 @@
 //! who started whom, and since when each process outlives its parent.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs;
-use std::os::unix::fs::MetadataExt;
-
+use std::ffi::{CStr, CString};
 use std::sync::Arc;
+
+use nix::dir::Dir;
+use nix::fcntl::{readlinkat, AtFlags, OFlag};
+use nix::sys::stat::{fstatat, Mode};
 
 use super::snapshot::Taken;
 use crate::analysis::waits::Known;
@@ -327,38 +329,51 @@ fn fd_access(link_mode: u32) -> Option<Access> {
 /// The descriptors `pid` holds now, from /proc, each matched against the
 /// descriptors the root started with.
 pub(crate) fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
-    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+    // Each call is made relative to the fd directory: a snapshot of
+    // thousands of processes makes three per descriptor, and the walk
+    // from /proc down to it would cost as much as the call.
+    let Ok(mut dir) = Dir::open(
+        format!("/proc/{pid}/fd").as_str(),
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) else {
         return Vec::new();
     };
-    let mut held: Vec<HeldFd> = entries
+    let names: Vec<CString> = dir
+        .iter()
         .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let fd: i32 = entry.file_name().to_str()?.parse().ok()?;
-            let target = fs::read_link(entry.path())
-                .ok()?
-                .to_string_lossy()
-                .into_owned();
-            // stat follows the link to the open file itself.
-            let meta = fs::metadata(entry.path()).ok()?;
-            let kind = FdKind::of(meta.mode(), libc::major(meta.rdev()));
-            let fd = Fd {
-                fd,
-                kind,
-                target,
-                dev: meta.dev(),
-                ino: meta.ino(),
-            };
-            let root_fd = root_fds.iter().find(|r| r.same_file(&fd)).map(|r| r.fd);
-            let access = entry.metadata().ok().and_then(|l| fd_access(l.mode()));
-            Some(HeldFd {
-                fd,
-                root_fd,
-                access,
-            })
-        })
+        .map(|entry| entry.file_name().to_owned())
+        .filter(|name| name.as_bytes() != b"." && name.as_bytes() != b"..")
+        .collect();
+    let mut held: Vec<HeldFd> = names
+        .iter()
+        .filter_map(|name| held_fd(&dir, name, root_fds))
         .collect();
     held.sort_by_key(|h| h.fd.fd);
     held
+}
+
+/// One descriptor of an fd directory: what it refers to, and how.
+fn held_fd(dir: &Dir, name: &CStr, root_fds: &[Fd]) -> Option<HeldFd> {
+    let fd: i32 = name.to_str().ok()?.parse().ok()?;
+    let target = readlinkat(dir, name).ok()?.to_string_lossy().into_owned();
+    // stat follows the link to the open file itself.
+    let meta = fstatat(dir, name, AtFlags::empty()).ok()?;
+    let fd = Fd {
+        fd,
+        kind: FdKind::of(meta.st_mode, libc::major(meta.st_rdev)),
+        target,
+        dev: meta.st_dev,
+        ino: meta.st_ino,
+    };
+    let root_fd = root_fds.iter().find(|r| r.same_file(&fd)).map(|r| r.fd);
+    let link = fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok();
+    let access = link.and_then(|l| fd_access(l.st_mode));
+    Some(HeldFd {
+        fd,
+        root_fd,
+        access,
+    })
 }
 
 #[cfg(test)]

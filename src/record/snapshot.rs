@@ -153,7 +153,7 @@ fn read(
     }
     let fds = held_fds(pid, root_fds);
     let mut notes = Vec::new();
-    let (threads, main_arg) = waits::threads(pid, stat.threads, &fds, machine, &mut notes);
+    let (threads, main_arg) = waits::threads(pid, &stat, &fds, machine, &mut notes);
     // The main thread's call, as recordings have always had it.
     let main = threads.iter().find(|t| t.tid == pid);
     Some(Snapshot {

@@ -10,6 +10,7 @@ use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::rc::Rc;
 
+use super::proc_stat::Stat;
 use super::sockets::{netns_of, Sockets};
 use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
 use crate::syscalls;
@@ -50,6 +51,8 @@ impl Machine {
 /// One process being read: its descriptors, and its memory once opened.
 struct Reader<'a> {
     pid: Pid,
+    /// The state of its one thread, when it has one: its stat was read.
+    single: Option<char>,
     fds: &'a [HeldFd],
     machine: &'a Machine,
     mem: OnceCell<Option<File>>,
@@ -57,16 +60,16 @@ struct Reader<'a> {
 
 /// The threads of `pid` and what each waits on, with notes on what could
 /// not be read, and the first argument of its main thread's call.
-/// `count` is how many threads its stat said: with one, its only thread is
-/// itself, and listing them is saved.
+/// `stat` is its stat: with one thread, its only thread is itself, whose
+/// state that stat has, and listing them and reading it again is saved.
 pub(super) fn threads(
     pid: Pid,
-    count: u64,
+    stat: &Stat,
     fds: &[HeldFd],
     machine: &Machine,
     notes: &mut Vec<String>,
 ) -> (Vec<ThreadWait>, Option<i64>) {
-    let tids = if count == 1 {
+    let tids = if stat.threads == 1 {
         vec![pid]
     } else {
         let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -81,6 +84,7 @@ pub(super) fn threads(
     };
     let reader = Reader {
         pid,
+        single: (stat.threads == 1).then_some(stat.state),
         fds,
         machine,
         mem: OnceCell::new(),
@@ -126,11 +130,15 @@ impl Reader<'_> {
     fn thread(&self, tid: Pid) -> Result<(ThreadWait, Option<i64>), String> {
         let dir = format!("/proc/{}/task/{tid}", self.pid);
         let gone = |_| "gone during the snapshot".to_string();
-        let stat = fs::read_to_string(format!("{dir}/stat")).map_err(gone)?;
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .ok_or("unreadable stat")?;
+        let state = match self.single {
+            Some(state) => state,
+            None => {
+                let stat = fs::read_to_string(format!("{dir}/stat")).map_err(gone)?;
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next())
+                    .ok_or("unreadable stat")?
+            }
+        };
         let line = fs::read_to_string(format!("{dir}/syscall")).map_err(gone)?;
         let wchan = fs::read_to_string(format!("{dir}/wchan"))
             .ok()
