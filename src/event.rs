@@ -212,7 +212,9 @@ pub struct Exec {
     /// not close-on-exec), read in the kernel at the exec.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fds: Vec<Fd>,
-    /// More descriptors were open than proctrace records (16 of the first 64).
+    /// Descriptors were open that proctrace did not record: more than 16,
+    /// or any at or above fd 1024 (fd 64 on kernels before 5.17, without
+    /// bpf_loop). Past a table of 2048 (1088) fds this is assumed, not read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fds_truncated: bool,
     /// The environment variables the recording was asked to keep (test

@@ -206,7 +206,8 @@ __noinline __u32 copy_walked(__u32 slot, __u64 dentry, __u64 vfsmnt, __u32 base)
 /* Records open fd `fd` of the fd array at `files_addr` in this CPU's exec
  * record: the next entry of fds[] and its path in the path area, which
  * starts `base` bytes into data[]. The record keeps the counts, so the
- * caller's loop carries no state. */
+ * caller's loop carries no state. Returns 1 once fds[] is full and an fd
+ * was left out: the walk need go no further. */
 static __always_inline int record_fd(__u64 files_addr, __s32 fd, __u32 base, bool use_loop)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
@@ -228,7 +229,7 @@ static __always_inline int record_fd(__u64 files_addr, __s32 fd, __u32 base, boo
 	slot = record->event.fd_count;
 	if (slot >= MAX_FDS) {
 		record->event.fds_truncated = 1;
-		return 0;
+		return 1;
 	}
 	entry = &record->event.fds[slot];
 	walked = &record->walked[slot];
@@ -279,27 +280,127 @@ __noinline int record_fd_looped(__u64 files_addr, __s32 fd, __u32 base)
  * callback, which the verifier checks once instead of once per fd. */
 struct fd_walk {
 	__u64 files_addr;
-	__u64 open;
+	/* The word of the open-fd bitmap being walked, its first fd, and the
+	 * next bit to look at. */
+	__u64 word;
+	__u32 first;
+	__u32 bit;
+	/* The next word to take from the exec record's open_words, and how
+	 * many were read there (1: only `word`, from a table of 64 fds). */
+	__u32 next;
+	__u32 words;
 	__u32 base;
 };
 
-static int fd_step(__u32 fd, void *ctx)
+/* Moves `walk` to the next word of open_words with an open fd, skipping
+ * empty ones in memory rather than a loop step each: a bash child's
+ * table of 256 fds with 0, 1 and 2 open takes the same steps as one of
+ * 64. Returns 0 when none is left. A global function, so that the
+ * verifier checks its loop once; with bpf_loop, the check for fds past
+ * the scanned limit uses it too. */
+__noinline int next_open_word(struct fd_walk *walk)
 {
-	struct fd_walk *walk = ctx;
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct exec_record *record;
 
-	/* Past the highest open fd: 3 steps rather than 64 for a program
-	 * started with 0, 1 and 2. */
-	if (fd >= FDS_SCANNED || !(walk->open >> fd))
-		return 1;
-	if (walk->open & (1ULL << fd))
-		record_fd_looped(walk->files_addr, fd, walk->base);
+	if (!walk || walk->next >= walk->words)
+		return 0;
+	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
+	if (!record)
+		return 0;
+	/* At most FDS_WORDS steps of a few instructions: unrolled. */
+#pragma unroll
+	for (int i = 0; i < FDS_WORDS; i++) {
+		__u32 at = walk->next;
+		__u64 word;
+
+		/* words is at most FDS_WORDS (read_open_words). */
+		if (at >= walk->words)
+			return 0;
+		walk->next = at + 1;
+		/* Indexed right here: clang would step a pointer instead,
+		 * whose bounds the verifier does not follow. */
+		barrier_var(at);
+		word = record->open_words[at & (FDS_WORDS - 1)];
+		if (word) {
+			walk->word = word;
+			walk->first = at * 64;
+			walk->bit = 0;
+			return 1;
+		}
+	}
 	return 0;
 }
 
+static int fd_step(__u32 i, void *ctx)
+{
+	struct fd_walk *walk = ctx;
+	__u32 bit = walk->bit;
+	int stop;
+
+	/* Past the word's highest open fd: 3 steps and a last one for a
+	 * program started with 0, 1 and 2. */
+	if (bit >= 64 || !(walk->word >> bit)) {
+		if (!next_open_word(walk))
+			return 1;
+		bit = 0;
+	}
+	walk->bit = bit + 1;
+	if (!(walk->word & (1ULL << bit)))
+		return 0;
+	/* Kept a test, as in path_step_cb: a callback must be seen to
+	 * return 0 or 1, and clang drops it (the arm64 build on 6.1+). */
+	stop = record_fd_looped(walk->files_addr, walk->first + bit, walk->base);
+	barrier_var(stop);
+	return stop ? 1 : 0;
+}
+
+/* Reads `words` words (at most FDS_WORDS) of the open-fd bitmap from word
+ * `from` into this CPU's exec record, in one read. Returns how many. */
+static __always_inline __u32 read_open_words(struct exec_record *record,
+					     unsigned long *open_fds, __u32 from,
+					     __u32 words)
+{
+	if (words > FDS_WORDS)
+		words = FDS_WORDS;
+	barrier_var(words);
+	if (words > FDS_WORDS)
+		return 0;
+	bpf_probe_read_kernel(record->open_words, words * sizeof(__u64), open_fds + from);
+	return words;
+}
+
+/* Whether an fd at or past `scanned` is open: read for the next
+ * FDS_CHECKED fds, assumed for a table larger still (a table grows only
+ * as fds that high are opened, and fork sizes the child's to its highest
+ * open fd). */
+static __always_inline bool open_past(struct exec_record *record, unsigned long *open_fds,
+				      __u32 scanned, __u32 max_fds, bool use_loop)
+{
+	struct fd_walk walk = {
+		.words = read_open_words(record, open_fds, scanned / 64, (max_fds - scanned) / 64),
+	};
+	__u64 any = 0;
+
+	if (max_fds - scanned > FDS_CHECKED)
+		return true;
+	if (use_loop)
+		return next_open_word(&walk);
+	/* Inline without bpf_loop: 5.10 passes a global function no
+	 * pointer but the context (5.12+). */
+#pragma unroll
+	for (int i = 0; i < FDS_WORDS; i++) {
+		if (i < walk.words)
+			any |= record->open_words[i];
+	}
+	return any != 0;
+}
+
 /* Records the fds the new program starts with (fd_count, fds[], paths).
- * With `use_loop` (kernels with bpf_loop, 5.17+) the walk is one callback;
- * without it, a bounded loop the verifier steps through fd by fd. Callers
- * pass a constant, so each program holds one of the two. */
+ * With `use_loop` (kernels with bpf_loop, 5.17+) the walk is one callback
+ * over fds below FDS_SCANNED; without it, a bounded loop the verifier
+ * steps through fd by fd, below FDS_SCANNED_UNROLLED. Callers pass a
+ * constant, so each program holds one of the two. */
 static __always_inline void capture_open_fds(struct exec_record *record,
 					     struct task_struct *task, __u32 base,
 					     bool use_loop)
@@ -307,34 +408,43 @@ static __always_inline void capture_open_fds(struct exec_record *record,
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	__u64 files_addr = (__u64)BPF_CORE_READ(fdt, fd);
 	__u32 max_fds = BPF_CORE_READ(fdt, max_fds);
-	__u64 open = 0;
+	unsigned long *open_fds = BPF_CORE_READ(fdt, open_fds);
+	__u32 scanned = use_loop ? FDS_SCANNED : FDS_SCANNED_UNROLLED;
 
 	record->event.fd_count = 0;
 	record->event.fds_truncated = 0;
 	record->event.paths_len = 0;
 	if (!capture_fds || !fdt)
 		return;
-	bpf_probe_read_kernel(&open, sizeof(open), BPF_CORE_READ(fdt, open_fds));
 	if (use_loop) {
-		struct fd_walk walk = { .files_addr = files_addr, .open = open, .base = base };
+		/* One read up to the scanned limit, walked in memory: one word
+		 * for most programs, whose tables hold 64 fds (BITS_PER_LONG
+		 * rounds them). */
+		struct fd_walk walk = {
+			.files_addr = files_addr,
+			.next = 1,
+			.words = read_open_words(record, open_fds, 0, max_fds / 64),
+			.base = base,
+		};
 
-		bpf_loop(max_fds < FDS_SCANNED ? max_fds : FDS_SCANNED, fd_step, &walk, 0);
+		walk.word = record->open_words[0];
+		/* A step per fd up to the last open one, and the one that
+		 * finds no more. */
+		bpf_loop((max_fds < FDS_SCANNED ? max_fds : FDS_SCANNED) + 1, fd_step, &walk, 0);
 	} else {
+		__u64 open = 0;
+
+		bpf_probe_read_kernel(&open, sizeof(open), open_fds);
 		/* Unrolled by clang, which needs the constant bound: 5.10
 		 * refuses a loop whose back edge follows a call ("back-edge"). */
-		for (int fd = 0; fd < FDS_SCANNED && fd < max_fds; fd++) {
+		for (int fd = 0; fd < FDS_SCANNED_UNROLLED && fd < max_fds; fd++) {
 			if (open & (1ULL << fd))
 				record_fd_unrolled(files_addr, fd, base);
 		}
 	}
-	if (max_fds > FDS_SCANNED) {
-		unsigned long *open_fds = BPF_CORE_READ(fdt, open_fds);
-		__u64 more = 0;
-
-		bpf_probe_read_kernel(&more, sizeof(more), open_fds + 1);
-		if (more)
-			record->event.fds_truncated = 1;
-	}
+	if (!record->event.fds_truncated && max_fds > scanned &&
+	    open_past(record, open_fds, scanned, max_fds, use_loop))
+		record->event.fds_truncated = 1;
 }
 
 #endif /* PROCTRACE_FDS_BPF_H */

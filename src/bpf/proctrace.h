@@ -19,9 +19,18 @@
 #define ENV_CAP 16384
 /* Where the fds' path area starts, at the most, in an exec record's data. */
 #define STRINGS_CAP (FILENAME_CAP + ARGS_CAP + ENV_CAP)
-/* Inherited file descriptors recorded per exec, among the first FDS_SCANNED. */
+/* Inherited file descriptors recorded per exec: the first MAX_FDS open
+ * among fds below FDS_SCANNED where the kernel has bpf_loop (5.17+), else
+ * below FDS_SCANNED_UNROLLED (each fd there is a step of the verifier).
+ * Any fd left out sets fds_truncated: past MAX_FDS, or at or past the limit
+ * (known exactly up to FDS_CHECKED more fds, assumed for a table larger
+ * still). */
 #define MAX_FDS 16
-#define FDS_SCANNED 64
+#define FDS_SCANNED 1024
+#define FDS_SCANNED_UNROLLED 64
+/* The open-fd bitmap is read in one piece of up to this many words. */
+#define FDS_WORDS (FDS_SCANNED / 64)
+#define FDS_CHECKED (FDS_WORDS * 64)
 /* Bytes of path names of all recorded fds of one exec, and of one name. */
 #define PATHS_CAP 4096
 #define NAME_CAP 256
@@ -183,6 +192,9 @@ struct exec_record {
 	__u8 data[STRINGS_CAP + PATHS_CAP + NAME_CAP];
 	/* Per entry of event.fds, for the fds after it with the same file. */
 	struct walked_path walked[MAX_FDS];
+	/* Words of the exec'ing task's open-fd bitmap, read in one piece
+	 * to be walked in memory; then those past the scanned limit. */
+	__u64 open_words[FDS_WORDS];
 };
 
 #endif /* PROCTRACE_H */

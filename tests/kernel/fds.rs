@@ -158,3 +158,61 @@ fn no_fds_turns_it_off() {
     assert!(!execs.is_empty());
     assert!(execs.iter().all(|e| e.fds.is_empty()), "{execs:?}");
 }
+
+/// Closes every fd above 2 the test inherited, so that a script's own fds
+/// are the only others its programs start with.
+const CLOSE_INHERITED: &str =
+    "for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ $fd -gt 2 ] && eval \"exec $fd>&-\"; done; ";
+
+/// The fds of each `cat` of a bash `script`, in order, and whether each
+/// was truncated; the script opens only /etc/hostname.
+fn cats_fds(script: &str) -> Vec<(Vec<i32>, bool)> {
+    let run = record(
+        Mode::Ring,
+        &["bash", "-c", &format!("{CLOSE_INHERITED}{script}")],
+    );
+    let execs = run.all_execs();
+    let cats: Vec<&&Exec> = execs.iter().filter(|e| e.argv[0] == "cat").collect();
+    // Each fd the script opens is a file, named as such.
+    for fd in cats.iter().flat_map(|e| &e.fds).filter(|f| f.fd > 2) {
+        assert_eq!(
+            (fd.kind, fd.target.as_str()),
+            (FdKind::File, "/etc/hostname"),
+            "{}",
+            run.text
+        );
+    }
+    cats.iter()
+        .map(|e| (e.fds.iter().map(|f| f.fd).collect(), e.fds_truncated))
+        .collect()
+}
+
+/// High fds, as bats' 251, are recorded up to fd 1023 where the kernel has
+/// bpf_loop, as this one does; an open fd past that is flagged instead.
+#[test]
+fn fds_above_63_are_recorded_and_past_the_limit_flagged() {
+    if !have_root() {
+        return;
+    }
+    let cats = cats_fds(
+        "exec 251</etc/hostname 1000</etc/hostname; cat /dev/null; \
+         exec 2000</etc/hostname; cat /dev/null",
+    );
+    let recorded = vec![0, 1, 2, 251, 1000];
+    assert_eq!(cats, [(recorded.clone(), false), (recorded, true)]);
+}
+
+/// The first 16 open fds are recorded, a high one among them; one more
+/// is flagged.
+#[test]
+fn fds_past_the_sixteenth_are_flagged() {
+    if !have_root() {
+        return;
+    }
+    let cats = cats_fds(
+        "for fd in $(seq 3 14); do eval \"exec $fd</etc/hostname\"; done; \
+         exec 1000</etc/hostname; cat /dev/null; exec 1001</etc/hostname; cat /dev/null",
+    );
+    let recorded: Vec<i32> = (0..15).chain([1000]).collect();
+    assert_eq!(cats, [(recorded.clone(), false), (recorded, true)]);
+}
