@@ -39,8 +39,9 @@
 //! - [`recording`]: reading and writing recordings (newline-delimited JSON).
 //! - [`processes`]: the process table derived from a recording's events.
 //! - [`analysis`]: the answers views give (critical path, failures,
-//!   processes that outlived their parent, the wait-for graph of a hang),
-//!   as plain data.
+//!   processes that outlived their parent, usage by command and test, who
+//!   held a leak's files, the wait-for graph of a hang, the diff of two
+//!   runs), as plain data.
 //! - [`render`]: the views of a recording (`proctrace render`).
 //! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
 //! - [`syscalls`]: the names of system calls a blocked process may be in.
