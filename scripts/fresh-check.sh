@@ -62,9 +62,12 @@ mkdir -p "$root/opt/rustup" "$root/opt/cargo-bin"
 mount --bind -o ro "$rustup_home" "$root/opt/rustup"
 mount --bind -o ro "$cargo_bin" "$root/opt/cargo-bin"
 mount -t proc proc "$root/proc"
-mount -t sysfs sysfs "$root/sys"
+# /sys with what a booted machine has mounted on it (its cgroups: a test
+# makes a memory cgroup), as /dev with its pts and shm.
+mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
 # Where / is shared (systemd), unmounting the copy must not unmount the host's.
+mount --make-rslave "$root/sys"
 mount --make-rslave "$root/dev"
 mount -t tmpfs tmpfs "$root/dev/shm"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
