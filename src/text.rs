@@ -11,6 +11,7 @@
 //! `glance`), lists of fds, and lines cut to a terminal's columns.
 
 use std::borrow::Cow;
+use std::fmt;
 use std::io;
 
 use serde::Serialize;
@@ -147,8 +148,9 @@ fn hidden(c: char) -> bool {
 }
 
 /// `1 exec`, `2 execs`.
-pub fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+pub fn count<N: fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    let word = if n == N::from(1) { one } else { many };
+    format!("{n} {word}")
 }
 
 /// Nanoseconds as seconds, rounded to the millisecond as the HTML report

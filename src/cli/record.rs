@@ -294,7 +294,7 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
     };
     eprintln!(
         "proctrace: recorded {} to {}{stopped}",
-        proctrace::text::count(processes as usize, "process", "processes"),
+        proctrace::text::count(processes, "process", "processes"),
         output.name()
     );
     Ok(())

@@ -10,7 +10,7 @@ use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
 use crate::event::{OnHang, Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
 use crate::recording::Recording;
-use crate::text::{fd_list, seconds, shorten, visible};
+use crate::text::{count, fd_list, seconds, shorten, visible};
 
 /// Columns a command gets in a line of the chain.
 const COMMAND_WIDTH: usize = 60;
@@ -116,10 +116,10 @@ pub(super) fn lines(hang: &Hang) -> Vec<String> {
 fn lines_with(hang: &Hang, runs: &[&OnHang]) -> Vec<String> {
     let alive = hang.processes.len();
     let mut lines = vec![format!(
-        "snapshot at +{} ({}): {alive} process{} alive",
+        "snapshot at +{} ({}): {} alive",
         seconds(hang.timestamp),
         cause(hang.cause),
-        if alive == 1 { "" } else { "es" }
+        count(alive, "process", "processes")
     )];
     lines.extend(hang.chains.iter().map(|link| chain_line(hang, link)));
     lines.extend(hang.deadlocks.iter().map(|cycle| deadlock(hang, cycle)));
@@ -138,8 +138,8 @@ fn lines_with(hang: &Hang, runs: &[&OnHang]) -> Vec<String> {
     lines.extend(others.flat_map(|(run, _)| on_hang_lines(run)));
     if let Some(skipped) = runs.first().map(|r| r.skipped).filter(|&n| n > 0) {
         lines.push(format!(
-            "  on-hang: not run for {skipped} more culprit{} (at most {} runs per snapshot)",
-            if skipped == 1 { "" } else { "s" },
+            "  on-hang: not run for {} (at most {} runs per snapshot)",
+            count(skipped, "more culprit", "more culprits"),
             runs.len()
         ));
     }

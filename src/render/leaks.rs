@@ -19,7 +19,7 @@ use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::testname::test_of;
 use crate::text::visible;
-use crate::text::{fd_list, seconds};
+use crate::text::{count, fd_list, seconds};
 
 /// Writes every process that outlived the process that started it (and
 /// every one `record --linger` reported), or that there were none.
@@ -31,11 +31,10 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     if leaks.is_empty() {
         return writeln!(out, "no process outlived the process that started it");
     }
-    let plural = if leaks.len() == 1 { "" } else { "es" };
     writeln!(
         out,
-        "{} process{plural} outlived the process that started {}",
-        leaks.len(),
+        "{} outlived the process that started {}",
+        count(leaks.len(), "process", "processes"),
         if leaks.len() == 1 { "it" } else { "them" }
     )?;
     if !lingering {

@@ -16,6 +16,7 @@ use clap::{Args, Subcommand};
 
 use proctrace::recording::{Keep, Recording};
 use proctrace::render::otlp::{Context, Export};
+use proctrace::text::count;
 
 use super::files::{open_seekable_input, print_warnings};
 pub use config::OtlpFlags;
@@ -222,10 +223,9 @@ impl Sent {
 
     fn describe(&self, config: &Config) -> String {
         let mut text = format!(
-            "sent {} spans in {} request{} to {} ({})",
+            "sent {} spans in {} to {} ({})",
             self.spans,
-            self.requests,
-            if self.requests == 1 { "" } else { "s" },
+            count(self.requests, "request", "requests"),
             config.url,
             config.protocol,
         );
