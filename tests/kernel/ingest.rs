@@ -8,8 +8,8 @@ use crate::common::*;
 /// recorder stamps its own time, so two processes' events that happen at
 /// nearly the same moment on different CPUs may come out in either order;
 /// what must agree is each process's own history. CPU time is read by each
-/// recorder's own program at the exit, a scheduler update apart, so only
-/// its presence must agree.
+/// recorder's own program at the exec and at the exit, a scheduler update
+/// apart, so only its presence must agree.
 fn events(
     path: &std::path::Path,
 ) -> std::collections::BTreeMap<proctrace::event::Pid, Vec<serde_json::Value>> {
@@ -23,6 +23,9 @@ fn events(
             for cpu in ["cpu_ns", "user_ns", "system_ns"] {
                 resources[cpu] = serde_json::Value::Null;
             }
+        }
+        if let Some(used) = value.pointer_mut("/Exec/used_before") {
+            used["cpu_ns"] = serde_json::Value::Null;
         }
         per_process.entry(pid).or_default().push(value);
     }
