@@ -77,6 +77,11 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as Pid;
+        // spawn returns once the child has swapped in its new memory, a
+        // moment before the kernel writes its arguments there.
+        while fs::read(format!("/proc/{pid}/cmdline")).unwrap().is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let me = std::process::id() as Pid;
         let target = fs::read_link(format!("/proc/self/fd/{}", {
             use std::os::fd::AsRawFd;
