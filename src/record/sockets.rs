@@ -20,8 +20,9 @@ const TCP_LISTEN: u8 = 10;
 /// `SOCK_DIAG_BY_FAMILY`, `UDIAG_SHOW_NAME | UDIAG_SHOW_PEER`, and the
 /// attributes of the answer (include/uapi/linux/{sock_diag,unix_diag}.h).
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const UDIAG_SHOW: u32 = 0x1 | 0x4;
+const UDIAG_SHOW: u32 = 0x1 | 0x2 | 0x4;
 const UNIX_DIAG_NAME: u16 = 0;
+const UNIX_DIAG_VFS: u16 = 1;
 const UNIX_DIAG_PEER: u16 = 2;
 
 /// A unix socket and its peer's inode (0: none).
@@ -29,7 +30,18 @@ const UNIX_DIAG_PEER: u16 = 2;
 struct Unix {
     peer: u64,
     name: Option<String>,
+    /// The inode and the kernel's device number of the file it is bound
+    /// to, for a path socket.
+    file: Option<(u32, u32)>,
     listening: bool,
+}
+
+/// Where a unix socket connects to: `@name` for an abstract address, or
+/// the socket file's device and inode.
+#[derive(Debug)]
+pub(super) enum UnixAddress {
+    Abstract(String),
+    File { dev: u64, ino: u64 },
 }
 
 /// A TCP or UDP socket of `/proc/net`.
@@ -128,6 +140,25 @@ impl Sockets {
                 let why = format!("{} is not on this machine", socket.remote);
                 (what, unresolved(&why))
             }
+        }
+    }
+
+    /// The listening unix socket at `to`, which a connect(2) blocked on a
+    /// full backlog waits to be accepted by.
+    pub fn unix_listener(&self, to: &UnixAddress) -> Peer {
+        let at = |unix: &Unix| match to {
+            UnixAddress::Abstract(name) => unix.name.as_ref() == Some(name),
+            UnixAddress::File { dev, ino } => {
+                let dev = libc::major(*dev) << 20 | libc::minor(*dev);
+                unix.file == Some((*ino as u32, dev))
+            }
+        };
+        let listener = self.unix.iter().find(|(_, u)| u.listening && at(u));
+        match listener {
+            Some((&ino, _)) => Peer::Socket { ino },
+            // A path socket's listener may be in another network
+            // namespace, whose sockets were not read.
+            None => unresolved("its listener is not a socket of this network namespace"),
         }
     }
 
@@ -354,6 +385,7 @@ fn parse_unix(msg: &[u8]) -> Option<(u64, Unix)> {
         match kind {
             UNIX_DIAG_PEER => unix.peer = u64::from(u32_at(value, 0)?),
             UNIX_DIAG_NAME => unix.name = Some(socket_name(value)),
+            UNIX_DIAG_VFS => unix.file = Some((u32_at(value, 0)?, u32_at(value, 4)?)),
             _ => {}
         }
         attrs = attrs.get(len.next_multiple_of(4).min(attrs.len())..)?;

@@ -11,7 +11,7 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::rc::Rc;
 
 use super::proc_stat::Stat;
-use super::sockets::{netns_of, Sockets};
+use super::sockets::{netns_of, Sockets, UnixAddress};
 use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
 use crate::syscalls;
 
@@ -172,7 +172,7 @@ impl Reader<'_> {
             "write" | "writev" | "pwrite64" | "pwritev" | "sendto" | "sendmsg" | "sendmmsg" => {
                 self.on_fd(fd, WaitHow::Write).into_iter().collect()
             }
-            "connect" => self.on_fd(fd, WaitHow::Connect).into_iter().collect(),
+            "connect" => self.connect(fd, args[1], args[2]).into_iter().collect(),
             "poll" | "ppoll" => self.poll_set(args[0], args[1])?,
             "select" | "pselect6" => self.select_sets(args[0], args[1], args[2])?,
             "epoll_wait" | "epoll_pwait" | "epoll_pwait2" => self.epoll_set(fd, EPOLL_DEPTH),
@@ -218,6 +218,53 @@ impl Reader<'_> {
             what,
             peer,
         })
+    }
+
+    /// A connect(2) on `fd` to the address at `addr`. A unix socket that
+    /// waits there has no peer yet: the listener's backlog is full, and
+    /// the listener is found from the address.
+    fn connect(&self, fd: i32, addr: u64, len: u64) -> Option<WaitOn> {
+        let mut on = self.on_fd(fd, WaitHow::Connect)?;
+        if !matches!(on.peer, Peer::Unresolved { .. }) {
+            return Some(on);
+        }
+        let Some((to, shown)) = self.unix_address(addr, len) else {
+            return Some(on);
+        };
+        on.what = format!("{} to {shown} (its backlog is full)", on.what);
+        on.peer = self.machine.sockets(self.pid).unix_listener(&to);
+        Some(on)
+    }
+
+    /// The unix address of `len` bytes at `addr`, and how it is shown.
+    fn unix_address(&self, addr: u64, len: u64) -> Option<(UnixAddress, String)> {
+        // sa_family, then sun_path: at most 108 bytes.
+        let bytes = self.memory(addr, len.min(110), "address").ok()?;
+        let (family, path) = bytes.split_at_checked(2)?;
+        if u16::from_ne_bytes(family.try_into().ok()?) != libc::AF_UNIX as u16 {
+            return None;
+        }
+        if let Some((0, name)) = path.split_first() {
+            let name = format!("@{}", String::from_utf8_lossy(name));
+            return Some((UnixAddress::Abstract(name.clone()), name));
+        }
+        let path = path.split(|&b| b == 0).next()?;
+        let path = String::from_utf8_lossy(path).into_owned();
+        let meta = fs::metadata(self.resolve(&path)).ok()?;
+        let file = UnixAddress::File {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        };
+        Some((file, path))
+    }
+
+    /// `path` as the process sees it: from its root, or its working
+    /// directory when relative.
+    fn resolve(&self, path: &str) -> String {
+        match path.strip_prefix('/') {
+            Some(path) => format!("/proc/{}/root/{path}", self.pid),
+            None => format!("/proc/{}/cwd/{path}", self.pid),
+        }
     }
 
     /// The waits of a poll set: readable waits first for each descriptor,
@@ -362,13 +409,7 @@ impl Reader<'_> {
     /// The FIFO an open(2) at path `addr` waits on the other end of.
     fn fifo(&self, addr: u64) -> Option<WaitOn> {
         let path = self.c_string(addr)?;
-        // Relative paths are the process's own: resolve them from its cwd.
-        let full = if path.starts_with('/') {
-            path.clone()
-        } else {
-            format!("/proc/{}/cwd/{path}", self.pid)
-        };
-        let meta = fs::metadata(full).ok()?;
+        let meta = fs::metadata(self.resolve(&path)).ok()?;
         meta.file_type().is_fifo().then(|| WaitOn {
             fd: None,
             how: WaitHow::Open,

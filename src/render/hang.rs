@@ -398,6 +398,7 @@ fn held_by(p: &Blocked) -> String {
             WaitHow::Write => "its read end is",
             _ => "its other end is",
         },
+        (Peer::Socket { .. }, _) if wait.on.how == WaitHow::Connect => "its listener is",
         (Peer::Socket { .. }, _) => "its peer is",
         (Peer::Lock { .. }, _) => "the lock is",
         (Peer::Unresolved { .. }, _) => return String::new(),

@@ -211,6 +211,55 @@ fn a_path_socket_client_waits_for_the_server_that_never_answers() {
     line_with(&view, &[&format!("  {root} "), "on unix socket:[", path]);
 }
 
+/// A unix client blocked in connect(2) on a listener whose backlog is
+/// full (`listen(0)`, one connection already queued) waits for the
+/// process holding the listener, found from the address it connects to.
+fn a_unix_connect_waits_for_the_listener_at(address: &str, shown: &str) {
+    let (run, view) = python(&forking(
+        &format!("s = socket.socket(socket.AF_UNIX); s.bind({address}); s.listen(0)"),
+        "    time.sleep(1000)",
+        &format!(
+            "    s.close(); c = socket.socket(socket.AF_UNIX); c.connect({address})\n    \
+             d = socket.socket(socket.AF_UNIX); d.connect({address})"
+        ),
+    ));
+    let root = run.root();
+    let culprit = the_culprit(&view, forked(&run, root));
+    let to = format!(" to {shown} (its backlog is full)");
+    assert!(culprit.contains("the listener of unix socket:["), "{view}");
+    assert!(culprit.contains(&format!("{to}) that {root} ")), "{view}");
+    assert!(culprit.ends_with(" connects to"), "{view}");
+    let waiter = line_with(
+        &view,
+        &[
+            &format!("  {root} "),
+            "blocked in connect(fd 4) on unix socket:[",
+        ],
+    );
+    assert!(waiter.contains(&to), "{view}");
+    assert!(waiter.ends_with("its listener is held by:"), "{view}");
+}
+
+#[test]
+fn a_unix_connect_to_a_full_backlog_waits_for_the_listener() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.sock");
+    let path = path.to_str().unwrap();
+    a_unix_connect_waits_for_the_listener_at(&format!("'{path}'"), path);
+}
+
+#[test]
+fn an_abstract_unix_connect_to_a_full_backlog_waits_for_the_listener() {
+    if !have_root() {
+        return;
+    }
+    let name = format!("proctrace-test-{}", std::process::id());
+    a_unix_connect_waits_for_the_listener_at(&format!("'\\0{name}'"), &format!("@{name}"));
+}
+
 #[test]
 fn a_loopback_tcp_client_waits_for_the_listener_that_never_accepts() {
     if !have_root() {
