@@ -763,6 +763,8 @@ pub enum WaitHow {
     Connect,
     /// A child to change state (wait4, waitid, a shell's SIGCHLD wait).
     Children,
+    /// A process to end: a pidfd polled for reading (asyncio, Go, systemd).
+    Exit,
 }
 
 /// Who can end a wait, as far as the snapshot could tell.
@@ -793,9 +795,10 @@ pub enum Peer {
         /// The locked file's inode.
         ino: u64,
     },
-    /// Its children, or only this one.
+    /// Its children, or only this one process: the child of a wait4, the
+    /// process of a pidfd.
     Children {
-        /// The one child waited for, if only one.
+        /// The one process waited for, if only one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<Pid>,
     },

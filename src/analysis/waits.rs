@@ -319,7 +319,7 @@ impl Hang {
         let mut waiters = vec![Vec::new(); self.processes.len()];
         for (waiter, p) in self.processes.iter().enumerate() {
             for (w, wait) in p.waits.iter().enumerate() {
-                if wait.on.how == WaitHow::Children {
+                if matches!(wait.on.how, WaitHow::Children | WaitHow::Exit) {
                     continue;
                 }
                 for (holder, fds) in &wait.holders {
@@ -645,11 +645,12 @@ impl Index {
                     }
                 }
             },
-            Peer::Children { pid } => {
+            Peer::Children { pid: Some(pid) } => {
+                self.pids.get(pid).into_iter().for_each(|&p| add(p, None));
+            }
+            Peer::Children { pid: None } => {
                 let children = self.children.get(&snapshot[at].pid).into_iter().flatten();
-                children
-                    .filter(|&&c| pid.is_none_or(|p| snapshot[c].pid == p))
-                    .for_each(|&c| add(c, None));
+                children.for_each(|&c| add(c, None));
             }
             Peer::Unresolved { .. } => {}
         }

@@ -177,8 +177,13 @@ impl Reader<'_> {
             "select" | "pselect6" => self.select_sets(args[0], args[1], args[2])?,
             "epoll_wait" | "epoll_pwait" | "epoll_pwait2" => self.epoll_set(fd, EPOLL_DEPTH),
             "wait4" => vec![children((fd > 0).then_some(fd))],
-            // waitid(P_PID, pid, ...) waits for that one child.
-            "waitid" => vec![children((args[0] == 1).then_some(int(args[1])))],
+            // waitid(P_PID, pid, ...) and waitid(P_PIDFD, fd, ...) wait for
+            // that one child.
+            "waitid" => vec![children(match args[0] {
+                1 => Some(int(args[1])),
+                3 => self.pidfd(int(args[1])),
+                _ => None,
+            })],
             // A shell's `wait` sleeps for SIGCHLD: its children, if any.
             "rt_sigsuspend" | "pause" | "rt_sigtimedwait" => vec![children(None)],
             "flock" => self.lock(tid, fd).into_iter().collect(),
@@ -335,8 +340,18 @@ impl Reader<'_> {
     }
 
     /// Adds the waits for `fd` to be readable or writable, as far as it
-    /// was opened for that: Go registers every descriptor for both.
+    /// was opened for that: Go registers every descriptor for both. A
+    /// pidfd is readable once its process has ended.
     fn push_events(&self, on: &mut Vec<WaitOn>, fd: i32, read: bool, write: bool) {
+        if let Some(pid) = self.pidfd(fd).filter(|_| read) {
+            on.push(WaitOn {
+                fd: Some(fd),
+                how: WaitHow::Exit,
+                what: format!("the pidfd of {pid}"),
+                peer: Peer::Children { pid: Some(pid) },
+            });
+            return;
+        }
         let Some(held) = self.held(fd).filter(|h| h.fd.kind != FdKind::Other) else {
             return;
         };
@@ -346,6 +361,15 @@ impl Reader<'_> {
         for (_, how) in hows.into_iter().filter(|(wanted, _)| *wanted) {
             on.extend(self.on_fd(fd, how));
         }
+    }
+
+    /// The process pidfd `fd` refers to, while it has not been reaped.
+    fn pidfd(&self, fd: i32) -> Option<Pid> {
+        self.held(fd)
+            .filter(|h| h.fd.target == "anon_inode:[pidfd]" || h.fd.target.starts_with("pidfd:"))?;
+        let info = fs::read_to_string(format!("/proc/{}/fdinfo/{fd}", self.pid)).ok()?;
+        let pid = info.lines().find_map(|l| l.strip_prefix("Pid:"))?;
+        pid.trim().parse().ok().filter(|&pid: &Pid| pid > 0)
     }
 
     /// `len` bytes of the process's memory at `addr`.

@@ -317,26 +317,27 @@ fn wait_text(p: &Blocked, wait: &Wait) -> String {
     } else {
         format!("thread {} ", wait.tid)
     };
-    let single = matches!(
-        wait.call.as_str(),
-        "read"
-            | "readv"
-            | "pread64"
-            | "preadv"
-            | "write"
-            | "writev"
-            | "pwrite64"
-            | "pwritev"
-            | "recvfrom"
-            | "recvmsg"
-            | "recvmmsg"
-            | "sendto"
-            | "sendmsg"
-            | "sendmmsg"
-            | "connect"
-            | "flock"
-            | "fcntl"
-    );
+    let single = wait.on.how == WaitHow::Exit
+        || matches!(
+            wait.call.as_str(),
+            "read"
+                | "readv"
+                | "pread64"
+                | "preadv"
+                | "write"
+                | "writev"
+                | "pwrite64"
+                | "pwritev"
+                | "recvfrom"
+                | "recvmsg"
+                | "recvmmsg"
+                | "sendto"
+                | "sendmsg"
+                | "sendmmsg"
+                | "connect"
+                | "flock"
+                | "fcntl"
+        );
     let args = match (wait.on.fd, single) {
         (Some(fd), true) => format!("(fd {fd})"),
         (Some(fd), false) => format!("(fd {fd}, {})", how(wait.on.how)),
@@ -361,6 +362,7 @@ fn how(how: WaitHow) -> &'static str {
         WaitHow::Open => "open",
         WaitHow::Connect => "connect",
         WaitHow::Children => "children",
+        WaitHow::Exit => "exit",
     }
 }
 

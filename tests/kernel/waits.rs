@@ -240,6 +240,46 @@ fn a_unix_connect_waits_for_the_listener_at(address: &str, shown: &str) {
     assert!(waiter.ends_with("its listener is held by:"), "{view}");
 }
 
+/// A runtime that waits for a child through its pidfd (asyncio on
+/// Python 3.12+, Go 1.23+, systemd) waits for that child, not its
+/// sibling.
+fn a_pidfd_waiter_waits_for_its_process(wait: &str, shown: &str) {
+    let (run, view) = python(&format!(
+        "import os, select, subprocess\n\
+         p = subprocess.Popen(['sleep', '1000'])\n\
+         q = subprocess.Popen(['sleep', '2000'])\n\
+         fd = os.pidfd_open(p.pid)\n{wait}\n"
+    ));
+    let sleep = with_argv(&run, &["sleep", "1000"]);
+    the_culprit(&view, sleep);
+    let root = run.root();
+    let shown = shown.replace("{sleep}", &sleep.to_string());
+    let waiter = line_with(&view, &[&format!("  {root} "), &shown]);
+    assert!(waiter.ends_with(':'), "{view}");
+}
+
+#[test]
+fn polling_a_pidfd_waits_for_its_process() {
+    if !have_root() {
+        return;
+    }
+    a_pidfd_waiter_waits_for_its_process(
+        "pl = select.poll(); pl.register(fd, select.POLLIN); pl.poll()",
+        "blocked in poll(fd 3) on the pidfd of {sleep} (",
+    );
+}
+
+#[test]
+fn waitid_on_a_pidfd_waits_for_its_child() {
+    if !have_root() {
+        return;
+    }
+    a_pidfd_waiter_waits_for_its_process(
+        "os.waitid(os.P_PIDFD, fd, os.WEXITED)",
+        "waits in waitid for its children",
+    );
+}
+
 #[test]
 fn a_unix_connect_to_a_full_backlog_waits_for_the_listener() {
     if !have_root() {
