@@ -173,6 +173,9 @@ impl Reader<'_> {
                 self.on_fd(fd, WaitHow::Write).into_iter().collect()
             }
             "connect" => self.connect(fd, args[1], args[2]).into_iter().collect(),
+            // A server waiting for its next client: named, though any
+            // process may connect.
+            "accept" | "accept4" => self.on_fd(fd, WaitHow::Read).into_iter().collect(),
             "poll" | "ppoll" => self.poll_set(args[0], args[1])?,
             "select" | "pselect6" => self.select_sets(args[0], args[1], args[2])?,
             "epoll_wait" | "epoll_pwait" | "epoll_pwait2" => self.epoll_set(fd, EPOLL_DEPTH),

@@ -335,6 +335,8 @@ fn wait_text(p: &Blocked, wait: &Wait) -> String {
                 | "sendmsg"
                 | "sendmmsg"
                 | "connect"
+                | "accept"
+                | "accept4"
                 | "flock"
                 | "fcntl"
         );
