@@ -10,9 +10,10 @@ use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
 use nix::dir::Dir;
-use nix::fcntl::{readlinkat, AtFlags, OFlag};
-use nix::sys::stat::{fstatat, Mode};
+use nix::fcntl::{readlinkat, AtFlags};
+use nix::sys::stat::fstatat;
 
+use super::proc_stat::ProcDir;
 use super::snapshot::Taken;
 use crate::analysis::waits::Known;
 use crate::event::{Access, Fd, FdKind, HeldFd, Lingering, Pid, Record};
@@ -236,7 +237,8 @@ impl Lineage {
             }
             node.reported = true;
             let outlived = node.outliving.map_or(self.root, |(p, _)| p);
-            let fds = held_fds(pid, &self.root_fds);
+            let fds =
+                ProcDir::open(pid).map_or_else(Vec::new, |dir| held_fds(&dir, &self.root_fds));
             found.push(Lingering {
                 seq: 0,
                 timestamp: now,
@@ -328,15 +330,11 @@ fn fd_access(link_mode: u32) -> Option<Access> {
 
 /// The descriptors `pid` holds now, from /proc, each matched against the
 /// descriptors the root started with.
-pub(crate) fn held_fds(pid: Pid, root_fds: &[Fd]) -> Vec<HeldFd> {
+pub(crate) fn held_fds(proc: &ProcDir, root_fds: &[Fd]) -> Vec<HeldFd> {
     // Each call is made relative to the fd directory: a snapshot of
     // thousands of processes makes three per descriptor, and the walk
     // from /proc down to it would cost as much as the call.
-    let Ok(mut dir) = Dir::open(
-        format!("/proc/{pid}/fd").as_str(),
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    ) else {
+    let Some(mut dir) = proc.dir("fd") else {
         return Vec::new();
     };
     let names: Vec<CString> = dir

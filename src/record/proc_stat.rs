@@ -1,9 +1,49 @@
 //! What `/proc/PID/stat` says of a process: where it is in its life, and
-//! since when it has run.
+//! since when it has run; and the process's `/proc` directory, opened once
+//! for the reads of a snapshot.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::fd::OwnedFd;
+
+use nix::dir::Dir;
+use nix::fcntl::{open, openat, OFlag};
+use nix::sys::stat::Mode;
 
 use crate::event::Pid;
+
+/// A process's directory in `/proc`, opened once: what is read under it
+/// is looked up from it. A snapshot reads thousands of processes, and the
+/// walk from `/proc` down to a file costs about as much as reading it.
+pub(super) struct ProcDir(OwnedFd);
+
+impl ProcDir {
+    pub fn open(pid: Pid) -> Option<ProcDir> {
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        open(format!("/proc/{pid}").as_str(), flags, Mode::empty())
+            .ok()
+            .map(ProcDir)
+    }
+
+    /// The file at `path` under it, opened to read.
+    pub fn file(&self, path: &str) -> io::Result<File> {
+        let flags = OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+        Ok(File::from(openat(&self.0, path, flags, Mode::empty())?))
+    }
+
+    /// The text of the file at `path` under it.
+    pub fn read(&self, path: &str) -> io::Result<String> {
+        let mut text = String::new();
+        self.file(path)?.read_to_string(&mut text)?;
+        Ok(text)
+    }
+
+    /// The directory at `path` under it, to list.
+    pub fn dir(&self, path: &str) -> Option<Dir> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        Dir::openat(&self.0, path, flags, Mode::empty()).ok()
+    }
+}
 
 /// `PF_EXITING` (include/linux/sched.h): the process is inside exit(), and
 /// its Exit may already be recorded.
@@ -31,7 +71,14 @@ pub(super) struct Stat {
 
 impl Stat {
     pub fn read(pid: Pid) -> Option<Stat> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Stat::parse(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    pub fn read_in(dir: &ProcDir) -> Option<Stat> {
+        Stat::parse(&dir.read("stat").ok()?)
+    }
+
+    fn parse(stat: &str) -> Option<Stat> {
         // The command name in parentheses may hold anything, ')' too.
         let (_, rest) = stat.rsplit_once(')')?;
         let fields: Vec<&str> = rest.split_whitespace().collect();

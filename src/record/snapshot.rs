@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::linger::{held_fds, Lineage};
 use super::outsiders;
-use super::proc_stat::{Life, Stat};
+use super::proc_stat::{Life, ProcDir, Stat};
 use super::waits::{self, Machine};
 use crate::analysis::waits::{Hang, Known};
 use crate::event::{Fd, Pid, Snapshot, SnapshotCause};
@@ -147,13 +147,14 @@ fn read(
     root_fds: &[Fd],
     machine: &Machine,
 ) -> Option<Snapshot> {
-    let stat = Stat::read(pid)?;
+    let dir = ProcDir::open(pid)?;
+    let stat = Stat::read_in(&dir)?;
     if stat.life() != Life::Running {
         return None;
     }
-    let fds = held_fds(pid, root_fds);
+    let fds = held_fds(&dir, root_fds);
     let mut notes = Vec::new();
-    let (threads, main_arg) = waits::threads(pid, &stat, &fds, machine, &mut notes);
+    let (threads, main_arg) = waits::threads(pid, &dir, &stat, &fds, machine, &mut notes);
     // The main thread's call, as recordings have always had it.
     let main = threads.iter().find(|t| t.tid == pid);
     Some(Snapshot {

@@ -10,7 +10,7 @@ use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::rc::Rc;
 
-use super::proc_stat::Stat;
+use super::proc_stat::{ProcDir, Stat};
 use super::sockets::{netns_of, Sockets, UnixAddress};
 use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
 use crate::syscalls;
@@ -51,6 +51,7 @@ impl Machine {
 /// One process being read: its descriptors, and its memory once opened.
 struct Reader<'a> {
     pid: Pid,
+    dir: &'a ProcDir,
     /// The state of its one thread, when it has one: its stat was read.
     single: Option<char>,
     fds: &'a [HeldFd],
@@ -64,6 +65,7 @@ struct Reader<'a> {
 /// state that stat has, and listing them and reading it again is saved.
 pub(super) fn threads(
     pid: Pid,
+    dir: &ProcDir,
     stat: &Stat,
     fds: &[HeldFd],
     machine: &Machine,
@@ -72,18 +74,20 @@ pub(super) fn threads(
     let tids = if stat.threads == 1 {
         vec![pid]
     } else {
-        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        let Some(mut tasks) = dir.dir("task") else {
             notes.push("its threads could not be listed: it exited during the snapshot".into());
             return (Vec::new(), None);
         };
         let mut tids: Vec<Pid> = tasks
-            .filter_map(|t| t.ok()?.file_name().to_str()?.parse().ok())
+            .iter()
+            .filter_map(|t| t.ok()?.file_name().to_str().ok()?.parse().ok())
             .collect();
         tids.sort_unstable();
         tids
     };
     let reader = Reader {
         pid,
+        dir,
         single: (stat.threads == 1).then_some(stat.state),
         fds,
         machine,
@@ -128,21 +132,25 @@ fn int(arg: u64) -> i32 {
 impl Reader<'_> {
     /// A thread, and its call's first argument as a C int.
     fn thread(&self, tid: Pid) -> Result<(ThreadWait, Option<i64>), String> {
-        let dir = format!("/proc/{}/task/{tid}", self.pid);
+        // The main thread's files are also the process's own, a step less.
+        let at = if tid == self.pid {
+            String::new()
+        } else {
+            format!("task/{tid}/")
+        };
+        let read = |file: &str| self.dir.read(&format!("{at}{file}"));
         let gone = |_| "gone during the snapshot".to_string();
         let state = match self.single {
             Some(state) => state,
             None => {
-                let stat = fs::read_to_string(format!("{dir}/stat")).map_err(gone)?;
+                let stat = read("stat").map_err(gone)?;
                 stat.rsplit_once(')')
                     .and_then(|(_, rest)| rest.trim_start().chars().next())
                     .ok_or("unreadable stat")?
             }
         };
-        let line = fs::read_to_string(format!("{dir}/syscall")).map_err(gone)?;
-        let wchan = fs::read_to_string(format!("{dir}/wchan"))
-            .ok()
-            .filter(|w| !w.is_empty() && w != "0");
+        let line = read("syscall").map_err(gone)?;
+        let wchan = read("wchan").ok().filter(|w| !w.is_empty() && w != "0");
         let call = parse_syscall(&line);
         let name = call.and_then(|(nr, _)| syscalls::name(nr));
         let on = match (call, name) {
@@ -314,7 +322,7 @@ impl Reader<'_> {
     /// The waits of an epoll instance: each registered descriptor with its
     /// events, and the descriptors of an epoll set registered inside it.
     fn epoll_set(&self, epfd: i32, depth: usize) -> Vec<WaitOn> {
-        let info = fs::read_to_string(format!("/proc/{}/fdinfo/{epfd}", self.pid));
+        let info = self.dir.read(&format!("fdinfo/{epfd}"));
         let mut on = Vec::new();
         for line in info.unwrap_or_default().lines() {
             let mut words = line.split_whitespace();
@@ -370,16 +378,14 @@ impl Reader<'_> {
     fn pidfd(&self, fd: i32) -> Option<Pid> {
         self.held(fd)
             .filter(|h| h.fd.target == "anon_inode:[pidfd]" || h.fd.target.starts_with("pidfd:"))?;
-        let info = fs::read_to_string(format!("/proc/{}/fdinfo/{fd}", self.pid)).ok()?;
+        let info = self.dir.read(&format!("fdinfo/{fd}")).ok()?;
         let pid = info.lines().find_map(|l| l.strip_prefix("Pid:"))?;
         pid.trim().parse().ok().filter(|&pid: &Pid| pid > 0)
     }
 
     /// `len` bytes of the process's memory at `addr`.
     fn memory(&self, addr: u64, len: u64, what: &str) -> Result<Vec<u8>, String> {
-        let mem = self
-            .mem
-            .get_or_init(|| File::open(format!("/proc/{}/mem", self.pid)).ok());
+        let mem = self.mem.get_or_init(|| self.dir.file("mem").ok());
         let unreadable = || format!("its {what} could not be read from its memory");
         let mem = mem.as_ref().ok_or_else(unreadable)?;
         let mut bytes = vec![0; len as usize];
