@@ -4,12 +4,16 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::mem::MaybeUninit;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use libbpf_rs::{PerfBuffer, PerfBufferBuilder, RingBuffer, RingBufferBuilder};
+use nix::errno::Errno;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+use nix::sys::eventfd::EventFd;
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
@@ -131,6 +135,55 @@ impl Buffer<'_> {
         }
         .map_err(RecordError::bpf("reading the kernel buffer"))
     }
+
+    fn epoll_fd(&self) -> i32 {
+        match self {
+            Buffer::Ring(ring) => ring.epoll_fd(),
+            Buffer::Perf(perf) => perf.epoll_fd(),
+        }
+    }
+}
+
+/// The kernel's buffer and the consumer's requests, waited on together:
+/// a snapshot asked for by a signal starts at once, not a poll later.
+struct Waiter<'a> {
+    /// libbpf's own epoll set, inside this one, and the wake-up.
+    both: Option<(Epoll, &'a EventFd)>,
+}
+
+impl<'a> Waiter<'a> {
+    fn new(buffer: &Buffer<'_>, wake: Option<&'a EventFd>) -> Waiter<'a> {
+        let both = wake.and_then(|wake| {
+            let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).ok()?;
+            // SAFETY: the buffer's epoll fd lives as long as the buffer,
+            // which outlives this wait set; adding it only reads it.
+            let kernel = unsafe { BorrowedFd::borrow_raw(buffer.epoll_fd()) };
+            epoll
+                .add(kernel, EpollEvent::new(EpollFlags::EPOLLIN, 0))
+                .ok()?;
+            epoll
+                .add(wake, EpollEvent::new(EpollFlags::EPOLLIN, 1))
+                .ok()?;
+            Some((epoll, wake))
+        });
+        Waiter { both }
+    }
+
+    /// Waits up to `timeout` for records or a request; the records are
+    /// read by the consume that follows.
+    fn wait(&self, buffer: &Buffer<'_>, timeout: Duration) -> Result<(), RecordError> {
+        let Some((epoll, wake)) = &self.both else {
+            return buffer.poll(timeout);
+        };
+        let mut events = [EpollEvent::empty(); 2];
+        let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+        match epoll.wait(&mut events, ms) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(err) => return Err(RecordError::system("waiting for the kernel buffer")(err)),
+        }
+        let _ = wake.read();
+        Ok(())
+    }
 }
 
 /// The state of a running recording, step to step.
@@ -151,6 +204,8 @@ struct Progress {
     timeout_kill_due: Option<u64>,
     /// Snapshots whose `--on-hang` runs have not all ended.
     hooks_running: usize,
+    /// A snapshot was taken in this step.
+    snapshot_taken: bool,
     /// What follows a snapshot once its `--on-hang` runs have ended.
     after_hooks: Option<Ending>,
     /// The kernel's loss counters as last told, and when they were read.
@@ -210,6 +265,7 @@ impl Drain<'_, '_> {
             warnings: self.probe.warnings.clone(),
         };
         let _ = self.outputs.ready.send(Ok(started));
+        let waiter = Waiter::new(&buffer, self.control.wake.as_ref());
         let mut progress = Progress {
             root,
             start_ns,
@@ -222,11 +278,12 @@ impl Drain<'_, '_> {
             quiet_reported: false,
             timeout_kill_due: None,
             hooks_running: 0,
+            snapshot_taken: false,
             after_hooks: None,
             losses: ((0, 0), 0),
         };
         let end = loop {
-            if let Some(end) = self.step(&buffer, target, &mut progress)? {
+            if let Some(end) = self.step(&buffer, &waiter, target, &mut progress)? {
                 break end;
             }
         };
@@ -250,20 +307,29 @@ impl Drain<'_, '_> {
         Ok(totals)
     }
 
+    /// Reads what the kernel has buffered and releases what is older than
+    /// the reorder window; false when nobody receives it.
+    fn catch_up(&self, buffer: &Buffer<'_>, progress: &mut Progress) -> Result<bool, RecordError> {
+        // Timed before the read: what happened a window before it is in.
+        let elapsed = monotonic_ns().saturating_sub(progress.start_ns);
+        // The kernel wakes this thread only when it must (see emit() in the
+        // BPF program); what came in quietly is read now.
+        buffer.consume()?;
+        Ok(self.release(Some(elapsed.saturating_sub(REORDER_WINDOW_NS)), progress))
+    }
+
     /// One look at the kernel and the tree; `Some` once the recording ends.
     fn step(
         &self,
         buffer: &Buffer<'_>,
+        waiter: &Waiter<'_>,
         target: &Prepared,
         progress: &mut Progress,
     ) -> Result<Option<End>, RecordError> {
         let now = monotonic_ns();
         let elapsed = now.saturating_sub(progress.start_ns);
-        buffer.poll(POLL_INTERVAL)?;
-        // The kernel wakes this thread only when it must (see emit() in the
-        // BPF program); what came in quietly is read now.
-        buffer.consume()?;
-        if !self.release(Some(elapsed.saturating_sub(REORDER_WINDOW_NS)), progress) {
+        waiter.wait(buffer, POLL_INTERVAL)?;
+        if !self.catch_up(buffer, progress)? {
             return Ok(Some(End::Abandoned));
         }
         if self.control.abort.load(Ordering::Relaxed) {
@@ -274,6 +340,12 @@ impl Drain<'_, '_> {
         }
         self.watch_lingering(elapsed, progress);
         self.watch_hang(elapsed, progress);
+        // A snapshot of thousands of processes outlasts the reorder window:
+        // the events before it go out now, not a poll later, and with them
+        // the snapshot, whose answer the session gives once they are written.
+        if std::mem::take(&mut progress.snapshot_taken) && !self.catch_up(buffer, progress)? {
+            return Ok(Some(End::Abandoned));
+        }
         self.collect_hooks(progress);
         self.watch_losses(elapsed, progress);
         if self.control.stop.load(Ordering::Relaxed) {
@@ -494,6 +566,7 @@ impl Drain<'_, '_> {
         records
             .iter()
             .for_each(|s| reorder.push(Record::Snapshot(s.clone())));
+        progress.snapshot_taken = true;
         let taken = Arc::new(snapshot::Taken {
             timestamp: now,
             cause,

@@ -23,6 +23,7 @@ mod sockets;
 mod tracefs;
 mod waits;
 
+use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -309,7 +310,7 @@ impl Recorder {
             }
         };
         let start_time = SystemTime::now();
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control::new());
         let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
         let (events_tx, events_rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
         let (notices_tx, notices_rx) = crossbeam_channel::unbounded();
@@ -441,7 +442,7 @@ struct Started {
 }
 
 /// Requests from the consumer to the drain thread.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Control {
     stop: AtomicBool,
     abort: AtomicBool,
@@ -449,6 +450,27 @@ struct Control {
     snapshot: AtomicI32,
     /// A signal to pass on to the root after a snapshot, then stop (0: none).
     interrupt: AtomicI32,
+    /// Written after each request: the drain waits on it beside the
+    /// kernel's buffer, so a snapshot starts at once, not a poll later.
+    wake: Option<EventFd>,
+}
+
+impl Control {
+    fn new() -> Control {
+        Control {
+            stop: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            snapshot: AtomicI32::new(0),
+            interrupt: AtomicI32::new(0),
+            wake: EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK).ok(),
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(wake) = &self.wake {
+            let _ = wake.write(1);
+        }
+    }
 }
 
 /// A recording under way (what [`Recorder::start`] returns), as opposed
@@ -472,17 +494,20 @@ impl Stopper {
     /// the tree's exits within a short grace period are still delivered.
     pub fn stop(&self) {
         self.0.stop.store(true, Ordering::Relaxed);
+        self.0.wake();
     }
 
     /// Ends the recording now, dropping events not yet delivered.
     pub fn abort(&self) {
         self.0.abort.store(true, Ordering::Relaxed);
+        self.0.wake();
     }
 
     /// Takes a snapshot of the live tree, saying it was `signal` that
     /// asked; the recording goes on.
     pub fn snapshot(&self, signal: i32) {
         self.0.snapshot.store(signal, Ordering::Relaxed);
+        self.0.wake();
     }
 
     /// Takes a snapshot of the live tree, then sends `signal` on to the
@@ -490,6 +515,7 @@ impl Stopper {
     /// itself) and stops as [`Stopper::stop`] does.
     pub fn interrupt(&self, signal: i32) {
         self.0.interrupt.store(signal, Ordering::Relaxed);
+        self.0.wake();
     }
 }
 
