@@ -38,9 +38,7 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
         let Some(hang) = Hang::new(processes, &snapshot) else {
             continue;
         };
-        let runs = processes.on_hang().iter();
-        let runs: Vec<&OnHang> = runs.filter(|r| r.snapshot == hang.timestamp).collect();
-        for line in lines_with(&hang, &runs) {
+        for line in lines_with(&hang, &runs_at(processes, hang.timestamp)) {
             writeln!(out, "{line}")?;
         }
     }
@@ -95,6 +93,19 @@ pub(super) fn last_culprits(processes: &Processes) -> Vec<String> {
         )
         .cloned()
         .collect()
+}
+
+/// The `--on-hang` runs of the snapshot taken at `timestamp`.
+fn runs_at(processes: &Processes, timestamp: u64) -> Vec<&OnHang> {
+    let runs = processes.on_hang().iter();
+    runs.filter(|r| r.snapshot == timestamp).collect()
+}
+
+/// The `--on-hang` runs of the last snapshot.
+pub(super) fn last_runs(processes: &Processes) -> Vec<&OnHang> {
+    let last = processes.snapshots().pop().unwrap_or_default();
+    let timestamp = last.first().map(|(_, s)| s.timestamp);
+    timestamp.map_or_else(Vec::new, |t| runs_at(processes, t))
 }
 
 /// The [`explain`] lines of the last snapshot: empty for a recording

@@ -27,6 +27,8 @@ const SLOWEST: usize = 5;
 const WIDTH: usize = 120;
 /// Lines of the hang chains shown.
 const CHAIN_LINES: usize = 20;
+/// Lines of an `--on-hang` run's output shown.
+const OUTPUT_LINES: usize = 60;
 
 /// Writes the page.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -227,24 +229,7 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .partition(|l| super::hang::ANSWERS.iter().any(|a| l.starts_with(a)));
     writeln!(out, "\n### Hang: {}\n", cell(heading))?;
-    let chains: Vec<String> = chains
-        .iter()
-        .take(CHAIN_LINES)
-        .map(|line| shorten(&visible(line), Some(WIDTH)))
-        .collect();
-    let fence = fence(&chains);
-    writeln!(out, "{fence}text")?;
-    for line in &chains {
-        writeln!(out, "{line}")?;
-    }
-    writeln!(out, "{fence}")?;
-    if chains.len() < rest.len() - culprits.len() {
-        writeln!(
-            out,
-            "\n… and {} more lines",
-            rest.len() - culprits.len() - chains.len()
-        )?;
-    }
+    write_block(out, chains.into_iter().map(String::as_str), CHAIN_LINES)?;
     writeln!(out)?;
     for answer in culprits.iter().take(ROWS) {
         let (kind, answer) = answer.split_once(": ").unwrap_or(("culprit", answer));
@@ -257,6 +242,49 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     }
     if culprits.len() > ROWS {
         writeln!(out, "\n… and {} more answers", culprits.len() - ROWS)?;
+    }
+    write_on_hang(processes, out)
+}
+
+/// What `--on-hang` printed for the culprits of the last snapshot (a
+/// py-spy or gdb dump), each run under its outcome.
+fn write_on_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
+    let runs = super::hang::last_runs(processes);
+    for run in runs.iter().take(ROWS) {
+        writeln!(out, "\n**{}**\n", cell(&super::hang::on_hang_line(run)))?;
+        if !run.output.is_empty() {
+            write_block(out, run.output.lines(), OUTPUT_LINES)?;
+        }
+    }
+    if runs.len() > ROWS {
+        writeln!(out, "\n… and {} more on-hang runs", runs.len() - ROWS)?;
+    }
+    Ok(())
+}
+
+/// The first `most` of `lines` in a code block, and how many were left out.
+fn write_block<'a>(
+    out: &mut dyn Write,
+    lines: impl Iterator<Item = &'a str>,
+    most: usize,
+) -> io::Result<()> {
+    let mut left = 0;
+    let mut shown = Vec::new();
+    for line in lines {
+        if shown.len() < most {
+            shown.push(shorten(&visible(line), Some(WIDTH)));
+        } else {
+            left += 1;
+        }
+    }
+    let fence = fence(&shown);
+    writeln!(out, "{fence}text")?;
+    for line in &shown {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "{fence}")?;
+    if left > 0 {
+        writeln!(out, "\n… and {left} more lines")?;
     }
     Ok(())
 }

@@ -432,6 +432,15 @@ fn on_hang_runs_for_each_culprit_before_the_tree_is_ended() {
     let at = view.lines().position(|l| l.starts_with(&culprit)).unwrap();
     let under: Vec<&str> = view.lines().skip(at).take(expected.len()).collect();
     assert_eq!(under, expected, "{view}");
+    // The CI job summary has each run's output, in a code block.
+    let markdown = render_as(&run.dir.path().join("rec.ndjson"), "markdown");
+    for p in &sleeps {
+        let run = format!(
+            "**on-hang for {p}: \\`echo hook for {p} \\$PROCTRACE\\_PID; \
+             cat /proc/{p}/comm\\` exited 0**\n\n```text\nhook for {p} {p}\nsleep\n```\n"
+        );
+        assert!(markdown.contains(&run), "{run}\n{markdown}");
+    }
 }
 
 /// A hook that hangs is killed, its whole process group, after
