@@ -88,6 +88,10 @@ pub struct Wait {
     /// process of the tree does (a server the suite did not start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outsiders: Vec<Outsider>,
+    /// Its own descriptors that can end it: a pipe read to end-of-file
+    /// by a process that kept its write end open, a lock it holds itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub own: Vec<i32>,
 }
 
 /// One line of a chain: a process, or a group of alike processes that
@@ -177,7 +181,7 @@ impl Hang {
             blocked[at].waits = waits_of(s)
                 .into_iter()
                 .map(|(tid, call, on)| {
-                    let holders = index.holders(at, &on, &records);
+                    let (holders, own) = index.holders(at, &on, &records);
                     let outsiders = match on.peer_target(&s.fds) {
                         Some(target) if holders.is_empty() => {
                             s.outsiders.get(&target).cloned().unwrap_or_default()
@@ -190,6 +194,7 @@ impl Hang {
                         on,
                         holders,
                         outsiders,
+                        own,
                     }
                 })
                 .collect();
@@ -566,6 +571,10 @@ fn legacy_thread(s: &Snapshot) -> Option<ThreadWait> {
 /// A descriptor a process holds: its position, the fd, and how it was opened.
 type End = (usize, i32, Option<Access>);
 
+/// Who can end a wait: other processes, each with its descriptors, and
+/// the waiter's own descriptors.
+type Holders = (Vec<(usize, Vec<i32>)>, Vec<i32>);
+
 /// Who holds what, in one snapshot.
 struct Index {
     /// (dev, ino) -> (position, fd, access).
@@ -602,13 +611,12 @@ impl Index {
         index
     }
 
-    /// The processes other than `at` that can end its wait `on`.
-    fn holders(&self, at: usize, on: &WaitOn, snapshot: &[&Snapshot]) -> Vec<(usize, Vec<i32>)> {
+    /// The processes other than `at` that can end its wait `on`, and the
+    /// descriptors of `at` itself that could.
+    fn holders(&self, at: usize, on: &WaitOn, snapshot: &[&Snapshot]) -> Holders {
         let mut holders: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
         let mut add = |holder: usize, fd: Option<i32>| {
-            if holder != at {
-                holders.entry(holder).or_default().extend(fd);
-            }
+            holders.entry(holder).or_default().extend(fd);
         };
         match &on.peer {
             Peer::File { dev, ino } => {
@@ -654,7 +662,8 @@ impl Index {
             }
             Peer::Unresolved { .. } => {}
         }
-        holders.into_iter().collect()
+        let own = holders.remove(&at).unwrap_or_default();
+        (holders.into_iter().collect(), own)
     }
 }
 

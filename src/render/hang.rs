@@ -421,6 +421,10 @@ fn held_by(p: &Blocked) -> String {
     if holders {
         return format!("; {end} held by:");
     }
+    let own: Vec<i32> = waits.iter().flat_map(|w| w.own.iter().copied()).collect();
+    if waits.iter().all(|w| w.outsiders.is_empty()) && !own.is_empty() {
+        return format!("; {end} held only by itself, on {}", fd_list(&own));
+    }
     format!("; {end} held by {}", outsiders(&waits))
 }
 

@@ -445,6 +445,29 @@ fn opening_a_fifo_nobody_writes_says_no_process_holds_it() {
     line_with(&view, &[&format!("  {cat} cat"), nobody]);
 }
 
+/// A reader that forgot to close its own copy of the write end never
+/// sees end-of-file once its child is done: it is its own culprit, and
+/// the answer says so rather than that nobody holds the write end.
+#[test]
+fn a_reader_holding_its_own_write_end_is_told_so() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&forking(
+        "r, w = os.pipe()",
+        "    os.close(r); os.write(w, b'x')",
+        "    os.wait()\n    while os.read(r, 1): pass",
+    ));
+    let root = run.root();
+    let culprit = the_culprit(&view, root);
+    let own = "its write end is held only by itself, on fd 4";
+    assert!(
+        culprit.contains("blocked in read(fd 3) on pipe:["),
+        "{view}"
+    );
+    assert!(culprit.ends_with(own), "{view}");
+}
+
 /// A client of a server outside the tree: the chain's top, waiting on a
 /// socket no process of the tree holds the peer of, is the culprit, and
 /// the server is named.
