@@ -736,6 +736,7 @@ impl WaitOn {
     pub fn peer_target(&self, fds: &[HeldFd]) -> Option<String> {
         match self.peer {
             Peer::Socket { ino } => Some(format!("socket:[{ino}]")),
+            Peer::Lock { pid, .. } if pid > 0 => Some(format!("the lock of {pid}")),
             Peer::File { .. } => {
                 let fd = self.fd?;
                 fds.iter()

@@ -40,6 +40,15 @@ pub(super) fn holding(
     found
 }
 
+/// `pid`, named, if it is still alive.
+pub(super) fn outsider(pid: Pid) -> Option<Outsider> {
+    let alive = fs::metadata(format!("/proc/{pid}")).is_ok();
+    alive.then(|| Outsider {
+        pid,
+        command: command(pid),
+    })
+}
+
 /// Which of `targets` `pid` holds, each once.
 fn held(pid: Pid, targets: &HashSet<String>) -> HashSet<String> {
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {

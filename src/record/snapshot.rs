@@ -4,11 +4,11 @@
 use std::collections::{HashMap, HashSet};
 
 use super::linger::{held_fds, Lineage};
-use super::outsiders;
+use super::outsiders::{self, outsider};
 use super::proc_stat::{Life, ProcDir, Stat};
 use super::waits::{self, Machine};
 use crate::analysis::waits::{Hang, Known};
-use crate::event::{Fd, Pid, Snapshot, SnapshotCause};
+use crate::event::{Fd, Peer, Pid, Snapshot, SnapshotCause};
 use crate::processes::Processes;
 
 /// One snapshot of the live tree, whole: every live process's record, and
@@ -111,14 +111,28 @@ fn name_outsiders(taken: &mut [Snapshot], tree: &[Pid]) {
         }
     }
     let mut wanted: Vec<(usize, String)> = Vec::new();
+    let mut lock_holders = Vec::new();
     for (at, s) in taken.iter().enumerate() {
         let ons = s.threads.iter().flat_map(|t| &t.on);
-        for target in ons.filter_map(|on| on.peer_target(&s.fds)) {
+        for on in ons {
+            let Some(target) = on.peer_target(&s.fds) else {
+                continue;
+            };
+            // /proc/locks names a lock's holder: no search for it.
+            if let Peer::Lock { pid, .. } = on.peer {
+                if let Some(holder) = outsider(pid).filter(|_| !tree.contains(&pid)) {
+                    lock_holders.push((at, target, holder));
+                }
+                continue;
+            }
             let pids = holders.get(target.as_str());
             if pids.is_none_or(|pids| pids.iter().all(|&p| p == s.pid)) {
                 wanted.push((at, target));
             }
         }
+    }
+    for (at, target, holder) in lock_holders {
+        taken[at].outsiders.insert(target, vec![holder]);
     }
     if wanted.is_empty() {
         return;

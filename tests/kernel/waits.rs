@@ -510,6 +510,46 @@ fn a_client_of_a_server_outside_the_tree_is_the_culprit() {
     assert!(culprit.ends_with(" (outside the tree)"), "{view}");
 }
 
+/// A lock taken by a process outside the tree (a daemon a previous job
+/// left behind): /proc/locks names it, and so does the answer.
+#[test]
+fn a_lock_held_outside_the_tree_names_its_holder() {
+    if !have_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let ready = dir.path().join("ready");
+    let (lock, ready) = (lock.to_str().unwrap(), ready.to_str().unwrap());
+    let script = format!(
+        "import fcntl, time\nf = open('{lock}', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\n\
+         open('{ready}', 'w'); time.sleep(1000)"
+    );
+    let mut holder = Command::new("/usr/bin/python3")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let locked = (0..500).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        Path::new(ready).exists()
+    });
+    assert!(locked, "the holder never took the lock");
+    let (run, view) = python(&format!(
+        "import fcntl\nf = open('{lock}', 'w'); fcntl.flock(f, fcntl.LOCK_EX)"
+    ));
+    let outsider = holder.id();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let culprit = the_culprit(&view, run.root());
+    assert!(
+        culprit.contains("blocked in flock(fd 3) on FLOCK lock on "),
+        "{view}"
+    );
+    let held = format!("; the lock is held by {outsider} /usr/bin/python3 -c ");
+    assert!(culprit.contains(&held), "{view}");
+    assert!(culprit.ends_with(" (outside the tree)"), "{view}");
+}
+
 /// The one deadlock line, naming exactly `members`.
 fn the_deadlock(view: &str, members: &[Pid]) {
     let deadlocks = answers(view, "deadlock: ");
