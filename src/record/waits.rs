@@ -225,7 +225,9 @@ impl Reader<'_> {
                 },
             ),
             FdKind::Socket => self.machine.sockets(self.pid).peer(held.fd.ino, how),
-            FdKind::Tty => (target.clone(), unresolved("a terminal: whoever types")),
+            FdKind::Tty => self
+                .pty_peer(fd)
+                .unwrap_or_else(|| (target.clone(), unresolved("a terminal: whoever types"))),
             _ => (target.clone(), unresolved("not a pipe or a socket")),
         };
         Some(WaitOn {
@@ -372,6 +374,22 @@ impl Reader<'_> {
         for (_, how) in hows.into_iter().filter(|(wanted, _)| *wanted) {
             on.extend(self.on_fd(fd, how));
         }
+    }
+
+    /// The other end of a pseudo-terminal master (pexpect, script,
+    /// expect): the processes that hold its `/dev/pts/N`, named by the
+    /// master's fdinfo.
+    fn pty_peer(&self, fd: i32) -> Option<(String, Peer)> {
+        self.held(fd).filter(|h| h.fd.target.ends_with("/ptmx"))?;
+        let info = self.dir.read(&format!("fdinfo/{fd}")).ok()?;
+        let index = info.lines().find_map(|l| l.strip_prefix("tty-index:"))?;
+        let pts = format!("/dev/pts/{}", index.trim());
+        let meta = fs::metadata(self.resolve(&pts)).ok()?;
+        let peer = Peer::File {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        };
+        Some((format!("the terminal {pts}"), peer))
     }
 
     /// The process pidfd `fd` refers to, while it has not been reaped.

@@ -468,6 +468,35 @@ fn a_reader_holding_its_own_write_end_is_told_so() {
     assert!(culprit.ends_with(own), "{view}");
 }
 
+/// pexpect, script and expect read a pseudo-terminal's master: they wait
+/// for the processes on its `/dev/pts/N`, here a child waiting for input.
+#[test]
+fn a_pty_master_reader_waits_for_the_process_on_the_terminal() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(
+        "import os, pty\npid, fd = pty.fork()\n\
+         if pid == 0:\n    input()\nelse:\n    os.read(fd, 100)\n",
+    );
+    let root = run.root();
+    let child = forked(&run, root);
+    let culprit = the_culprit(&view, child);
+    assert!(culprit.contains("(a terminal: whoever types)"), "{view}");
+    assert!(
+        culprit.contains("(write end of the terminal /dev/pts/"),
+        "{view}"
+    );
+    let waiter = line_with(
+        &view,
+        &[
+            &format!("  {root} "),
+            "blocked in read(fd 3) on the terminal /dev/pts/",
+        ],
+    );
+    assert!(waiter.ends_with("its write end is held by:"), "{view}");
+}
+
 /// A client of a server outside the tree: the chain's top, waiting on a
 /// socket no process of the tree holds the peer of, is the culprit, and
 /// the server is named.
