@@ -17,6 +17,7 @@ pub const X86_64: &[(i64, &str)] = &[
     (23, "select"),
     (34, "pause"),
     (35, "nanosleep"),
+    (40, "sendfile"),
     (42, "connect"),
     (43, "accept"),
     (44, "sendto"),
@@ -35,12 +36,15 @@ pub const X86_64: &[(i64, &str)] = &[
     (257, "openat"),
     (270, "pselect6"),
     (271, "ppoll"),
+    (275, "splice"),
+    (276, "tee"),
     (281, "epoll_pwait"),
     (288, "accept4"),
     (295, "preadv"),
     (296, "pwritev"),
     (299, "recvmmsg"),
     (307, "sendmmsg"),
+    (326, "copy_file_range"),
     (441, "epoll_pwait2"),
 ];
 
@@ -59,8 +63,11 @@ pub const AARCH64: &[(i64, &str)] = &[
     (68, "pwrite64"),
     (69, "preadv"),
     (70, "pwritev"),
+    (71, "sendfile"),
     (72, "pselect6"),
     (73, "ppoll"),
+    (76, "splice"),
+    (77, "tee"),
     (95, "waitid"),
     (98, "futex"),
     (101, "nanosleep"),
@@ -77,6 +84,7 @@ pub const AARCH64: &[(i64, &str)] = &[
     (243, "recvmmsg"),
     (260, "wait4"),
     (269, "sendmmsg"),
+    (285, "copy_file_range"),
     (441, "epoll_pwait2"),
 ];
 

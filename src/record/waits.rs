@@ -155,7 +155,7 @@ impl Reader<'_> {
         let name = call.and_then(|(nr, _)| syscalls::name(nr));
         let on = match (call, name) {
             (Some((_, args)), Some(name)) if !matches!(state, 'T' | 't') => {
-                self.decode(tid, name, args)?
+                self.decode(tid, name, args, wchan.as_deref())?
             }
             _ => Vec::new(),
         };
@@ -171,7 +171,13 @@ impl Reader<'_> {
     }
 
     /// What call `name` with `args` waits on.
-    fn decode(&self, tid: Pid, name: &str, args: [u64; 6]) -> Result<Vec<WaitOn>, String> {
+    fn decode(
+        &self,
+        tid: Pid,
+        name: &str,
+        args: [u64; 6],
+        wchan: Option<&str>,
+    ) -> Result<Vec<WaitOn>, String> {
         let fd = int(args[0]);
         Ok(match name {
             "read" | "readv" | "pread64" | "preadv" | "recvfrom" | "recvmsg" | "recvmmsg" => {
@@ -180,6 +186,10 @@ impl Reader<'_> {
             "write" | "writev" | "pwrite64" | "pwritev" | "sendto" | "sendmsg" | "sendmmsg" => {
                 self.on_fd(fd, WaitHow::Write).into_iter().collect()
             }
+            // Copies between descriptors block on either side.
+            "splice" | "copy_file_range" => self.copy(args[0], args[2], wchan),
+            "tee" => self.copy(args[0], args[1], wchan),
+            "sendfile" => self.copy(args[1], args[0], wchan),
             "connect" => self.connect(fd, args[1], args[2]).into_iter().collect(),
             // A server waiting for its next client: named, though any
             // process may connect.
@@ -236,6 +246,19 @@ impl Reader<'_> {
             what,
             peer,
         })
+    }
+
+    /// A copy from `from` to `to`: it waits to read the one or to write
+    /// the other, which the kernel function it sleeps in tells for pipes.
+    fn copy(&self, from: u64, to: u64, wchan: Option<&str>) -> Vec<WaitOn> {
+        let (read, write) = match wchan {
+            Some("pipe_wait_readable") => (true, false),
+            Some("pipe_wait_writable") => (false, true),
+            _ => (true, true),
+        };
+        let read = read.then(|| self.on_fd(int(from), WaitHow::Read));
+        let write = write.then(|| self.on_fd(int(to), WaitHow::Write));
+        read.flatten().into_iter().chain(write.flatten()).collect()
     }
 
     /// A connect(2) on `fd` to the address at `addr`. A unix socket that

@@ -468,6 +468,36 @@ fn a_reader_holding_its_own_write_end_is_told_so() {
     assert!(culprit.ends_with(own), "{view}");
 }
 
+/// splice(2) between two pipes waits on the side the kernel sleeps on
+/// (here reading), not on both.
+#[test]
+fn a_splice_waits_for_the_writer_of_the_pipe_it_reads() {
+    if !have_root() {
+        return;
+    }
+    let (run, view) = python(&forking(
+        "r, w = os.pipe(); r2, w2 = os.pipe()",
+        "    os.close(r); time.sleep(1000)",
+        "    os.close(w); os.splice(r, w2, 100)",
+    ));
+    let root = run.root();
+    let culprit = the_culprit(&view, forked(&run, root));
+    assert!(
+        culprit.contains("holds fd 4 (write end of pipe:["),
+        "{view}"
+    );
+    assert!(culprit.ends_with(" reads"), "{view}");
+    let waiter = line_with(
+        &view,
+        &[
+            &format!("  {root} "),
+            "blocked in splice(fd 3, read) on pipe:[",
+        ],
+    );
+    assert!(waiter.ends_with("its write end is held by:"), "{view}");
+    assert!(!waiter.contains("splice(fd 6, write)"), "{view}");
+}
+
 /// pexpect, script and expect read a pseudo-terminal's master: they wait
 /// for the processes on its `/dev/pts/N`, here a child waiting for input.
 #[test]
