@@ -81,19 +81,35 @@ cp "$out/proctrace" "$root/proctrace"
 chmod +x "$root/init" "$root/workload.sh"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out/initramfs.cpio.gz"
 
+# boot KERNEL LOG: one guest, its serial console in LOG.
+boot() {
+    timeout "$timeout_s" "${qemu[@]}" -smp 2 -m 1G \
+        -nographic -no-reboot -kernel "$1" -initrd "$out/initramfs.cpio.gz" \
+        -append "console=$console panic=-1 quiet loglevel=1" </dev/null >"$2" 2>&1
+}
+
 status=0
 for s in "${series[@]}"; do
     kernel=$("$here/fetch-kernel.sh" --arch "$kernel_arch" "$s")
     log=$out/$s.log
     echo "run.sh: booting $arch $s ($kernel)" >&2
     start=$(date +%s)
-    timeout "$timeout_s" "${qemu[@]}" -smp 2 -m 1G \
-        -nographic -no-reboot -kernel "$kernel" -initrd "$out/initramfs.cpio.gz" \
-        -append "console=$console panic=-1 quiet loglevel=1" </dev/null >"$log" 2>&1 || {
-        rc=$?
+    rc=0
+    boot "$kernel" "$log" || rc=$?
+    # An emulated guest on a loaded host once sat silent past the timeout
+    # (no kernel warning, no output from the mode under way) and ran
+    # through in 30 s when booted again six times. It gets one more boot;
+    # the first console is kept, and the run says so.
+    if [ "$rc" = 124 ]; then
+        mv "$log" "$out/$s.timed-out.console"
+        echo "run.sh: $arch $s timed out after ${timeout_s}s (console in $s.timed-out.console); booting it once more" >&2
+        rc=0
+        boot "$kernel" "$log" || rc=$?
+    fi
+    if [ "$rc" != 0 ]; then
         echo "run.sh: qemu for $arch $s exited with $rc (124: timed out after ${timeout_s}s)" >&2
         status=1
-    }
+    fi
     echo "run.sh: $arch $s done in $(($(date +%s) - start))s" >&2
 done
 exit $status
