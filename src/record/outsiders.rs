@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 
+use super::proc_stat::{life, Life};
 use crate::event::{Outsider, Pid};
 use crate::text::{shell_join, shorten};
 
@@ -42,8 +43,7 @@ pub(super) fn holding(
 
 /// `pid`, named, if it is still alive.
 pub(super) fn outsider(pid: Pid) -> Option<Outsider> {
-    let alive = fs::metadata(format!("/proc/{pid}")).is_ok();
-    alive.then(|| Outsider {
+    (life(pid) != Life::Gone).then(|| Outsider {
         pid,
         command: command(pid),
     })

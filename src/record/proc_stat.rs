@@ -78,7 +78,8 @@ impl Stat {
         Stat::parse(&dir.read("stat").ok()?)
     }
 
-    fn parse(stat: &str) -> Option<Stat> {
+    /// The fields of a stat line: a process's, or one of its threads'.
+    pub fn parse(stat: &str) -> Option<Stat> {
         // The command name in parentheses may hold anything, ')' too.
         let (_, rest) = stat.rsplit_once(')')?;
         let fields: Vec<&str> = rest.split_whitespace().collect();

@@ -144,9 +144,7 @@ impl Reader<'_> {
             Some(state) => state,
             None => {
                 let stat = read("stat").map_err(gone)?;
-                stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.trim_start().chars().next())
-                    .ok_or("unreadable stat")?
+                Stat::parse(&stat).ok_or("unreadable stat")?.state
             }
         };
         let line = read("syscall").map_err(gone)?;
@@ -404,9 +402,7 @@ impl Reader<'_> {
     /// master's fdinfo.
     fn pty_peer(&self, fd: i32) -> Option<(String, Peer)> {
         self.held(fd).filter(|h| h.fd.target.ends_with("/ptmx"))?;
-        let info = self.dir.read(&format!("fdinfo/{fd}")).ok()?;
-        let index = info.lines().find_map(|l| l.strip_prefix("tty-index:"))?;
-        let pts = format!("/dev/pts/{}", index.trim());
+        let pts = format!("/dev/pts/{}", self.fdinfo(fd, "tty-index:")?);
         let meta = fs::metadata(self.resolve(&pts)).ok()?;
         let peer = Peer::File {
             dev: meta.dev(),
@@ -419,9 +415,15 @@ impl Reader<'_> {
     fn pidfd(&self, fd: i32) -> Option<Pid> {
         self.held(fd)
             .filter(|h| h.fd.target == "anon_inode:[pidfd]" || h.fd.target.starts_with("pidfd:"))?;
+        let pid = self.fdinfo(fd, "Pid:")?.parse().ok();
+        pid.filter(|&pid: &Pid| pid > 0)
+    }
+
+    /// The value of the `key` line of `fd`'s fdinfo.
+    fn fdinfo(&self, fd: i32, key: &str) -> Option<String> {
         let info = self.dir.read(&format!("fdinfo/{fd}")).ok()?;
-        let pid = info.lines().find_map(|l| l.strip_prefix("Pid:"))?;
-        pid.trim().parse().ok().filter(|&pid: &Pid| pid > 0)
+        let value = info.lines().find_map(|l| l.strip_prefix(key))?;
+        Some(value.trim().to_owned())
     }
 
     /// `len` bytes of the process's memory at `addr`.
