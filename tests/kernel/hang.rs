@@ -83,6 +83,13 @@ fn a_full_pipe_chain_names_the_blocked_writer_and_the_stopped_reader() {
     until("yes blocks in write", || {
         fs::read_to_string(format!("/proc/{yes}/syscall")).is_ok_and(|s| s.starts_with("1 "))
     });
+    // The stop is delivered when head next runs: a snapshot asked for
+    // before that sees it running, with the pipe already full.
+    until("head is stopped", || {
+        let stat = fs::read_to_string(format!("/proc/{head}/stat")).unwrap_or_default();
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    });
     live.signal(Signal::SIGUSR1);
     let stderr = live.dir.path().join("stderr");
     until("the snapshot is on stderr", || {
