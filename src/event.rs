@@ -14,8 +14,6 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use crate::text::shell_join;
-
 /// Version of the recording format written in [`Header::format_version`].
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -201,7 +199,7 @@ pub struct Exec {
     /// `argv`; empty (and not written) when all are. See [`Exec::argv_bytes`].
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub argv_raw: BTreeMap<usize, RawBytes>,
-    /// The exact argv as one line for a shell (see [`shell_join`]), for
+    /// The exact argv as one line for a shell (see [`shell_join`](crate::text::shell_join)), for
     /// display: one line of visible text, whatever the arguments hold.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub cmdline: String,
@@ -353,6 +351,7 @@ pub struct Fd {
 /// The kinds of file a descriptor can refer to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum FdKind {
     /// A regular file.
     File,
@@ -620,6 +619,7 @@ pub struct OnHang {
 /// Why a snapshot of the live tree was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum SnapshotCause {
     /// proctrace received this signal (SIGTERM, SIGINT, SIGHUP, or
     /// SIGUSR1/SIGQUIT to ask for one).
@@ -751,6 +751,7 @@ impl WaitOn {
 /// What a blocked call waits to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum WaitHow {
     /// Data to read (read, recv, POLLIN, EPOLLIN).
     Read,
@@ -771,6 +772,7 @@ pub enum WaitHow {
 /// Who can end a wait, as far as the snapshot could tell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Peer {
     /// The processes holding this pipe or FIFO with the other access.
     File {
@@ -808,6 +810,13 @@ pub enum Peer {
         /// Why: `not on this machine`, `no process holds it`.
         why: String,
     },
+}
+
+impl Peer {
+    /// Nobody proctrace can name, for the reason `why`.
+    pub fn unresolved(why: &str) -> Peer {
+        Peer::Unresolved { why: why.into() }
+    }
 }
 
 /// Last line of a recording.

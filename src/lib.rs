@@ -7,56 +7,63 @@
 //! out. Recording needs root (or `CAP_BPF` and `CAP_PERFMON`) and a kernel
 //! with BTF.
 //!
-//! # Recording a command
+//! # Reading a recording
 //!
-//! ```no_run
-//! use proctrace::event::Record;
-//! use proctrace::record::Recorder;
+//! ```
+//! use std::fs::File;
+//! use std::io::BufReader;
 //!
-//! # fn main() -> Result<(), proctrace::record::RecordError> {
-//! let recording = Recorder::command(["sh", "-c", "ls / | wc -l"]).start()?;
-//! println!("recording pid {}", recording.root_pid());
-//! // Events arrive as they happen, in causal order; the channel closes
-//! // when every process of the tree has exited.
-//! for record in recording.events() {
-//!     if let Record::Exec(exec) = record {
-//!         println!("{} ran {}", exec.pid, exec.cmdline);
-//!     }
-//! }
-//! let totals = recording.finish()?;
-//! println!("{} events, {} lost, exit code {:?}", totals.events, totals.lost, totals.root_exit_code);
+//! use proctrace::analysis::failures;
+//! use proctrace::recording::{Reader, Recording};
+//! use proctrace::render::{self, Mode, Options};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let file = File::open("tests/data/demo.ndjson")?;
+//! let mut reader = Reader::new(BufReader::new(file), "demo.ndjson");
+//! let recording = Recording::read(&mut reader, Mode::Tree.keep())?;
+//! let failed = failures(&recording.processes);
+//! println!("{} processes, {} failures that reached the command's status",
+//!     recording.processes.len(), failed.propagated.len());
+//! render::render(Mode::Tree, &recording, Options::default(), &mut std::io::stdout())?;
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! [`record::Recorder::attach`] follows processes that already run instead,
-//! and [`record::LiveRecording::stopper`] stops a recording from another thread.
+//! # Recording a command
+//!
+//! [`record::Recorder`] records a command or running processes; its
+//! module has an example. [`inspect`] snapshots live processes from
+//! `/proc`.
 //!
 //! # Modules
 //!
+//! Data flows one way, each module using only those listed before it:
+//!
+//! - [`text`], [`syscalls`]: making traced text safe to show; the names of
+//!   the system calls a blocked process may be in.
 //! - [`event`]: the event model, one serde type per kind of line.
-//! - [`record`]: the recorder (kernel side, launch, drain).
-//! - [`recording`]: reading and writing recordings (newline-delimited JSON).
+//! - [`inspect`]: live processes in, snapshot records out, from `/proc`.
 //! - [`processes`]: the process table derived from a recording's events.
+//! - [`recording`]: reading and writing recordings (newline-delimited
+//!   JSON), and re-rooting a raw, system-wide one at one process.
+//! - [`stacks`]: call stacks, in the collapsed form flame graphs read.
 //! - [`analysis`]: the answers views give (critical path, failures,
 //!   processes that outlived their parent, usage by command and test, who
-//!   held a leak's files, the wait-for graph of a hang, the diff of two
-//!   runs), as plain data.
+//!   held a leak's files, the wait-for graph of a hang, which test a
+//!   process belongs to, the diff of two runs), as plain data.
 //! - [`render`]: the views of a recording (`proctrace render`).
-//! - [`ingest`]: re-rooting a raw, system-wide recording at one process.
-//! - [`syscalls`]: the names of system calls a blocked process may be in.
-//! - [`testname`]: which test of a suite a process belongs to.
-//! - [`text`]: making command lines and other traced text safe to show.
+//! - [`record`]: the recorder: loading the BPF program, launching or
+//!   attaching, draining the kernel's buffer.
 
 pub mod analysis;
 pub mod event;
-pub mod ingest;
+pub mod inspect;
 pub mod processes;
 pub mod record;
 pub mod recording;
 pub mod render;
+pub mod stacks;
 pub mod syscalls;
-pub mod testname;
 pub mod text;
 
 /// libbpf-rs, whose error [`record::RecordError::Bpf`] carries: re-exported

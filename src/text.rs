@@ -206,6 +206,36 @@ pub fn shorten(text: &str, width: Option<usize>) -> String {
     cut
 }
 
+/// `pids a–b, c`: pids as ranges where they run on.
+pub fn pid_ranges(mut pids: Vec<i32>) -> String {
+    pids.sort_unstable();
+    let mut ranges: Vec<(i32, i32)> = Vec::new();
+    for pid in pids {
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == pid => *end = pid,
+            _ => ranges.push((pid, pid)),
+        }
+    }
+    let mut text: Vec<String> = ranges
+        .iter()
+        .take(RANGES_SHOWN)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect();
+    if ranges.len() > RANGES_SHOWN {
+        text.push(format!("… {} more ranges", ranges.len() - RANGES_SHOWN));
+    }
+    text.join(", ")
+}
+
+/// Ranges of pids named in one line; the count says how many there are.
+const RANGES_SHOWN: usize = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,12 +18,13 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use super::testname::test_of;
 use crate::analysis::{left_behind, outlived};
-use crate::event::{shell_join, Pid};
+use crate::event::Pid;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
-use crate::testname::test_of;
 use crate::text::seconds;
+use crate::text::shell_join;
 
 /// When a process counts as slower: every threshold given must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

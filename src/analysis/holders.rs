@@ -40,6 +40,7 @@ pub struct HeldFile {
 
 /// Who else had a held file open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum Others {
     /// A device, terminal or directory: every process has them, so naming
     /// who does explains nothing.

@@ -11,17 +11,19 @@
 //! - [`programs`]: what each program of a process used.
 //! - [`group_usage`]: what each command group and each test used;
 //!   [`slowest`]: the processes that ran longest.
-//! - [`waits`]: the wait-for graph of a snapshot of the live tree: who
+//! - [`hang`]: the wait-for graph of a snapshot of the live tree: who
 //!   waits for whom, the culprits and the deadlocks.
+//! - [`testname`]: which test of a suite a process belongs to.
 
 mod critical;
 pub mod diff;
 mod failures;
+pub mod hang;
 mod holders;
 mod outlived;
 mod programs;
+pub mod testname;
 mod usage;
-pub mod waits;
 
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};

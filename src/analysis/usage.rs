@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::testname::test_of;
 use super::{programs, Peak};
 use crate::processes::{command_group_of, Processes};
-use crate::testname::test_of;
 
 /// What the programs (or processes) of one group used together.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]

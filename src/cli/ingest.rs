@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::files::{open_input, open_output, print_warnings};
 use proctrace::event::Pid;
-use proctrace::ingest;
+use proctrace::recording::ingest;
 
 /// Arguments of `proctrace ingest`.
 #[derive(Debug, Args)]

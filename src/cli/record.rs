@@ -207,7 +207,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         eprintln!("proctrace: warning: {warning}");
     }
     signals.watch(&recording);
-    let command = proctrace::event::shell_join(&recording.header().command);
+    let command = proctrace::text::shell_join(&recording.header().command);
     let mut status = Status::new(!args.quiet, recording.root_pid(), command.clone());
     let live = if args.live {
         Some(Live::open(&command).context("opening the terminal")?)

@@ -277,7 +277,6 @@ impl<'a> Session<'a> {
 /// What the recording found about the tree, for people, as it happens.
 fn tell(notice: &Notice) -> Vec<String> {
     match notice {
-        Notice::Snapshot { .. } | Notice::Lost { .. } => Vec::new(),
         Notice::TimedOut { signal } => {
             let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
             vec![format!(
@@ -303,6 +302,9 @@ fn tell(notice: &Notice) -> Vec<String> {
             let name = nix::sys::signal::Signal::try_from(*signal).map_or("?", |s| s.as_str());
             vec![format!("sent {name} to lingering process {pid}")]
         }
+        // Snapshots and losses are told by their own lines; a newer kind
+        // of notice has nothing to say here until this view learns it.
+        _ => Vec::new(),
     }
 }
 
@@ -329,7 +331,7 @@ fn lineage_of(group: &[&Lingerer]) -> String {
         return lineage(who);
     }
     let pids = group.iter().map(|who| who.pid).collect();
-    let ranges = proctrace::analysis::waits::pid_ranges(pids);
+    let ranges = proctrace::text::pid_ranges(pids);
     let head = format!("{} × {} (pids {ranges})", group.len(), who.command);
     started_by(head, who)
 }

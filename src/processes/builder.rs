@@ -4,7 +4,8 @@ use std::collections::HashMap;
 
 use super::storage::{small, ExecRow, Grouped, Row, Text};
 use super::{Processes, SessionChange, TooLarge};
-use crate::event::{shell_join, Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot};
+use crate::event::{Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot};
+use crate::text::shell_join;
 
 /// A table that grows as a recording is made, for what a recorder says
 /// while it runs (the hang explanation at a snapshot).

@@ -22,9 +22,8 @@ pub use builder::Growing;
 pub use command::command_group_of;
 use storage::{ExecRow, Grouped, Row, Strings, Text};
 
-use crate::event::{
-    shell_join, Fd, Lingering, OnHang, Pid, Resources, SetPgid, SetSid, Snapshot, UsedBefore,
-};
+use crate::event::{Fd, Lingering, OnHang, Pid, Resources, SetPgid, SetSid, Snapshot, UsedBefore};
+use crate::text::shell_join;
 
 /// One process: everything between its fork and its exit, as a view into
 /// the [`Processes`] table.

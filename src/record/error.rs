@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// less in it than asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Warning {
+pub enum Degraded {
     /// No hook for setsid and setpgid could attach: the tree is still
     /// followed, without those two events.
     #[error("SetSID and SetPGID events are not recorded: {reason}")]
@@ -49,6 +49,7 @@ fn size(bytes: u64) -> String {
 
 /// Why a recording could not start or run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// Loading BPF programs needs privileges the process lacks.
     #[error(

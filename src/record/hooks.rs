@@ -15,7 +15,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
-use super::snapshot::Taken;
+use super::hang::Taken;
 use crate::event::{OnHang, Pid};
 
 /// The command `--on-hang` runs, and how long each run may take.
@@ -105,22 +105,6 @@ fn lock(reaped: &Mutex<Reaped>) -> MutexGuard<'_, Reaped> {
     reaped.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The culprits of a snapshot, each once, by pid.
-fn culprits(taken: &Taken) -> Vec<Pid> {
-    let Some(hang) = taken.hang() else {
-        return Vec::new();
-    };
-    let mut pids: Vec<Pid> = hang
-        .culprits
-        .iter()
-        .flatten()
-        .map(|&at| hang.processes[at].pid)
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids
-}
-
 /// Runs the hook for each culprit of `taken` (at most [`RUNS_MAX`]), all
 /// at once, and waits for them, up to the timeout.
 fn run_for(
@@ -129,7 +113,7 @@ fn run_for(
     reaped: &Mutex<Reaped>,
     clock: &dyn Fn() -> u64,
 ) -> Vec<OnHang> {
-    let culprits = culprits(taken);
+    let culprits = taken.culprits();
     let skipped = culprits.len().saturating_sub(RUNS_MAX) as u64;
     // A timeout past what the clock can say is no timeout.
     let deadline = Instant::now().checked_add(command.timeout);

@@ -4,24 +4,38 @@
 //! ptrace, seeds the kernel-side map with its pid and lets it exec; a
 //! thread of its own then drains the kernel's buffer and sends events, in
 //! one causal order, over a crossbeam channel to the [`LiveRecording`] handle.
+//!
+//! ```no_run
+//! use proctrace::event::Record;
+//! use proctrace::record::Recorder;
+//!
+//! # fn main() -> Result<(), proctrace::record::RecordError> {
+//! let recording = Recorder::command(["sh", "-c", "ls / | wc -l"]).start()?;
+//! println!("recording pid {}", recording.root_pid());
+//! // Events arrive as they happen, in causal order; the channel closes
+//! // when every process of the tree has exited.
+//! for record in recording.events() {
+//!     if let Record::Exec(exec) = record {
+//!         println!("{} ran {}", exec.pid, exec.cmdline);
+//!     }
+//! }
+//! let totals = recording.finish()?;
+//! println!("{} events, {} lost, exit code {:?}", totals.events, totals.lost, totals.root_exit_code);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`Recorder::attach`] follows processes that already run instead, and
+//! [`LiveRecording::stopper`] stops a recording from another thread.
 
-mod attach;
-mod core_btf;
-mod cut_btf;
-mod cut_cache;
-mod decode;
 mod drain;
 mod error;
+mod hang;
 mod hooks;
-mod kernel;
 mod launch;
-mod linger;
-mod outsiders;
-mod proc_stat;
-mod snapshot;
-mod sockets;
-mod tracefs;
-mod waits;
+mod lineage;
+mod load;
+mod notice;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::ffi::OsString;
@@ -37,7 +51,7 @@ use std::time::{Duration, SystemTime};
 /// version.
 pub use crossbeam_channel::Receiver;
 
-pub use error::{MemoryLimit, RecordError, Warning};
+pub use error::{Degraded, MemoryLimit, RecordError};
 
 /// How long an `--on-hang` run may take, unless
 /// [`Recorder::on_hang_timeout`] says otherwise.
@@ -53,15 +67,15 @@ pub fn default_ring_mib() -> u32 {
         .next_power_of_two()
         .clamp(defaults::MIN_RING_MIB.0, defaults::MAX_DEFAULT_RING_MIB.0)
 }
+pub use hang::Taken;
 pub use hooks::RUNS_MAX as ON_HANG_RUNS_MAX;
-pub use kernel::{BufferChoice, HookChoice};
 pub use launch::sudo_owner;
-pub use linger::{Lingerer, Notice};
-pub use snapshot::Taken;
+pub use load::{BufferChoice, HookChoice};
+pub use notice::{Lingerer, Notice};
 
 use crate::bpf::types::defaults;
 use crate::event::{BufferKind, Header, Pid, Record, SyscallHook, Trailer, FORMAT_VERSION};
-use kernel::KernelConfig;
+use load::KernelConfig;
 
 /// Events queued between the drain thread and the consumer. When the
 /// consumer falls behind, the drain blocks and the kernel buffer absorbs
@@ -304,7 +318,7 @@ impl Recorder {
             }
             Target::Pids(pids) if pids.is_empty() => return Err(RecordError::NoCommand),
             Target::Pids(pids) => {
-                let attach = attach::Attach::new(pids)?;
+                let attach = launch::running::Attach::new(pids)?;
                 let command = attach.command();
                 (Prepared::Attach(attach), command)
             }
@@ -370,12 +384,12 @@ enum Target {
 /// A target checked and ready to start on the drain thread.
 enum Prepared {
     Launch(launch::Launch),
-    Attach(attach::Attach),
+    Attach(launch::running::Attach),
 }
 
 impl Prepared {
     /// Starts following the target; returns the root pid.
-    fn start(&self, probe: &kernel::Probe<'_>) -> Result<Pid, RecordError> {
+    fn start(&self, probe: &load::Probe<'_>) -> Result<Pid, RecordError> {
         match self {
             Prepared::Launch(launch) => launch.start(|pid| probe.track(pid)),
             Prepared::Attach(attach) => {
@@ -437,7 +451,7 @@ struct Started {
     root_pid: Pid,
     buffer: BufferKind,
     syscall_hook: Option<SyscallHook>,
-    warnings: Vec<Warning>,
+    warnings: Vec<Degraded>,
     tracked: libbpf_rs::MapHandle,
 }
 
@@ -477,7 +491,7 @@ impl Control {
 /// to one read back from a file ([`crate::recording::Recording`]).
 pub struct LiveRecording {
     header: Header,
-    warnings: Vec<Warning>,
+    warnings: Vec<Degraded>,
     tracked: libbpf_rs::MapHandle,
     events: Receiver<Record>,
     notices: Receiver<Notice>,
@@ -531,7 +545,7 @@ impl LiveRecording {
     }
 
     /// Limits of this kernel, to tell the user once.
-    pub fn warnings(&self) -> &[Warning] {
+    pub fn warnings(&self) -> &[Degraded] {
         &self.warnings
     }
 

@@ -4,7 +4,8 @@
 
 use serde::Deserialize;
 
-use crate::event::{shell_join, Exec, Pid};
+use crate::event::{Exec, Pid};
+use crate::text::shell_join;
 
 /// Lines only the original bpftrace-based proctrace wrote.
 #[derive(Deserialize)]

@@ -1,6 +1,7 @@
 //! Recordings on disk: newline-delimited JSON, one [`Record`] per line.
 
 mod events;
+pub mod ingest;
 mod legacy;
 mod output;
 mod reader;
@@ -8,7 +9,7 @@ mod writer;
 
 pub use events::{Events, Lines};
 pub use output::{Output, OutputError};
-pub use reader::{Keep, ReadError, Reader, Recording, Warning};
+pub use reader::{Keep, ReadError, ReadWarning, Reader, Recording};
 pub use writer::Writer;
 
 #[cfg(doc)]

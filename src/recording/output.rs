@@ -1,7 +1,6 @@
 //! A recording on its way to disk: the header, the events and the trailer
 //! of one run, as whole lines, whatever becomes of the output.
 
-use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
@@ -28,7 +27,11 @@ pub struct Output {
 }
 
 /// How a recording's output failed: what it holds and what was lost.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "writing {name} failed: {source}; it holds the first {kept} events and no trailer, the \
+     {lost} events after them were lost"
+)]
 pub struct OutputError {
     /// The output's name.
     pub name: String,
@@ -38,23 +41,6 @@ pub struct OutputError {
     pub kept: u64,
     /// Events handed over after those, not written.
     pub lost: u64,
-}
-
-impl fmt::Display for OutputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "writing {} failed: {}; it holds the first {} events and no trailer, the {} \
-             events after them were lost",
-            self.name, self.source, self.kept, self.lost
-        )
-    }
-}
-
-impl std::error::Error for OutputError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
 }
 
 impl Output {

@@ -8,6 +8,7 @@ use crate::processes::{Builder, Processes, TooLarge};
 
 /// Why a recording could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The input could not be read at all.
     #[error("{name}: {source}")]
@@ -48,7 +49,8 @@ pub enum ReadError {
 
 /// Something odd about a recording that does not stop it from rendering.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Warning {
+#[non_exhaustive]
+pub enum ReadWarning {
     /// The last line was cut off mid-way and was skipped.
     CutOff {
         /// The input's display name.
@@ -63,14 +65,14 @@ pub enum Warning {
     },
 }
 
-impl fmt::Display for Warning {
+impl fmt::Display for ReadWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Warning::CutOff { name, line } => write!(
+            ReadWarning::CutOff { name, line } => write!(
                 f,
                 "{name}:{line}: last line is cut off (interrupted recording?), skipped it"
             ),
-            Warning::NoTrailer { name } => write!(
+            ReadWarning::NoTrailer { name } => write!(
                 f,
                 "{name}: no trailer: the recording was interrupted, events may be missing"
             ),
@@ -97,7 +99,7 @@ pub struct Reader<R> {
     saw_trailer: bool,
     /// Subtracted from legacy timestamps; set by the first event.
     time_base: Option<u64>,
-    warnings: Vec<Warning>,
+    warnings: Vec<ReadWarning>,
     done: bool,
 }
 
@@ -108,7 +110,7 @@ impl<R> Reader<R> {
     }
 
     /// Warnings collected so far; complete once the reader is exhausted.
-    pub fn warnings(&self) -> &[Warning] {
+    pub fn warnings(&self) -> &[ReadWarning] {
         &self.warnings
     }
 
@@ -158,7 +160,7 @@ impl<R: BufRead> Reader<R> {
                 Err(_) if err.is_eof() && !self.line.ends_with('\n') => {
                     // Only the very last line can lack its newline: the
                     // recorder was stopped while writing it.
-                    self.warnings.push(Warning::CutOff {
+                    self.warnings.push(ReadWarning::CutOff {
                         name: self.name.clone(),
                         line: self.line_no,
                     });
@@ -221,7 +223,7 @@ impl<R: BufRead> Reader<R> {
         self.flush();
         self.done = true;
         if self.saw_header && !self.saw_trailer {
-            self.warnings.push(Warning::NoTrailer {
+            self.warnings.push(ReadWarning::NoTrailer {
                 name: self.name.clone(),
             });
         }
@@ -456,7 +458,7 @@ enum Line {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> (Result<Vec<Record>, ReadError>, Vec<Warning>) {
+    fn read(text: &str) -> (Result<Vec<Record>, ReadError>, Vec<ReadWarning>) {
         let mut reader = Reader::new(io::Cursor::new(text), "rec");
         let recording = Recording::read(&mut reader, Keep::Events).map(|recording| {
             let events = recording.events().unwrap();
@@ -518,7 +520,7 @@ mod tests {
         assert_eq!(recording.unwrap().len(), 1);
         assert_eq!(
             warnings,
-            [Warning::CutOff {
+            [ReadWarning::CutOff {
                 name: "rec".into(),
                 line: 2
             }]

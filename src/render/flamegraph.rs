@@ -7,8 +7,8 @@ use std::io::{self, Write};
 use inferno::flamegraph::{self, Direction};
 
 use super::{folded, Options, Weight};
-use crate::event::shell_join;
 use crate::recording::Recording;
+use crate::text::shell_join;
 use crate::text::shorten;
 
 /// Longest command line the title shows.

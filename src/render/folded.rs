@@ -1,15 +1,14 @@
-//! Collapsed stacks, the input of flame graph tools (FlameGraph's
-//! flamegraph.pl, inferno, speedscope): one line per process,
-//! `root;parent;process weight`, its frames the programs from the root
-//! down. The weight is the process's own share: its CPU time, or the wall
-//! time none of its children was running.
+//! The process tree as collapsed stacks ([`crate::stacks::folded`]): one
+//! line per process, `root;parent;process weight`, its frames the programs
+//! from the root down. The weight is the process's own share: its CPU
+//! time, or the wall time none of its children was running.
 
 use std::io::{self, Write};
 
 use super::{Options, Weight};
 use crate::processes::Processes;
 use crate::recording::Recording;
-use crate::text::visible;
+use crate::stacks::folded;
 
 /// Writes one line per process with a non-zero weight, in tree order.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -50,12 +49,7 @@ pub(super) fn each_stack(
     Ok(())
 }
 
-/// A process as one frame: its program, `<fork>` if it never exec'd. The
-/// format has no escapes: `;` would split the frame, so it becomes `:`; an
-/// empty name would vanish from the stack, so it is the shell's `''`.
+/// A process as one frame: its program, `<fork>` if it never exec'd.
 fn frame(processes: &Processes, index: usize) -> String {
-    match processes.get(index).program().unwrap_or("<fork>") {
-        "" => "''".to_owned(),
-        program => visible(program).replace(';', ":"),
-    }
+    folded::frame(processes.get(index).program().unwrap_or("<fork>"))
 }

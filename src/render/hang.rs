@@ -1,15 +1,16 @@
 //! `hang`: for each snapshot of the live tree, who waits for whom, from
 //! the root down to the processes nothing else waits on: the culprits,
-//! and the deadlocks. The graph is [`crate::analysis::waits`]'s; this only
+//! and the deadlocks. The graph is [`crate::analysis::hang`]'s; this only
 //! formats it.
 
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::waits::{pid_ranges, Blocked, Hang, Link, Seen, Wait};
+use crate::analysis::hang::{Blocked, ChainLine, Hang, Seen, Wait};
 use crate::event::{OnHang, Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
 use crate::recording::Recording;
+use crate::text::pid_ranges;
 use crate::text::{count, fd_list, seconds, shorten, visible};
 
 /// Columns a command gets in a line of the chain.
@@ -228,7 +229,7 @@ fn test(p: &Blocked) -> Option<String> {
 }
 
 /// One line of a chain.
-fn chain_line(hang: &Hang, link: &Link) -> String {
+fn chain_line(hang: &Hang, link: &ChainLine) -> String {
     let indent = "  ".repeat(link.depth);
     let p = &hang.processes[link.members[0]];
     match &link.seen {

@@ -18,10 +18,11 @@ use serde::{Serialize, Serializer};
 
 use super::Options;
 use crate::analysis::{programs, Peak};
-use crate::event::{shell_join, Pid, Resources};
+use crate::event::{Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::seconds;
+use crate::text::shell_join;
 
 const TEMPLATE: &str = include_str!("report.html");
 const STYLE: &str = include_str!("report.css");

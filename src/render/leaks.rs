@@ -13,11 +13,11 @@
 use std::io::{self, Write};
 
 use super::Options;
+use crate::analysis::testname::test_of;
 use crate::analysis::{held, left_behind, outlived, HeldFile, Others, Outlived};
 use crate::event::Lingering;
 use crate::processes::Processes;
 use crate::recording::Recording;
-use crate::testname::test_of;
 use crate::text::visible;
 use crate::text::{count, fd_list, seconds};
 

@@ -11,11 +11,11 @@
 use std::io::{self, Write};
 
 use super::Options;
+use crate::analysis::testname::test_of;
 use crate::analysis::{failures, left_behind, outlived, slowest};
-use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
-use crate::testname::test_of;
+use crate::text::shell_join;
 use crate::text::visible;
 use crate::text::{count, seconds, shorten};
 

@@ -14,9 +14,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use super::Options;
-use crate::event::shell_join;
 use crate::processes::{command_line, Processes};
 use crate::recording::Recording;
+use crate::text::shell_join;
 use crate::text::shorten;
 
 const NS_PER_MS: u64 = 1_000_000;

@@ -26,7 +26,7 @@ use anstyle::Style;
 
 pub use diff::write_diff;
 pub use hang::{explain as explain_hang, explain_short as explain_hang_short, on_hang_line};
-pub use otlp::{TraceParent, OTLP_BATCH};
+use otlp::TraceParent;
 
 use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
@@ -34,6 +34,7 @@ use crate::recording::{Events, Keep, Recording};
 /// What `proctrace render` produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[non_exhaustive]
 pub enum Mode {
     /// The events in causal order, one JSON object per line.
     #[default]
@@ -81,6 +82,7 @@ pub enum Mode {
 /// What a flame graph's widths measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[non_exhaustive]
 pub enum Weight {
     /// Each process's own CPU time (user and system), as its Exit records it.
     #[default]

@@ -22,9 +22,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::Options;
-use crate::event::{shell_join, Pid};
+use crate::event::Pid;
 use crate::processes::{command_line, Argv, Outcome, Process, Processes, SessionChange};
 use crate::recording::Recording;
+use crate::text::shell_join;
 use crate::text::shorten;
 
 /// Linux pids stay below 2^22 (`PID_MAX_LIMIT`), so a process whose pid

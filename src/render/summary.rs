@@ -4,9 +4,9 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::{failures, outlived, slowest, Outlived};
-use crate::event::shell_join;
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
+use crate::text::shell_join;
 use crate::text::visible;
 use crate::text::{count, seconds, shorten};
 

@@ -26,9 +26,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use proctrace::event::{
-    shell_join, BufferKind, Exec, Exit, Fork, Header, Pid, Record, SyscallHook, Trailer,
-};
+use proctrace::event::{BufferKind, Exec, Exit, Fork, Header, Pid, Record, SyscallHook, Trailer};
+use proctrace::text::shell_join;
 
 /// Upper bound for anything to finish; only there so that a hang fails the
 /// test instead of blocking the suite. Never a timing assertion.

@@ -169,7 +169,7 @@ impl Synthetic {
                 sid: Some(1),
                 filename: format!("/usr/bin/{}", argv[0]),
                 filename_raw: None,
-                cmdline: proctrace::event::shell_join(&argv),
+                cmdline: proctrace::text::shell_join(&argv),
                 argv,
                 argv_raw: Default::default(),
                 argv_truncated: false,

@@ -37,7 +37,7 @@ fn odd_arguments(mode: Mode) {
     let exec = run.execs(kids[0])[0];
     assert!(!exec.argv_truncated);
     assert_eq!(exec.filename, "/usr/bin/true");
-    assert_eq!(exec.cmdline, proctrace::event::shell_join(&args));
+    assert_eq!(exec.cmdline, proctrace::text::shell_join(&args));
     assert_eq!(run.exit(kids[0]).exit_code, Some(0));
 }
 

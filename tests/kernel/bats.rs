@@ -212,14 +212,14 @@ fn nested_suites_name_each_process_by_its_nearest_test() {
                 exec.is_some_and(|e| e.argv.iter().eq(argv.iter().copied()))
             })
             .unwrap_or_else(|| panic!("no {argv:?}"));
-        proctrace::testname::test_of(&processes, index)
+        proctrace::analysis::testname::test_of(&processes, index)
     };
     assert_eq!(
         test(&["/bin/sleep", "0.1"]).as_deref(),
         Some("inner one, with a comma")
     );
     let names: std::collections::BTreeSet<String> = (0..processes.len())
-        .filter_map(|i| proctrace::testname::test_of(&processes, i))
+        .filter_map(|i| proctrace::analysis::testname::test_of(&processes, i))
         .collect();
     let expected = ["inner one, with a comma", "runs a nested suite"];
     assert_eq!(

@@ -426,7 +426,7 @@ fn on_hang_runs_for_each_culprit_before_the_tree_is_ended() {
         run.text
     );
     let view = render_hang(&run.dir.path().join("rec.ndjson"));
-    let ranges = proctrace::analysis::waits::pid_ranges(sleeps.clone());
+    let ranges = proctrace::text::pid_ranges(sleeps.clone());
     let culprit = format!("culprit: 2 × sleep 1000 (pids {ranges})");
     let mut expected = vec![line_with(&view, &[&culprit]).to_string()];
     for p in &sleeps {

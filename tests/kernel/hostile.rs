@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
-use proctrace::event::{shell_join, Exec, Record};
+use proctrace::event::{Exec, Record};
+use proctrace::text::shell_join;
 
 const MODES: [&str; 13] = [
     "sequential",

@@ -749,7 +749,7 @@ fn hundreds_of_alike_leaked_sleeps_are_one_culprit_line() {
     assert_eq!(sleeps.len(), 300);
     let culprits = answers(&view, "culprit: ");
     assert_eq!(culprits.len(), 1, "{view}");
-    let ranges = proctrace::analysis::waits::pid_ranges(sleeps);
+    let ranges = proctrace::text::pid_ranges(sleeps);
     assert!(
         culprits[0].starts_with(&format!(
             "culprit: 300 × sleep 1000 (pids {ranges}), blocked in clock_nanosleep"

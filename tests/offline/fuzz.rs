@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use crate::common::{assert_markdown, terminal_unsafe};
 use proctrace::event::Record;
-use proctrace::ingest;
+use proctrace::recording::ingest;
 use proctrace::recording::{Keep, Reader, Recording};
 use proctrace::render::{self, Mode, Options, Weight};
 

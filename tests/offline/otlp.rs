@@ -13,7 +13,7 @@ use crate::common::{
     big_recording, check_trace, collector_set_up, free_port, otlp_schema_set_up, otlp_schema_spans,
     read, repo, Collector,
 };
-use proctrace::render::OTLP_BATCH;
+use proctrace::render::otlp::OTLP_BATCH;
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -30,11 +30,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::analysis::testname::{runs_one_test, suite_of, test_of};
 use crate::analysis::{outlived, Outlived};
 use crate::event::{from_hex, to_hex, Lingering, Snapshot, SnapshotCause};
 use crate::processes::{ExecView, Process, Processes};
 use crate::recording::Recording;
-use crate::testname::{runs_one_test, suite_of, test_of};
 use crate::text::write_json;
 
 use super::Options;
@@ -536,7 +536,7 @@ impl<'a> Trace<'a> {
                 spans[index].events.push(snapshot_event(at, record));
             }
             let records: Vec<_> = snapshot.iter().map(|&(i, s)| (Some(i), s)).collect();
-            let Some(hang) = crate::analysis::waits::Hang::new(self.processes, &records) else {
+            let Some(hang) = crate::analysis::hang::Hang::new(self.processes, &records) else {
                 continue;
             };
             let marks = [

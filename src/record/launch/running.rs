@@ -9,9 +9,9 @@ use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::time::{Duration, Instant};
 
-use super::proc_stat::{life, Life};
-use super::RecordError;
 use crate::event::Pid;
+use crate::inspect::process::{life, Life};
+use crate::record::RecordError;
 
 /// How long a process caught inside exit() while it was seeded may take to
 /// finish exiting, before the seeds are checked once more.

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 
-use super::proc_stat::{life, Life};
+use super::process::{life, Life};
 use crate::event::{Outsider, Pid};
 use crate::text::{shell_join, shorten};
 

@@ -10,7 +10,7 @@ use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::rc::Rc;
 
-use super::proc_stat::{ProcDir, Stat};
+use super::process::{ProcDir, Stat};
 use super::sockets::{netns_of, Sockets, UnixAddress};
 use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
 use crate::syscalls;
@@ -233,10 +233,13 @@ impl Reader<'_> {
                 },
             ),
             FdKind::Socket => self.machine.sockets(self.pid).peer(held.fd.ino, how),
-            FdKind::Tty => self
-                .pty_peer(fd)
-                .unwrap_or_else(|| (target.clone(), unresolved("a terminal: whoever types"))),
-            _ => (target.clone(), unresolved("not a pipe or a socket")),
+            FdKind::Tty => self.pty_peer(fd).unwrap_or_else(|| {
+                (
+                    target.clone(),
+                    Peer::unresolved("a terminal: whoever types"),
+                )
+            }),
+            _ => (target.clone(), Peer::unresolved("not a pipe or a socket")),
         };
         Some(WaitOn {
             fd: Some(fd),
@@ -505,10 +508,6 @@ fn children(pid: Option<Pid>) -> WaitOn {
         what: "its children".into(),
         peer: Peer::Children { pid },
     }
-}
-
-pub(super) fn unresolved(why: &str) -> Peer {
-    Peer::Unresolved { why: why.into() }
 }
 
 /// One line of `/proc/locks`.

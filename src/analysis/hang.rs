@@ -16,12 +16,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::testname::test_of;
 use crate::event::{
     Access, FdKind, Outsider, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow, WaitOn,
 };
 use crate::processes::Processes;
 use crate::syscalls;
-use crate::testname::test_of;
 
 /// One snapshot, analysed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,7 +34,7 @@ pub struct Hang {
     /// them by position.
     pub processes: Vec<Blocked>,
     /// The chains from the tops down, one entry per line.
-    pub chains: Vec<Link>,
+    pub chains: Vec<ChainLine>,
     /// The culprits, folded into groups.
     pub culprits: Vec<Vec<usize>>,
     /// The cycles of processes waiting for each other.
@@ -97,7 +97,7 @@ pub struct Wait {
 /// One line of a chain: a process, or a group of alike processes that
 /// wait for nothing, reached from `from`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Link {
+pub struct ChainLine {
     /// How deep in the chain (1: a top).
     pub depth: usize,
     /// The process, or the group's members.
@@ -404,17 +404,17 @@ impl Tarjan<'_> {
     }
 }
 
-/// A walk down the graph from the tops, one [`Link`] per line.
+/// A walk down the graph from the tops, one [`ChainLine`] per line.
 struct Chains<'h> {
     hang: &'h Hang,
-    links: Vec<Link>,
+    links: Vec<ChainLine>,
     shown: Vec<bool>,
     stack: Vec<usize>,
     culprit: Vec<bool>,
 }
 
 impl Chains<'_> {
-    fn walk(hang: &Hang) -> Vec<Link> {
+    fn walk(hang: &Hang) -> Vec<ChainLine> {
         let mut culprit = vec![false; hang.processes.len()];
         hang.culprits
             .iter()
@@ -447,7 +447,7 @@ impl Chains<'_> {
             Seen::First
         };
         let first = seen == Seen::First;
-        self.links.push(Link {
+        self.links.push(ChainLine {
             depth,
             culprit: first && self.culprit[at],
             members: members.clone(),
@@ -673,36 +673,6 @@ fn waits_on_lock(s: &Snapshot, dev: u64, ino: u64) -> bool {
         .into_iter()
         .any(|w| matches!(w.peer, Peer::Lock { dev: d, ino: i, .. } if d == dev && i == ino))
 }
-
-/// `pids a–b, c`: pids as ranges where they run on.
-pub fn pid_ranges(mut pids: Vec<Pid>) -> String {
-    pids.sort_unstable();
-    let mut ranges: Vec<(Pid, Pid)> = Vec::new();
-    for pid in pids {
-        match ranges.last_mut() {
-            Some((_, end)) if *end + 1 == pid => *end = pid,
-            _ => ranges.push((pid, pid)),
-        }
-    }
-    let mut text: Vec<String> = ranges
-        .iter()
-        .take(RANGES_SHOWN)
-        .map(|&(a, b)| {
-            if a == b {
-                a.to_string()
-            } else {
-                format!("{a}–{b}")
-            }
-        })
-        .collect();
-    if ranges.len() > RANGES_SHOWN {
-        text.push(format!("… {} more ranges", ranges.len() - RANGES_SHOWN));
-    }
-    text.join(", ")
-}
-
-/// Ranges of pids named in one line; the count says how many there are.
-const RANGES_SHOWN: usize = 8;
 
 #[cfg(test)]
 mod tests;

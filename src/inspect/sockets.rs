@@ -11,7 +11,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
-use super::waits::unresolved;
 use crate::event::{Peer, Pid, WaitHow};
 
 /// TCP states of `/proc/net/tcp` (include/net/tcp_states.h).
@@ -96,14 +95,17 @@ impl Sockets {
                     peer: 0,
                     listening: true,
                     ..
-                } => (what, unresolved("a listener: any process may connect")),
-                Unix { peer: 0, .. } => (what, unresolved("it has no peer")),
+                } => (
+                    what,
+                    Peer::unresolved("a listener: any process may connect"),
+                ),
+                Unix { peer: 0, .. } => (what, Peer::unresolved("it has no peer")),
                 Unix { peer, .. } => (what, Peer::Socket { ino: *peer }),
             };
         }
         let Some(socket) = self.inet.iter().find(|s| s.ino == ino) else {
             let why = "not a unix, TCP or UDP socket of its network namespace";
-            return (format!("socket:[{ino}]"), unresolved(why));
+            return (format!("socket:[{ino}]"), Peer::unresolved(why));
         };
         let proto = if socket.tcp { "TCP" } else { "UDP" };
         let what = format!("{proto} {} -> {}", socket.local, socket.remote);
@@ -112,7 +114,7 @@ impl Sockets {
         }
         if socket.state == TCP_LISTEN {
             let what = format!("TCP listener {}", socket.local);
-            return (what, unresolved("any process may connect"));
+            return (what, Peer::unresolved("any process may connect"));
         }
         let other_end = (socket.state != TCP_SYN_SENT)
             .then(|| {
@@ -134,11 +136,11 @@ impl Sockets {
             }
             None if is_local(socket.remote.ip()) => (
                 what,
-                unresolved("no socket of this machine has its other end"),
+                Peer::unresolved("no socket of this machine has its other end"),
             ),
             None => {
                 let why = format!("{} is not on this machine", socket.remote);
-                (what, unresolved(&why))
+                (what, Peer::unresolved(&why))
             }
         }
     }
@@ -158,7 +160,7 @@ impl Sockets {
             Some((&ino, _)) => Peer::Socket { ino },
             // A path socket's listener may be in another network
             // namespace, whose sockets were not read.
-            None => unresolved("its listener is not a socket of this network namespace"),
+            None => Peer::unresolved("its listener is not a socket of this network namespace"),
         }
     }
 
@@ -167,7 +169,7 @@ impl Sockets {
     /// one that is not connected.
     fn udp_peer(&self, socket: &Inet, what: String) -> (String, Peer) {
         if socket.remote.port() == 0 {
-            return (what, unresolved("UDP: any process may send to it"));
+            return (what, Peer::unresolved("UDP: any process may send to it"));
         }
         let bound = |s: &&Inet| {
             !s.tcp
@@ -183,11 +185,11 @@ impl Sockets {
             Some(end) => (what, Peer::Socket { ino: end.ino }),
             None if is_local(socket.remote.ip()) => (
                 what,
-                unresolved("no socket of this machine is bound to where it sends"),
+                Peer::unresolved("no socket of this machine is bound to where it sends"),
             ),
             None => {
                 let why = format!("{} is not on this machine", socket.remote);
-                (what, unresolved(&why))
+                (what, Peer::unresolved(&why))
             }
         }
     }

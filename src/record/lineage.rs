@@ -6,62 +6,10 @@
 //! who started whom, and since when each process outlives its parent.
 
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::{CStr, CString};
-use std::sync::Arc;
 
-use nix::dir::Dir;
-use nix::fcntl::{readlinkat, AtFlags};
-use nix::sys::stat::fstatat;
-
-use super::proc_stat::ProcDir;
-use super::snapshot::Taken;
-use crate::analysis::waits::Known;
-use crate::event::{Access, Fd, FdKind, HeldFd, Lingering, Pid, Record};
-
-/// A lingering process, for people: its command and the chain of commands
-/// that started it, from the root down.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lingerer {
-    /// The process.
-    pub pid: Pid,
-    /// What it runs.
-    pub command: String,
-    /// The commands of its ancestors, the root first, its parent last.
-    pub ancestry: Vec<(Pid, String)>,
-}
-
-/// What a recording has to say while it runs, beyond its events.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Notice {
-    /// The root exited while these processes of its tree still run.
-    RootExited(Vec<Lingerer>),
-    /// A process has lingered for the `--linger` time.
-    Lingering(Lingerer),
-    /// A snapshot of the live tree was taken, whole: its records also
-    /// follow among the events, once the events before it are out.
-    Snapshot(Arc<Taken>),
-    /// `--timeout` expired: the tree is being ended, first with this
-    /// signal (`--timeout-signal`).
-    TimedOut {
-        /// The signal sent first.
-        signal: i32,
-    },
-    /// The kernel has dropped events since the last count: these are the
-    /// totals so far (checked about once a second).
-    Lost {
-        /// Events dropped with the buffer full.
-        buffer_full: u64,
-        /// Processes not followed with the tracking map full.
-        tracking_full: u64,
-    },
-    /// A lingering process was sent a signal (`--kill-lingering`).
-    Killed {
-        /// The process.
-        pid: Pid,
-        /// The signal sent.
-        signal: i32,
-    },
-}
+use super::notice::{Lingerer, Notice};
+use crate::event::{Fd, Lingering, Pid, Record};
+use crate::inspect::held_fds;
 
 #[derive(Debug)]
 struct Node {
@@ -237,8 +185,7 @@ impl Lineage {
             }
             node.reported = true;
             let outlived = node.outliving.map_or(self.root, |(p, _)| p);
-            let fds =
-                ProcDir::open(pid).map_or_else(Vec::new, |dir| held_fds(&dir, &self.root_fds));
+            let fds = held_fds(pid, &self.root_fds);
             found.push(Lingering {
                 seq: 0,
                 timestamp: now,
@@ -278,18 +225,19 @@ impl Lineage {
 
     /// What the lineage knows of `pid`: its parent and its command, with
     /// the `parent` and the `command` of events still held back, if any.
-    pub fn known(&self, pid: Pid, parent: Option<Pid>, command: Option<&str>) -> Known {
+    pub fn known(
+        &self,
+        pid: Pid,
+        parent: Option<Pid>,
+        command: Option<&str>,
+    ) -> (Option<Pid>, String) {
         let node = self.nodes.get(&pid);
         let parent = node.map_or(parent, |n| n.parent);
         // A process that has not exec'd yet runs its parent's command.
         let runs = node
             .or_else(|| self.nodes.get(&parent?))
             .map(|n| n.command.as_str());
-        Known {
-            parent,
-            command: command.or(runs).unwrap_or_default().to_owned(),
-            test: None,
-        }
+        (parent, command.or(runs).unwrap_or_default().to_owned())
     }
 
     /// A process, with the commands of its ancestors.
@@ -313,65 +261,6 @@ impl Lineage {
             ancestry,
         }
     }
-}
-
-/// How a descriptor was opened, from the mode of its `/proc/PID/fd/N`
-/// link itself (`lstat`): the kernel gives it the owner's read and write
-/// bits of the open file's mode (tid_fd_update_inode), for a tenth of the
-/// cost of reading its fdinfo, which counts in a snapshot of thousands.
-fn fd_access(link_mode: u32) -> Option<Access> {
-    match (link_mode & 0o400 != 0, link_mode & 0o200 != 0) {
-        (true, true) => Some(Access::ReadWrite),
-        (true, false) => Some(Access::Read),
-        (false, true) => Some(Access::Write),
-        (false, false) => None,
-    }
-}
-
-/// The descriptors `pid` holds now, from /proc, each matched against the
-/// descriptors the root started with.
-pub(crate) fn held_fds(proc: &ProcDir, root_fds: &[Fd]) -> Vec<HeldFd> {
-    // Each call is made relative to the fd directory: a snapshot of
-    // thousands of processes makes three per descriptor, and the walk
-    // from /proc down to it would cost as much as the call.
-    let Some(mut dir) = proc.dir("fd") else {
-        return Vec::new();
-    };
-    let names: Vec<CString> = dir
-        .iter()
-        .filter_map(Result::ok)
-        .map(|entry| entry.file_name().to_owned())
-        .filter(|name| name.as_bytes() != b"." && name.as_bytes() != b"..")
-        .collect();
-    let mut held: Vec<HeldFd> = names
-        .iter()
-        .filter_map(|name| held_fd(&dir, name, root_fds))
-        .collect();
-    held.sort_by_key(|h| h.fd.fd);
-    held
-}
-
-/// One descriptor of an fd directory: what it refers to, and how.
-fn held_fd(dir: &Dir, name: &CStr, root_fds: &[Fd]) -> Option<HeldFd> {
-    let fd: i32 = name.to_str().ok()?.parse().ok()?;
-    let target = readlinkat(dir, name).ok()?.to_string_lossy().into_owned();
-    // stat follows the link to the open file itself.
-    let meta = fstatat(dir, name, AtFlags::empty()).ok()?;
-    let fd = Fd {
-        fd,
-        kind: FdKind::of(meta.st_mode, libc::major(meta.st_rdev)),
-        target,
-        dev: meta.st_dev,
-        ino: meta.st_ino,
-    };
-    let root_fd = root_fds.iter().find(|r| r.same_file(&fd)).map(|r| r.fd);
-    let link = fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).ok();
-    let access = link.and_then(|l| fd_access(l.st_mode));
-    Some(HeldFd {
-        fd,
-        root_fd,
-        access,
-    })
 }
 
 #[cfg(test)]

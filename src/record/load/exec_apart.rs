@@ -18,7 +18,8 @@ use crossbeam_channel::Receiver;
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{AsRawLibbpf, Link};
 
-use super::{attach_loaded, open_object};
+use super::attach::attach_loaded;
+use super::open_object;
 use crate::bpf::{OpenProctraceProgs, OpenProctraceSkel, ProctraceSkel};
 use crate::record::RecordError;
 

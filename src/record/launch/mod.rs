@@ -2,6 +2,8 @@
 //! stop the child under ptrace before it execs, let the caller seed the BPF
 //! map with its pid, then let it go.
 
+pub(super) mod running;
+
 use std::env;
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Read;

@@ -1,6 +1,8 @@
 //! The recording thread: owns the BPF program, starts the command, drains
 //! the kernel's buffer, restores one causal order and hands events on.
 
+mod decode;
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::mem::MaybeUninit;
@@ -18,13 +20,15 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
-use super::decode::decode;
+use super::hang::Taken;
 use super::hooks::{Hooks, OnHangCommand, Reaped};
-use super::kernel::{self, KernelConfig, Probe};
-use super::linger::{Lineage, Notice};
-use super::snapshot;
+use super::lineage::Lineage;
+use super::load::{self, KernelConfig, Probe};
+use super::notice::Notice;
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
+use crate::inspect;
+use decode::decode;
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -56,7 +60,7 @@ pub fn run(
     outputs: Outputs,
 ) -> Result<Trailer, RecordError> {
     let mut storage = MaybeUninit::uninit();
-    let probe = match kernel::load(&config, &mut storage) {
+    let probe = match load::load(&config, &mut storage) {
         Ok(probe) => probe,
         Err(err) => {
             let _ = outputs.ready.send(Err(err));
@@ -543,7 +547,8 @@ impl Drain<'_, '_> {
             held.or_else(|| progress.lineage.last_event(pid))
         };
         let started = std::time::Instant::now();
-        let records = snapshot::take(&pids, now, cause, &progress.lineage, last_event);
+        let root_fds = progress.lineage.root_fds();
+        let records = inspect::snapshot(&pids, now, cause, root_fds, last_event);
         log::debug!(
             "snapshot: {} of {} processes read in {:.1} ms",
             records.len(),
@@ -560,19 +565,14 @@ impl Drain<'_, '_> {
                 let (parent, command) = held.get(&s.pid).copied().unwrap_or_default();
                 progress.lineage.known(s.pid, parent, command)
             });
-            known.collect()
+            known.collect::<Vec<_>>()
         };
         let mut reorder = self.reorder.borrow_mut();
         records
             .iter()
             .for_each(|s| reorder.push(Record::Snapshot(s.clone())));
         progress.snapshot_taken = true;
-        let taken = Arc::new(snapshot::Taken {
-            timestamp: now,
-            cause,
-            records,
-            known,
-        });
+        let taken = Arc::new(Taken::new(now, cause, records, known));
         if let Some(hooks) = &self.hooks {
             hooks.run(Arc::clone(&taken));
             progress.hooks_running += 1;
@@ -851,7 +851,7 @@ mod tests {
 
     #[test]
     fn events_after_an_exit_are_dropped_until_the_pid_is_forked_again() {
-        use crate::record::linger::tests::{exit, fork};
+        use crate::record::lineage::tests::{exit, fork};
         let mut fork = fork(1, 7);
         fork.set_timestamp(40);
         let mut reorder = Reorder::default();

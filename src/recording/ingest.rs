@@ -26,6 +26,7 @@ const MAX_WAITING: usize = 50_000;
 
 /// Why a recording could not be ingested.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IngestError {
     /// The input is not a readable recording.
     #[error(transparent)]

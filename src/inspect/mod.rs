@@ -1,69 +1,43 @@
-//! Snapshots of the live tree: for each process, what `/proc` says it is
-//! blocked on and what it holds open, at the moment a run looks stuck.
+//! Live processes in, [`Snapshot`] records out: what `/proc` says each
+//! process of a tree is blocked on and holds open, at the moment a run
+//! looks stuck. No BPF: the recorder takes its snapshots through this
+//! layer, and so can any program that knows the pids of a tree.
+//!
+//! - `process`: a process's `/proc` directory and its stat line;
+//! - `fds`: the descriptors it holds;
+//! - `blocked`: what each of its threads is blocked in, and on what;
+//! - `sockets`: the other end of a socket, from the kernel's socket
+//!   diagnostics and `/proc/net`;
+//! - `outsiders`: the processes outside the tree that hold what a wait
+//!   of the tree is on.
+
+mod blocked;
+mod fds;
+mod outsiders;
+pub(crate) mod process;
+mod sockets;
 
 use std::collections::{HashMap, HashSet};
 
-use super::linger::{held_fds, Lineage};
-use super::outsiders::{self, outsider};
-use super::proc_stat::{Life, ProcDir, Stat};
-use super::waits::{self, Machine};
-use crate::analysis::waits::{Hang, Known};
+use blocked::Machine;
+use outsiders::outsider;
+use process::{Life, ProcDir, Stat};
+
+pub use fds::held_fds;
+
 use crate::event::{Fd, Peer, Pid, Snapshot, SnapshotCause};
-use crate::processes::Processes;
-
-/// One snapshot of the live tree, whole: every live process's record, and
-/// what the recorder knew of each process when it was taken. The same
-/// records are written to the recording.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Taken {
-    /// When it was taken (nanoseconds since the recording started).
-    pub timestamp: u64,
-    /// Why it was taken.
-    pub cause: SnapshotCause,
-    /// One record per live process.
-    pub records: Vec<Snapshot>,
-    /// For each record, its process's parent and command as the recorder
-    /// knew them (no test names: those need the recorded environments).
-    pub known: Vec<Known>,
-}
-
-impl Taken {
-    /// The wait-for analysis from what the recorder knew: who waits for
-    /// whom, the culprits and the deadlocks (`None` without records).
-    pub fn hang(&self) -> Option<Hang> {
-        Hang::of(&self.known.iter().zip(&self.records).collect::<Vec<_>>())
-    }
-
-    /// The wait-for analysis against `processes`, a tree recorded at
-    /// least up to a moment before the snapshot, which also names the
-    /// tests. A process it does not have running yet is taken as the
-    /// recorder knew it.
-    pub fn hang_in(&self, processes: &Processes) -> Option<Hang> {
-        let known: Vec<Known> = self
-            .records
-            .iter()
-            .zip(&self.known)
-            .map(|(s, known)| {
-                let found = processes.find(s.pid, s.timestamp);
-                match found.filter(|&i| processes.get(i).running_at(s.timestamp)) {
-                    Some(i) => Known::of(processes, Some(i), s.timestamp),
-                    None => known.clone(),
-                }
-            })
-            .collect();
-        Hang::of(&known.iter().zip(&self.records).collect::<Vec<_>>())
-    }
-}
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are
 /// exiting are left out, as their Exit may already be recorded.
-/// `last_event` says when the last event of a process happened.
-pub(crate) fn take(
+/// `last_event` says when the last event of a process happened;
+/// `root_fds` are the descriptors the tree's root started with, which each
+/// descriptor held is matched against.
+pub fn snapshot(
     pids: &[Pid],
     now: u64,
     cause: SnapshotCause,
-    lineage: &Lineage,
+    root_fds: &[Fd],
     last_event: impl Fn(Pid) -> Option<u64>,
 ) -> Vec<Snapshot> {
     // Each /proc read costs tens of microseconds: thousands of processes
@@ -71,7 +45,6 @@ pub(crate) fn take(
     // read once per part, by the first thread that needs them.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let part = pids.len().div_ceil(cpus).max(PART_MIN);
-    let root_fds = lineage.root_fds();
     let mut taken: Vec<Snapshot> = std::thread::scope(|scope| {
         let parts: Vec<_> = pids
             .chunks(part)
@@ -166,9 +139,9 @@ fn read(
     if stat.life() != Life::Running {
         return None;
     }
-    let fds = held_fds(&dir, root_fds);
+    let fds = fds::held(&dir, root_fds);
     let mut notes = Vec::new();
-    let (threads, main_arg) = waits::threads(pid, &dir, &stat, &fds, machine, &mut notes);
+    let (threads, main_arg) = blocked::threads(pid, &dir, &stat, &fds, machine, &mut notes);
     // The main thread's call, as recordings have always had it.
     let main = threads.iter().find(|t| t.tid == pid);
     Some(Snapshot {

@@ -9,9 +9,9 @@ use crate::bpf::types::{
     event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event, resources,
 };
 use crate::event::{
-    shell_join, Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, Resources, SetPgid, SetSid,
-    UsedBefore,
+    Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, Resources, SetPgid, SetSid, UsedBefore,
 };
+use crate::text::shell_join;
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl Plain for event_header {}

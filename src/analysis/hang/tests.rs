@@ -2,6 +2,7 @@ use super::*;
 use crate::event::tests::fork;
 use crate::event::{Fd, HeldFd, Record};
 use crate::processes::Growing;
+use crate::text::pid_ranges;
 
 fn pipe_end(fd: i32, ino: u64, access: Access) -> HeldFd {
     HeldFd {

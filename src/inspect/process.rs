@@ -15,7 +15,7 @@ use crate::event::Pid;
 /// A process's directory in `/proc`, opened once: what is read under it
 /// is looked up from it. A snapshot reads thousands of processes, and the
 /// walk from `/proc` down to a file costs about as much as reading it.
-pub(super) struct ProcDir(OwnedFd);
+pub(crate) struct ProcDir(OwnedFd);
 
 impl ProcDir {
     pub fn open(pid: Pid) -> Option<ProcDir> {
@@ -51,7 +51,7 @@ const PF_EXITING: u64 = 0x4;
 
 /// Where a process is in its life.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Life {
+pub(crate) enum Life {
     Running,
     /// Inside exit() (PF_EXITING), not yet a zombie.
     Exiting,
@@ -60,7 +60,7 @@ pub(super) enum Life {
 }
 
 /// The fields of `/proc/PID/stat` proctrace uses.
-pub(super) struct Stat {
+pub(crate) struct Stat {
     pub state: char,
     flags: u64,
     /// How many threads it has.
@@ -114,6 +114,6 @@ impl Stat {
 }
 
 /// Where `pid` is in its life; a process /proc has no record of is gone.
-pub(super) fn life(pid: Pid) -> Life {
+pub(crate) fn life(pid: Pid) -> Life {
     Stat::read(pid).map_or(Life::Gone, |stat| stat.life())
 }

@@ -1,0 +1,162 @@
+//! What is set in the opened object before it loads: its read-only data and its maps' sizes and flags, from the kernel it runs on.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use libbpf_rs::{MapHandle, MapType, OpenMapMut, ProgramType};
+
+use super::preload::Preload;
+use super::{BufferChoice, KernelConfig, Settings};
+use crate::bpf::OpenProctraceSkel;
+use crate::event::BufferKind;
+use crate::event::SyscallHook;
+use crate::record::RecordError;
+
+/// The initial PID namespace's inode (include/linux/proc_ns.h).
+pub(super) const PROC_PID_INIT_INO: u32 = 0xEFFF_FFFC;
+
+pub(super) fn choose_buffer(choice: BufferChoice) -> BufferKind {
+    let ring = choice == BufferChoice::Auto && MapType::RingBuf.is_supported().unwrap_or(false);
+    if ring {
+        BufferKind::Ring
+    } else {
+        BufferKind::Perf
+    }
+}
+
+pub(super) fn configure(
+    open: &mut OpenProctraceSkel<'_>,
+    config: &KernelConfig,
+    settings: &Settings,
+    preload: &Preload,
+    hook: SyscallHook,
+) -> Result<(), RecordError> {
+    let Settings {
+        pidns: (min_level, inum),
+        buffer,
+        btf_hooks,
+        bpf_loop: looped,
+        tracked_flags,
+    } = *settings;
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .expect("rodata is memory-mapped by libbpf");
+    rodata.use_ringbuf = buffer == BufferKind::Ring;
+    rodata.raw_mode = config.raw;
+    rodata.pidns_is_init = inum == PROC_PID_INIT_INO;
+    rodata.pidns_min_level = min_level;
+    rodata.pidns_inum = inum;
+    rodata.capture_fds = config.capture_fds;
+    rodata.capture_env = !config.env_names.is_empty();
+    rodata.wakeup_bytes = u64::from(config.ring_bytes / 2);
+
+    let map_error = RecordError::bpf("sizing the BPF maps");
+    let tracked = &mut open.maps.tracked;
+    tracked
+        .set_max_entries(config.max_processes)
+        .and_then(|()| tracked.set_map_flags(tracked.map_flags() | tracked_flags))
+        .map_err(map_error)?;
+    let cpus = libbpf_rs::num_possible_cpus().map_err(RecordError::bpf("counting CPUs"))?;
+    open.maps
+        .exec_scratch
+        .set_max_entries(cpus as u32)
+        .map_err(RecordError::bpf("sizing the BPF maps"))?;
+    if buffer == BufferKind::Ring {
+        let events = &mut open.maps.events;
+        let mut ring = || -> libbpf_rs::Result<()> {
+            events.set_type(MapType::RingBuf)?;
+            events.set_key_size(0)?;
+            events.set_value_size(0)?;
+            events.set_max_entries(config.ring_bytes)
+        };
+        ring().map_err(RecordError::bpf("setting up the ring buffer"))?;
+    }
+    let reuse = |map: &mut OpenMapMut<'_>, made: &Option<MapHandle>| match made {
+        Some(made) => map.reuse_fd(made.as_fd()),
+        None => Ok(()),
+    };
+    reuse(&mut open.maps.events, &preload.ring)
+        .and_then(|()| reuse(&mut open.maps.tracked, &preload.tracked))
+        .map_err(RecordError::bpf("reusing the maps made ahead"))?;
+    let progs = &mut open.progs;
+    for (btf, raw, wanted) in [
+        (&mut progs.fork_btf, &mut progs.fork_raw, true),
+        (&mut progs.exec_btf, &mut progs.exec_raw, !looped),
+        (&mut progs.exec_btf_loop, &mut progs.exec_raw_loop, looped),
+        (&mut progs.exit_btf, &mut progs.exit_raw, true),
+        (
+            &mut progs.sys_exit_btf,
+            &mut progs.sys_exit_raw,
+            hook == SyscallHook::SysExit,
+        ),
+    ] {
+        btf.set_autoload(wanted && btf_hooks);
+        raw.set_autoload(wanted && !btf_hooks);
+    }
+    let fexit = hook == SyscallHook::Fexit;
+    let tracepoint = hook == SyscallHook::Tracepoint;
+    progs.setsid_fexit.set_autoload(fexit);
+    progs.setpgid_fexit.set_autoload(fexit);
+    progs
+        .setpgid_compat_fexit
+        .set_autoload(fexit && has_compat_syscalls());
+    progs.setsid_tracepoint.set_autoload(tracepoint);
+    progs.setpgid_tracepoint.set_autoload(tracepoint);
+    Ok(())
+}
+
+/// The tracked map's own flags: from 6.1 (bpf_mem_alloc) a hash map that
+/// tracing programs fill need not have all its entries allocated up
+/// front (BENCHMARKS.md: what that costs at every start); before, the verifier warns with a
+/// kernel backtrace about one that is not.
+pub(super) fn tracked_map_flags() -> u32 {
+    let release = nix::sys::utsname::uname().ok();
+    let version = release
+        .as_ref()
+        .and_then(|uname| uname.release().to_str())
+        .map(kernel_version);
+    if version.is_some_and(|version| version >= (6, 1)) {
+        libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC
+    } else {
+        0
+    }
+}
+
+/// The major and minor version at the start of `uname -r`'s `release`.
+fn kernel_version(release: &str) -> (u32, u32) {
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+}
+
+/// Whether the kernel runs 32-bit programs (CONFIG_IA32_EMULATION), whose
+/// setpgid enters the kernel elsewhere: the sysctl comes with it. On arm64
+/// AArch32's setpgid enters through the native function, which the native
+/// program already watches.
+pub(super) fn has_compat_syscalls() -> bool {
+    cfg!(target_arch = "x86_64") && Path::new("/proc/sys/abi/vsyscall32").exists()
+}
+
+/// Whether the kernel has bpf_loop: probed with a program of a few
+/// instructions, far cheaper than the verifier time it saves.
+pub(super) fn has_bpf_loop() -> bool {
+    ProgramType::RawTracepoint
+        .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_loop)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_are_read_from_distribution_releases() {
+        assert_eq!(kernel_version("5.10.0-35-amd64"), (5, 10));
+        assert_eq!(kernel_version("6.1.0-rc3+"), (6, 1));
+        assert_eq!(kernel_version("6.18.44-fc-v782"), (6, 18));
+        assert_eq!(kernel_version("garbage"), (0, 0));
+    }
+}

@@ -1,0 +1,415 @@
+//! Loading the BPF program: privileges and BTF checked, the object opened
+//! against the kernel's BTF (or a cut of it), configured, loaded and
+//! attached, with the hooks that load on this kernel.
+//!
+//! - [`preload`]: what is made ahead, on two threads: the cut BTF, the
+//!   largest maps, the syscall tracepoints' ids;
+//! - [`configure`]: the read-only data and map sizes set before the load;
+//! - [`attach`]: attaching the programs, and detaching the slow ones;
+//! - [`counters`]: the kernel side's counters and the tracked map, read
+//!   and written while the recording runs;
+//! - [`checks`]: privileges and the PID namespace, checked first.
+
+mod attach;
+mod checks;
+mod configure;
+mod core_btf;
+mod counters;
+mod cut_btf;
+mod cut_cache;
+mod exec_apart;
+mod memory;
+mod preload;
+pub(super) mod tracefs;
+
+use std::fs;
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
+
+use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
+use crate::event::{BufferKind, SyscallHook};
+use crate::record::{Degraded, RecordError};
+use attach::{attach_sched, attach_syscalls, attach_tracepoints, detach_in_child};
+use checks::{check_privileges, pid_namespace, raise_memlock_limit};
+use configure::{choose_buffer, configure, has_bpf_loop, tracked_map_flags};
+use counters::Counters;
+use cut_btf::CutBtf;
+use exec_apart::ExecProgram;
+use preload::Preload;
+
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Which kernel-to-user buffer to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum BufferChoice {
+    /// The ring buffer where the kernel has one, else the perf buffer.
+    #[default]
+    Auto,
+    /// Always the per-CPU perf buffer.
+    Perf,
+}
+
+/// How the sched tracepoints are hooked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HookChoice {
+    /// BTF-typed tracepoints (tp_btf) where fexit hooks setsid and setpgid,
+    /// else raw ones. Either sees the same; but tp_btf programs make libbpf
+    /// read all of the kernel's BTF to find their targets (a quarter of
+    /// `record -- true`), which fexit has it do anyway.
+    #[default]
+    Auto,
+    /// Raw tracepoints, as on kernels whose BTF comes from a file.
+    Raw,
+    /// BTF-typed tracepoints wherever the kernel has BTF.
+    Btf,
+}
+
+/// Kernel-side settings of a recording.
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    pub buffer: BufferChoice,
+    pub hooks: HookChoice,
+    /// How setsid and setpgid are hooked; `None`: the cheapest that loads.
+    pub syscall_hook: Option<SyscallHook>,
+    pub raw: bool,
+    pub max_processes: u32,
+    pub ring_bytes: u32,
+    pub perf_pages: usize,
+    pub btf: Option<PathBuf>,
+    pub capture_fds: bool,
+    /// The environment variables kept at exec; the kernel copies the
+    /// environment only when there are some.
+    pub env_names: Vec<String>,
+    /// Hand the links that are slow to detach to a child process at the
+    /// end (see [`detach_in_child`]), for a process about to exit.
+    pub detach_in_child: bool,
+}
+
+/// The loaded and attached program.
+pub struct Probe<'obj> {
+    pub skel: ProctraceSkel<'obj>,
+    /// The `.bss` counters the kernel side keeps (`forked`, `exited`) and
+    /// the one userspace keeps for it (`seeded`), in their shared mapping.
+    counters: Counters<'obj>,
+    pub buffer: BufferKind,
+    /// What sees setsid and setpgid; `None` when nothing could attach.
+    pub syscall_hook: Option<SyscallHook>,
+    /// Events that cannot be recorded on this kernel, said once at start.
+    pub warnings: Vec<Degraded>,
+    /// Detached one by one when dropped: detaching tracepoints from several
+    /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
+    /// kernel matrix), though it would share the RCU waits.
+    _links: Vec<Link>,
+    /// The classic tracepoints' links, each an RCU grace period to detach.
+    slow_links: Vec<Link>,
+    detach_in_child: bool,
+}
+
+impl Probe<'_> {
+    /// A handle of its own on the tracked map, for the embedder
+    /// ([`crate::record::LiveRecording::tracked_map`]).
+    pub fn tracked_map(&self) -> Result<MapHandle, RecordError> {
+        MapHandle::try_from(&self.skel.maps.tracked)
+            .map_err(RecordError::bpf("sharing the tracked map"))
+    }
+}
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        let slow = std::mem::take(&mut self.slow_links);
+        if self.detach_in_child && !slow.is_empty() {
+            detach_in_child(slow);
+        }
+    }
+}
+
+/// Checks privileges and BTF, then opens, configures, loads and attaches.
+pub fn load<'obj>(
+    config: &KernelConfig,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<Probe<'obj>, RecordError> {
+    let status = fs::read_to_string("/proc/self/status")
+        .map_err(RecordError::system("reading /proc/self/status"))?;
+    check_privileges(&status)?;
+    let pidns = pid_namespace(&status)?;
+    let kernel_btf = Path::new(KERNEL_BTF).exists();
+    if let Some(path) = &config.btf {
+        check_btf(path)?;
+    } else if !kernel_btf {
+        return Err(RecordError::NoBtf);
+    }
+    raise_memlock_limit();
+
+    let btf_hooks = config.hooks != HookChoice::Raw && kernel_btf;
+    let settings = Settings {
+        pidns,
+        buffer: choose_buffer(config.buffer),
+        btf_hooks,
+        bpf_loop: has_bpf_loop(),
+        tracked_flags: tracked_map_flags(),
+    };
+    if settings.buffer == BufferKind::Ring {
+        memory::check_ring_size(config.ring_bytes)?;
+    }
+    let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
+    let started = Instant::now();
+    let preload = Preload::make(
+        config,
+        &settings,
+        hooks.first() == Some(&SyscallHook::Tracepoint),
+    )?;
+    log::debug!(
+        "made ahead in {:.1} ms: {}",
+        millis(started),
+        match &preload.cut {
+            Some(cut) => format!(
+                "the kernel's BTF cut to {} bytes{}",
+                cut.len(),
+                if cut.kept {
+                    ", kept from an earlier run"
+                } else {
+                    ""
+                }
+            ),
+            None => "no cut of the kernel's BTF".into(),
+        }
+    );
+    let btf = config
+        .btf
+        .clone()
+        .or_else(|| preload.cut.as_ref().map(CutBtf::path));
+    let mut storage = Some(storage);
+    let mut failure = None;
+    for hook in hooks {
+        // A failed attempt keeps its storage borrowed for 'obj; the rare
+        // retry after it (a kernel that refuses fexit late) gets storage
+        // of its own, a few words left behind for the process's life.
+        let storage = storage
+            .take()
+            .unwrap_or_else(|| Box::leak(Box::new(MaybeUninit::uninit())));
+        let settings = settings.with_hook(config.hooks, hook);
+        match load_with(config, &settings, &preload, btf.as_deref(), hook, storage) {
+            Ok(probe) => return Ok(probe),
+            Err(err) => {
+                log::debug!("the {hook} hook for setsid/setpgid failed: {err}");
+                failure = Some(err);
+            }
+        }
+    }
+    let failure = failure.expect("sys_exit is always tried");
+    Err(match config.syscall_hook {
+        Some(hook) => RecordError::SyscallHook {
+            hook,
+            source: Box::new(failure),
+        },
+        None => failure,
+    })
+}
+
+/// What is settled before the program is opened.
+#[derive(Clone, Copy)]
+pub(super) struct Settings {
+    pidns: (u32, u32),
+    buffer: BufferKind,
+    /// Whether the sched tracepoints are BTF-typed; before a hook for
+    /// setsid/setpgid is chosen, whether they may be.
+    btf_hooks: bool,
+    /// The kernel has bpf_loop (5.17+), which the exec programs use for
+    /// the fd walk where they can.
+    bpf_loop: bool,
+    /// Flags of the tracked map beyond the program's ([`tracked_map_flags`]).
+    tracked_flags: u32,
+}
+
+impl Settings {
+    /// The settings of an attempt with `hook` for setsid/setpgid.
+    fn with_hook(self, hooks: HookChoice, hook: SyscallHook) -> Settings {
+        let btf_hooks = self.btf_hooks && (hooks == HookChoice::Btf || hook == SyscallHook::Fexit);
+        Settings { btf_hooks, ..self }
+    }
+}
+
+/// The hooks for setsid and setpgid to try, cheapest first. Each is only
+/// tried where a probe of a few microseconds says it may load: fexit
+/// where the kernel verifies tracing programs (it may still refuse them
+/// at load or attach), the syscall tracepoints where BPF can read a
+/// task's saved registers (5.15+, and typed pointers need kernel BTF).
+fn syscall_hooks(config: &KernelConfig, kernel_btf: bool, btf_hooks: bool) -> Vec<SyscallHook> {
+    if let Some(hook) = config.syscall_hook {
+        return vec![hook];
+    }
+    // fexit attaches by the running kernel's own BTF ids.
+    let fexit =
+        btf_hooks && config.btf.is_none() && ProgramType::Tracing.is_supported().unwrap_or(false);
+    let tracepoint = kernel_btf
+        && ProgramType::Tracepoint
+            .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_task_pt_regs)
+            .unwrap_or(false);
+    [
+        (SyscallHook::Fexit, fexit),
+        (SyscallHook::Tracepoint, tracepoint),
+        (SyscallHook::SysExit, true),
+    ]
+    .into_iter()
+    .filter_map(|(hook, possible)| possible.then_some(hook))
+    .collect()
+}
+
+/// Opens, configures, loads and attaches with `hook` for setsid/setpgid,
+/// relocating against `btf` where given (else the kernel's own).
+fn load_with<'obj>(
+    config: &KernelConfig,
+    settings: &Settings,
+    preload: &Preload,
+    btf: Option<&Path>,
+    hook: SyscallHook,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<Probe<'obj>, RecordError> {
+    // Read before anything loads: without them the attempt is over.
+    let tracepoints = match (hook, preload.tracepoint_ids) {
+        (SyscallHook::Tracepoint, Some(ids)) => Some(ids),
+        (SyscallHook::Tracepoint, None) => Some(tracefs::syscall_exit_ids()?),
+        _ => None,
+    };
+    let mut open = open_object(btf, storage)?;
+    configure(&mut open, config, settings, preload, hook)?;
+
+    let started = Instant::now();
+    let (mut skel, exec_links) = if exec_apart::worth_it() {
+        let exec = ExecProgram {
+            btf: settings.btf_hooks && config.hooks == HookChoice::Btf,
+            looped: settings.bpf_loop,
+        };
+        exec_apart::load(open, btf, exec)?
+    } else {
+        let skel = open
+            .load()
+            .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
+        (skel, Vec::new())
+    };
+    let loaded = Instant::now();
+    let counters = Counters::take(&mut skel);
+    let mut links = attach_sched(&skel, settings.btf_hooks)?;
+    links.extend(exec_links);
+    let mut slow_links = Vec::new();
+    let mut warnings = Vec::new();
+    let attached = match tracepoints {
+        Some(ids) => attach_tracepoints(&skel, ids),
+        None => attach_syscalls(&skel, settings.btf_hooks, hook),
+    };
+    let syscall_hook = match attached {
+        Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
+            slow_links = syscall_links;
+            Some(hook)
+        }
+        Ok(syscall_links) => {
+            links.extend(syscall_links);
+            Some(hook)
+        }
+        // Without it the tree is still followed: a warning, not an error.
+        Err(why) if hook == SyscallHook::SysExit => {
+            warnings.push(Degraded::NoSyscallHook {
+                reason: why.to_string(),
+            });
+            None
+        }
+        Err(why) => return Err(why),
+    };
+    log::debug!(
+        "libbpf loaded the object (relocation, maps, verifier) in {:.1} ms; attached in {:.1} ms",
+        (loaded - started).as_secs_f64() * 1e3,
+        millis(loaded)
+    );
+    Ok(Probe {
+        skel,
+        counters,
+        buffer: settings.buffer,
+        syscall_hook,
+        warnings,
+        _links: links,
+        slow_links,
+        detach_in_child: config.detach_in_child,
+    })
+}
+
+/// Opens the object, relocating against `btf` where given (else the
+/// kernel's own BTF).
+pub(super) fn open_object<'obj>(
+    btf: Option<&Path>,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<OpenProctraceSkel<'obj>, RecordError> {
+    let mut builder = ProctraceSkelBuilder::default();
+    if let Some(path) = btf {
+        builder
+            .obj_builder
+            .btf_custom_path(path)
+            .map_err(RecordError::bpf("using the BTF file"))?;
+    }
+    builder
+        .open(storage)
+        .map_err(RecordError::bpf("opening the BPF object"))
+}
+
+fn millis(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// Checks a `--btf` file before libbpf sees it: given a file that is not
+/// BTF, libbpf fails late and with a bare error code.
+fn check_btf(path: &Path) -> Result<(), RecordError> {
+    let error = |source| RecordError::BtfFile {
+        path: path.to_owned(),
+        source,
+    };
+    fs::File::open(path).map_err(error)?;
+    libbpf_rs::btf::Btf::from_path(path).map_err(|_| {
+        error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not BTF type information (such as /sys/kernel/btf/vmlinux, or a vmlinux with a .BTF section)",
+        ))
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::configure::PROC_PID_INIT_INO;
+    use super::*;
+
+    #[test]
+    fn the_program_relocates_against_a_cut_of_the_kernel_btf() {
+        if !Path::new(KERNEL_BTF).exists() {
+            assert!(std::env::var_os("CI").is_none(), "CI needs kernel BTF");
+            return;
+        }
+        let settings = Settings {
+            pidns: (0, PROC_PID_INIT_INO),
+            buffer: BufferKind::Ring,
+            btf_hooks: false,
+            bpf_loop: false,
+            tracked_flags: 0,
+        };
+        let preload = Preload::make(&KernelConfig::default(), &settings, false).unwrap();
+        let cut = preload.cut.expect("the kernel's BTF cut down");
+        let btf = libbpf_rs::btf::Btf::from_path(cut.path()).expect("libbpf reads the cut");
+        for name in [
+            "task_struct",
+            "signal_struct",
+            "files_struct",
+            "dentry",
+            "upid",
+        ] {
+            assert!(
+                btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>(name)
+                    .is_some(),
+                "{name} is in the cut"
+            );
+        }
+    }
+}
