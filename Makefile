@@ -5,7 +5,7 @@
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 PROCTRACE := target/release/proctrace
 
-.PHONY: deps test-deps build static dist demo test check kernel-matrix lint
+.PHONY: deps test-deps build static dist demo test check check-lib kernel-matrix lint
 
 deps:
 	scripts/install-deps.sh
@@ -40,8 +40,18 @@ demo: build
 # not root: they load eBPF programs against the real kernel.
 test: check kernel-matrix
 
-check: test-deps
+check: test-deps check-lib
 	$(if $(SUDO),CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="sudo -E",) cargo test --locked --no-fail-fast
+
+# The library without the recorder (`default-features = false`): reading,
+# analysing and rendering recordings build and test with no clang, libbpf
+# or BPF build. A CLANG that does not exist proves no clang is run, and
+# the dependency tree must not hold libbpf.
+NO_CLANG := CLANG=/nonexistent/clang
+check-lib:
+	! cargo tree --locked --no-default-features -e normal,build --prefix none | grep '^libbpf'
+	$(NO_CLANG) cargo test --locked --no-default-features --lib
+	$(NO_CLANG) cargo test --locked --no-default-features --doc
 
 # One static binary per architecture booted under qemu on Debian's 5.10,
 # 6.1, 6.12 and newest kernels of x86_64 and of arm64
@@ -55,6 +65,7 @@ kernel-matrix: test-deps
 lint: deps
 	cargo fmt --check
 	cargo clippy --locked --all-targets -- -D warnings
+	cargo clippy --locked --no-default-features --lib --tests -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps
 
 # Benchmarks W0-W5 (release build; recording through sudo): prints a table

@@ -31,9 +31,11 @@
 //!
 //! # Recording a command
 //!
-//! [`record::Recorder`] records a command or running processes; its
-//! module has an example. [`inspect`] snapshots live processes from
-//! `/proc`.
+//! `proctrace::record::Recorder` (feature `recorder`, on by default)
+//! records a command or running processes; its module has an example.
+//! Without the feature the library builds with no C toolchain, libbpf or
+//! BPF build: it reads, analyses and renders recordings, and snapshots
+//! live processes from `/proc` ([`inspect`]).
 //!
 //! # Modules
 //!
@@ -52,13 +54,14 @@
 //!   held a leak's files, the wait-for graph of a hang, which test a
 //!   process belongs to, the diff of two runs), as plain data.
 //! - [`render`]: the views of a recording (`proctrace render`).
-//! - [`record`]: the recorder: loading the BPF program, launching or
-//!   attaching, draining the kernel's buffer.
+//! - `record` (feature `recorder`): the recorder: loading the BPF program,
+//!   launching or attaching, draining the kernel's buffer.
 
 pub mod analysis;
 pub mod event;
 pub mod inspect;
 pub mod processes;
+#[cfg(feature = "recorder")]
 pub mod record;
 pub mod recording;
 pub mod render;
@@ -68,11 +71,13 @@ pub mod text;
 
 /// libbpf-rs, whose error [`record::RecordError::Bpf`] carries: re-exported
 /// so that an embedder matches on the same version.
+#[cfg(feature = "recorder")]
 pub use libbpf_rs;
 
 /// The generated libbpf-rs skeleton of the BPF program in `src/bpf/`, with
 /// the record layouts of `src/bpf/proctrace.h` in `bpf::types`. Hidden: it
 /// changes with every change to the BPF side, so it is no stable API.
+#[cfg(feature = "recorder")]
 #[doc(hidden)]
 #[allow(missing_docs, clippy::all, non_camel_case_types, non_snake_case)]
 pub mod bpf {
