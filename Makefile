@@ -25,7 +25,8 @@ static:
 	$(if $(filter x86_64,$(TARGET)),,$(SUDO)) scripts/build-static.sh $(TARGET)
 
 # The release artifacts in dist/: proctrace-VERSION-{x86_64,aarch64}-linux.tar.gz
-# (static binary, man pages, completions, README, licences) and SHA256SUMS.
+# (static binary, man pages, completions, README and docs/, licences) and
+# SHA256SUMS.
 dist:
 	scripts/install-deps.sh --static
 	$(SUDO) scripts/dist.sh

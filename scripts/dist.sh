@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The release artifacts (`make dist`): for each architecture a tarball
 # proctrace-VERSION-ARCH-linux.tar.gz holding the static binary, the man
-# pages, the bash, zsh and fish completions, README and the licences, and
-# SHA256SUMS beside them, all in DIR (default dist/); prints their paths.
+# pages, the bash, zsh and fish completions, README, the guide (docs/) and
+# the licences, and SHA256SUMS beside them, all in DIR (default dist/);
+# prints their paths.
 #   dist.sh [DIR]     PROCTRACE_DIST_ARCHES="x86_64 aarch64" (the default)
 # aarch64 is cross-built (scripts/build-static.sh), which needs root. The
 # man pages and completions come from the binary that runs here; they are
@@ -25,6 +26,7 @@ package() {
     mkdir -p "$stage/$name/man" "$stage/$name/completions"
     install -m 755 "$2" "$stage/$name/proctrace"
     cp README.md LICENSE-MIT LICENSE-APACHE "$stage/$name/"
+    cp -R docs "$stage/$name/"
     "$native" man --dir "$stage/$name/man"
     "$native" completions bash >"$stage/$name/completions/proctrace.bash"
     "$native" completions zsh >"$stage/$name/completions/_proctrace"

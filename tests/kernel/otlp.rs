@@ -81,7 +81,7 @@ const GITHUB: [(&str, &str); 8] = [
     ("GITHUB_REPOSITORY", "acme/widget"),
 ];
 
-/// The trace id README says a CI run derives: FNV-1a, 128 bits, of
+/// The trace id docs/guide.md says a CI run derives: FNV-1a, 128 bits, of
 /// `proctrace\n<system>\n<pipeline>\n<run id>\n<attempt>`.
 fn ci_trace_id(key: &str) -> String {
     let hash = key

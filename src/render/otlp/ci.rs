@@ -160,7 +160,8 @@ mod tests {
         assert_eq!(a.repository.as_deref(), Some("https://github.com/o/r"));
         assert_eq!(a.trace_id(), b.trace_id());
         assert_ne!(a.trace_id(), job("build", "2").trace_id());
-        // Written down in the README: anyone can derive it again.
+        // Written down in docs/guide.md ("The trace id of a CI run"): anyone can
+        // derive it again.
         assert_eq!(
             crate::event::to_hex(&a.trace_id()),
             format!("{:032x}", fnv1a(&[b"proctrace\ngithub\nci\n42\n1"]))

@@ -663,7 +663,7 @@ fn random_trace_id() -> io::Result<[u8; 16]> {
 }
 
 /// FNV-1a, 128 bits, of the parts one after another: a stable hash that
-/// anyone can compute again (README: the trace id of a CI run).
+/// anyone can compute again (docs/guide.md: the trace id of a CI run).
 pub(crate) fn fnv1a(parts: &[&[u8]]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013b;
