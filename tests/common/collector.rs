@@ -27,8 +27,8 @@ fn rotel() -> Option<PathBuf> {
 }
 
 /// Whether rotel and opentelemetry-proto are installed (`super::prerequisite`).
-pub fn collector_set_up() -> bool {
-    let present = rotel().is_some() && super::otlp_schema_set_up();
+pub fn have_collector() -> bool {
+    let present = rotel().is_some() && super::have_otlp_schema();
     super::prerequisite(present, "rotel in tests/.venv")
 }
 

@@ -23,7 +23,7 @@ fn mermaid_ready() -> bool {
 }
 
 /// Whether mermaid-cli can run (`super::prerequisite`).
-pub fn mermaid_set_up() -> bool {
+pub fn have_mermaid() -> bool {
     super::prerequisite(
         mermaid_ready(),
         "mermaid-cli in tests/.node and Debian's chromium",

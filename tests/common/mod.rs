@@ -21,9 +21,10 @@ pub use render::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use proctrace::event::{BufferKind, Exec, Exit, Fork, Header, Pid, Record, SyscallHook, Trailer};
@@ -37,13 +38,61 @@ pub fn proctrace_bin() -> &'static str {
     env!("CARGO_BIN_EXE_proctrace")
 }
 
-/// Whether a test that needs root can run; see [`prerequisite`].
-#[must_use]
-pub fn have_root() -> bool {
-    prerequisite(
-        nix::unistd::geteuid().is_root(),
-        "root (CAP_BPF) to load the BPF program",
-    )
+/// [`proctrace_bin`] for a run that records (`record`, `record --pid`):
+/// one that loads the BPF program, so root is checked first
+/// ([`require_root`]).
+pub fn recorder_bin() -> &'static str {
+    require_root();
+    proctrace_bin()
+}
+
+/// `Recorder::command(command)`: the library recording in this process,
+/// which loads the BPF program, so root is checked first
+/// ([`require_root`]).
+pub fn recorder<I, S>(command: I) -> proctrace::record::Recorder
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    require_root();
+    proctrace::record::Recorder::command(command)
+}
+
+/// Root (CAP_BPF), which every test of the kernel binary needs, asked for
+/// once a process by the harness wherever a test acts as root: loads the
+/// BPF program ([`recorder_bin`], [`recorder`], and so every [`record`]
+/// and [`Live`]) or mounts ([`Tmpfs::mount`]). A test that needs none (a
+/// refusal before loading, a render) runs as anyone. Without root the
+/// first such call ends the whole binary with status 0 and one line on
+/// stderr, since every other test of it would skip too, after killing
+/// what the running tests started (none of them will end it now). Under
+/// CI (the CI variable set and not empty) the test fails instead.
+pub fn require_root() {
+    static ROOT: OnceLock<bool> = OnceLock::new();
+    if *ROOT.get_or_init(|| nix::unistd::geteuid().is_root()) {
+        return;
+    }
+    assert!(
+        !ci(),
+        "the kernel tests need root (CAP_BPF) to load the BPF program, and CI is set: \
+         refusing to skip (`make check` runs them through sudo)"
+    );
+    static SKIP: Once = Once::new();
+    // The first caller exits; any other waits here until it has.
+    SKIP.call_once(|| {
+        for (pid, _) in descendants(std::process::id() as Pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        // Past the test harness's capture of eprintln!.
+        let _ = writeln!(
+            std::io::stderr(),
+            "kernel tests: skipped, they need root (CAP_BPF); `make check` runs them through sudo"
+        );
+        std::process::exit(0);
+    });
 }
 
 /// Whether a program the test runs is on the PATH; see [`prerequisite`].
@@ -64,18 +113,24 @@ pub fn tool_path(program: &str) -> Option<PathBuf> {
         .and_then(|p| fs::canonicalize(p).ok())
 }
 
-/// The one policy for what a test needs from the machine: present, the test
-/// runs; missing, it fails under CI (the CI variable set and not empty) and
-/// is skipped with a message otherwise. Tests never install anything:
+/// Whether the CI variable is set and not empty.
+fn ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+}
+
+/// The one policy for what a test needs from the machine besides root
+/// ([`require_root`]): present, the test runs; missing, it fails under CI
+/// and is skipped with a message otherwise. Each test asks for what it
+/// needs up front, in one form: `if !have_tool("bats") { return; }`
+/// (`have_chromium`, `have_collector`...). Tests never install anything:
 /// `scripts/install-deps.sh --test` (run by `make test`) installs it all.
 #[must_use]
 pub fn prerequisite(present: bool, what: &str) -> bool {
     if present {
         return true;
     }
-    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
     assert!(
-        !ci,
+        !ci(),
         "this test needs {what}, and CI is set: refusing to skip \
          (scripts/install-deps.sh --test installs every test prerequisite)"
     );
@@ -224,7 +279,7 @@ pub struct Run {
 
 /// Builds the `proctrace record` command writing to `out`.
 pub fn proctrace_command(opts: &Opts, out: &Path, cmd: &[OsString]) -> Command {
-    let mut command = Command::new(proctrace_bin());
+    let mut command = Command::new(recorder_bin());
     command.arg("record").arg("-o").arg(out);
     command.args(opts.mode.flags());
     if opts.raw {
@@ -778,15 +833,18 @@ pub struct Background(pub Child);
 impl Background {
     /// Starts `sh -c script` in a process group of its own.
     pub fn sh(script: &str) -> Self {
+        Self::spawn(
+            Command::new("sh")
+                .args(["-c", script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null()),
+        )
+    }
+
+    /// Starts `command` in a process group of its own.
+    pub fn spawn(command: &mut Command) -> Self {
         use std::os::unix::process::CommandExt;
-        let child = Command::new("sh")
-            .args(["-c", script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        Background(child)
+        Background(command.process_group(0).spawn().unwrap())
     }
 
     pub fn pid(&self) -> Pid {
@@ -811,8 +869,10 @@ pub struct Tmpfs {
 }
 
 impl Tmpfs {
-    /// Mounts a tmpfs of `options` (e.g. "size=64k"), read-only if asked.
+    /// Mounts a tmpfs of `options` (e.g. "size=64k"), read-only if asked;
+    /// mounting needs root.
     pub fn mount(options: &str, read_only: bool) -> Self {
+        require_root();
         use nix::mount::MsFlags;
         let dir = tempfile::tempdir().unwrap();
         let flags = if read_only {

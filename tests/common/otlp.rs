@@ -14,7 +14,7 @@ fn python() -> PathBuf {
 }
 
 /// Whether opentelemetry-proto can be imported (`super::prerequisite`).
-pub fn otlp_schema_set_up() -> bool {
+pub fn have_otlp_schema() -> bool {
     let importable = python().exists()
         && Command::new(python())
             .args(["-c", "import opentelemetry.proto"])

@@ -13,8 +13,14 @@ pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Runs proctrace with `args`, output captured; `record` checks root
+/// first (`super::recorder_bin`).
 pub fn proctrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_proctrace"))
+    let bin = match args.first() {
+        Some(&"record") => super::recorder_bin(),
+        _ => super::proctrace_bin(),
+    };
+    Command::new(bin)
         .args(args)
         .output()
         .expect("running proctrace")
@@ -44,11 +50,8 @@ pub fn render(input: &Path, mode: &str, output: &Path) {
     ]);
 }
 
-/// Records demo/demo.sh into `dir`; `None` (skipped) if not root.
-pub fn record_demo(dir: &Path) -> Option<PathBuf> {
-    if !super::have_root() {
-        return None;
-    }
+/// Records demo/demo.sh into `dir`.
+pub fn record_demo(dir: &Path) -> PathBuf {
     let path = dir.join("demo.ndjson");
     let demo = repo().join("demo/demo.sh");
     proctrace_ok(&[
@@ -58,7 +61,7 @@ pub fn record_demo(dir: &Path) -> Option<PathBuf> {
         "--",
         demo.to_str().unwrap(),
     ]);
-    Some(path)
+    path
 }
 
 /// Reads the processes of a recording the way `proctrace render` does.

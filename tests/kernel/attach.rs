@@ -20,9 +20,6 @@ fn busy_tree(stop: &std::path::Path) -> Background {
 
 #[test]
 fn attaching_follows_a_busy_tree_to_its_end() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let stop = dir.path().join("stop");
     let tree = busy_tree(&stop);
@@ -34,7 +31,7 @@ fn attaching_follows_a_busy_tree_to_its_end() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let out = dir.path().join("rec.ndjson");
-    let mut proctrace = Command::new(proctrace_bin())
+    let mut proctrace = Command::new(recorder_bin())
         .arg("record")
         .arg("-o")
         .arg(&out)
@@ -108,10 +105,7 @@ fn attaching_follows_a_busy_tree_to_its_end() {
 
 #[test]
 fn attaching_to_a_missing_pid_is_a_clear_error() {
-    if !have_root() {
-        return;
-    }
-    let output = Command::new(proctrace_bin())
+    let output = Command::new(recorder_bin())
         .args(["record", "-o", "/dev/null", "--pid", "999999999"])
         .output()
         .unwrap();

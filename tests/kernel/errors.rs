@@ -7,8 +7,13 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
 
-/// Runs proctrace with `args` (bounded), stdin closed, output captured.
+/// Runs proctrace with `args` (bounded), stdin closed, output captured;
+/// under `prefix`, a command that changes the user, capabilities,
+/// namespaces or cgroup it runs in, which needs root.
 fn proctrace(prefix: &[&str], args: &[&str]) -> Output {
+    if !prefix.is_empty() {
+        require_root();
+    }
     let (program, rest) = match prefix.split_first() {
         Some((p, rest)) => (p.to_string(), rest),
         None => (proctrace_bin().to_string(), &[][..]),
@@ -79,9 +84,6 @@ fn unwritable_output_is_2() {
 
 #[test]
 fn not_root_is_2_and_mentions_sudo() {
-    if !have_root() {
-        return;
-    }
     // A dir nobody can write to; the binary is world-readable under /work.
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
@@ -107,9 +109,6 @@ fn not_root_is_2_and_mentions_sudo() {
 /// Under (simulated) sudo, the command runs as the invoking user, unless
 /// --keep-root; the recording itself is complete either way.
 fn sudo(keep_root: bool) {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
     let ids = dir.path().join("ids");
@@ -153,7 +152,9 @@ fn sudo_keep_root_runs_command_as_root() {
 
 /// A run refused before its command starts: status 2, one line, which is
 /// returned; the command did not run and no recording is left at `out`.
+/// Only root gets past the check of its capabilities to these refusals.
 fn refused(prefix: &[&str], flags: &[&str], out: &Path) -> String {
+    require_root();
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let script = format!("echo > {}", marker.display());
@@ -169,9 +170,6 @@ fn refused(prefix: &[&str], flags: &[&str], out: &Path) -> String {
 
 #[test]
 fn read_only_output_dir_is_refused_before_the_command_runs() {
-    if !have_root() {
-        return;
-    }
     let tmpfs = Tmpfs::mount("size=64k", true);
     let out = tmpfs.path().join("rec.ndjson");
     let message = refused(&[], &[], &out);
@@ -181,9 +179,6 @@ fn read_only_output_dir_is_refused_before_the_command_runs() {
 
 #[test]
 fn root_without_bpf_capabilities_is_told_which() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let setpriv = [
         "setpriv",
@@ -198,9 +193,6 @@ fn root_without_bpf_capabilities_is_told_which() {
 
 #[test]
 fn kernel_without_btf_asks_for_a_btf_file() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     // An empty /sys/kernel/btf, in a mount namespace of proctrace's own.
     let no_btf = [
@@ -239,11 +231,13 @@ fn btf_file_that_is_not_btf_is_named() {
 
 /// A memory cgroup of a test's own, limited to `limit` bytes: a child of
 /// the test's cgroup under cgroup v1's memory hierarchy, else of the
-/// unified root. Removed when dropped (once nothing runs in it).
+/// unified root. Removed when dropped (once nothing runs in it). Making
+/// one needs root.
 struct MemoryCgroup(std::path::PathBuf);
 
 impl MemoryCgroup {
     fn new(limit: u64) -> Option<MemoryCgroup> {
+        require_root();
         let cgroups = fs::read_to_string("/proc/self/cgroup").ok()?;
         let v1 = cgroups.lines().find_map(|line| {
             let mut fields = line.splitn(3, ':').skip(1);
@@ -286,9 +280,6 @@ impl Drop for MemoryCgroup {
 
 #[test]
 fn ring_over_the_memory_cgroup_limit_is_refused_with_the_size() {
-    if !have_root() {
-        return;
-    }
     let cgroup = MemoryCgroup::new(128 << 20);
     if !prerequisite(cgroup.is_some(), "a memory cgroup controller") {
         return;

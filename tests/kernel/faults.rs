@@ -30,13 +30,13 @@ const PEAK_BOUND_KIB: u64 = 200 * 1024;
 const FLOOD_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// `proctrace record -o out -- cmd`, stderr into `dir/stderr`.
-fn spawn_record(dir: &Path, out: &Path, cmd: &[OsString]) -> Child {
-    proctrace_command(&Opts::new(Mode::Ring), out, cmd)
+fn record_command(dir: &Path, out: &Path, cmd: &[OsString]) -> Command {
+    let mut command = proctrace_command(&Opts::new(Mode::Ring), out, cmd);
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(fs::File::create(dir.join("stderr")).unwrap())
-        .spawn()
-        .expect("starting proctrace")
+        .stderr(fs::File::create(dir.join("stderr")).unwrap());
+    command
 }
 
 /// The run of `cmd` whose recording is `text`, parsed (whole lines only).
@@ -127,9 +127,6 @@ fn still_loaded(objects: &BTreeSet<(String, u32)>) -> Vec<(String, u32)> {
 /// recording holds, in whole lines, all that was drained before the kill.
 #[test]
 fn kill_9_spares_the_tree_and_leaves_nothing_attached() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("go");
     let marker = dir.path().join("marker");
@@ -198,9 +195,6 @@ fn number_after(text: &str, before: &str) -> u64 {
 /// back to whole lines and exits 2 saying what it kept and what it lost.
 #[test]
 fn a_full_disk_spares_the_tree_and_counts_the_loss() {
-    if !have_root() {
-        return;
-    }
     let tmpfs = Tmpfs::mount("size=64k", false);
     let out = tmpfs.path().join("rec.ndjson");
     let dir = tempfile::tempdir().unwrap();
@@ -213,7 +207,9 @@ fn a_full_disk_spares_the_tree_and_counts_the_loss() {
         &workload("flood"),
         &marker,
     ]);
-    let mut child = spawn_record(dir.path(), &out, &cmd);
+    let mut child = record_command(dir.path(), &out, &cmd)
+        .spawn()
+        .expect("starting proctrace");
     let status = wait_bounded(&mut child, "proctrace on a full disk");
     // proctrace waited for the whole tree, which ran to its end.
     assert_eq!(fs::read_to_string(&marker).unwrap(), "done\n");
@@ -286,13 +282,14 @@ fn check_flood(run: &Run, n: u64) {
 /// the writer blocks, events queue behind it, and all arrive.
 #[test]
 fn a_slow_reader_loses_nothing_silently() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("rec.fifo");
     let copy = dir.path().join("rec.ndjson");
     nix::unistd::mkfifo(&fifo, FileMode::S_IRUSR | FileMode::S_IWUSR).unwrap();
+    let cmd = os(&[&workload("flood"), &"5000"]);
+    // Made (root checked) before the reader starts, which nothing would
+    // end if the test stopped there.
+    let mut record = record_command(dir.path(), &fifo, &cmd);
     let script = r#"exec 3< "$0"; sleep 3; exec cat <&3 > "$1""#;
     let mut reader = Command::new("sh")
         .args(["-c", script])
@@ -300,8 +297,7 @@ fn a_slow_reader_loses_nothing_silently() {
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
-    let cmd = os(&[&workload("flood"), &"5000"]);
-    let mut child = spawn_record(dir.path(), &fifo, &cmd);
+    let mut child = record.spawn().expect("starting proctrace");
     let status = wait_bounded(&mut child, "proctrace writing to a slow pipe");
     let read = wait_bounded(&mut reader, "the pipe's reader");
     assert!(read.success());
@@ -337,9 +333,6 @@ fn wait_with_peak(child: &mut Child, bound: Duration) -> (ExitStatus, u64) {
 /// recorded (or the losses counted), in bounded memory.
 #[test]
 fn a_fork_bomb_is_recorded_in_bounded_memory() {
-    if !have_root() {
-        return;
-    }
     let flood = workload("flood");
     let cmd = [flood.as_os_str(), "50000".as_ref()];
     let mut live = Live::start(tempfile::tempdir().unwrap(), &Opts::new(Mode::Ring), &cmd);
@@ -368,9 +361,6 @@ fn kernel_version() -> (u32, u32) {
 /// that got a tracked pid execs a program of its own name, which must
 /// not be recorded.
 fn pid_reuse(mount_proc: bool) {
-    if !have_root() {
-        return;
-    }
     // Before 6.14 pid_max is global: lowering it would starve the machine.
     if kernel_version() < (6, 14) {
         eprintln!("skipped: pid_max is per PID namespace only since Linux 6.14");
@@ -397,7 +387,7 @@ fn pid_reuse(mount_proc: bool) {
         unshare.arg("--mount-proc");
     }
     let mut child = unshare
-        .args(["sh", "-c", script, proctrace_bin()])
+        .args(["sh", "-c", script, recorder_bin()])
         .arg(&reuse)
         .arg(d)
         .stdin(Stdio::null())

@@ -6,7 +6,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    have_root, have_tool, kill_if, record_with, wait_bounded, Live, Mode, Opts, HANG_TIMEOUT,
+    have_tool, kill_if, record_with, wait_bounded, Live, Mode, Opts, HANG_TIMEOUT,
 };
 use nix::sys::signal::Signal;
 use proctrace::event::{OnHang, Pid, Record, Snapshot, SnapshotCause};
@@ -70,9 +70,6 @@ fn until(what: &str, mut check: impl FnMut() -> bool) {
 /// stuck; then the reader goes on and the run completes on its own.
 #[test]
 fn a_full_pipe_chain_names_the_blocked_writer_and_the_stopped_reader() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let script = "yes | head -c 50000000 > /dev/null";
     let mut live = Live::start(dir, &opts(&[]), &["sh", "-c", script]);
@@ -142,9 +139,6 @@ fn a_full_pipe_chain_names_the_blocked_writer_and_the_stopped_reader() {
 /// `--timeout`: a snapshot, then the tree is ended and proctrace exits 124.
 #[test]
 fn timeout_takes_a_snapshot_then_ends_the_tree() {
-    if !have_root() {
-        return;
-    }
     let run = record_with(
         &opts(&["--timeout", "2s"]),
         &["sh", "-c", "sleep 1000; true"],
@@ -192,9 +186,6 @@ fn timeout_takes_a_snapshot_then_ends_the_tree() {
 /// children it has are still what it waits for, and each is a culprit.
 #[test]
 fn a_shell_waiting_for_sigchld_waits_for_its_children() {
-    if !have_root() {
-        return;
-    }
     let run = record_with(
         &opts(&["--timeout", "1s"]),
         &["dash", "-c", "sleep 1000 & sleep 2000 & wait"],
@@ -219,9 +210,6 @@ fn a_shell_waiting_for_sigchld_waits_for_its_children() {
 /// the signal is passed on, and is in the recording and on stderr.
 #[test]
 fn sigterm_to_proctrace_leaves_a_snapshot() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let mut live = Live::start(dir, &opts(&[]), &["sh", "-c", "sleep 1000; true"]);
     let sleep = live.wait_for_descendant("sleep");
@@ -256,9 +244,6 @@ fn sigterm_to_proctrace_leaves_a_snapshot() {
 /// and the recording completes as usual.
 #[test]
 fn hang_after_snapshots_a_quiet_tree_once() {
-    if !have_root() {
-        return;
-    }
     let run = record_with(
         &opts(&["--hang-after", "300ms"]),
         &["sh", "-c", "sleep 2; exec true"],
@@ -284,7 +269,7 @@ fn hang_after_snapshots_a_quiet_tree_once() {
 /// the sleep, its fd 3 and the test as bats prints it.
 #[test]
 fn a_hung_bats_suite_names_the_test_the_sleep_and_the_blocked_reader() {
-    if !have_root() || !have_tool("bats") {
+    if !have_tool("bats") {
         return;
     }
     let suite = tempfile::tempdir().unwrap();
@@ -373,9 +358,6 @@ fn running(argv: &[&str]) -> Vec<Pid> {
 /// are not part of the tree.
 #[test]
 fn on_hang_runs_for_each_culprit_before_the_tree_is_ended() {
-    if !have_root() {
-        return;
-    }
     let hook = "echo hook for {} $PROCTRACE_PID; cat /proc/{}/comm";
     let run = record_with(
         &opts(&["--timeout", "1s", "--on-hang", hook]),
@@ -455,9 +437,6 @@ fn on_hang_runs_for_each_culprit_before_the_tree_is_ended() {
 /// end the tree as usual.
 #[test]
 fn a_hanging_on_hang_command_is_cut_off() {
-    if !have_root() {
-        return;
-    }
     let hook = "echo started; sleep 1234; echo never";
     let run = record_with(
         &opts(&[

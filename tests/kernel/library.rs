@@ -2,7 +2,7 @@
 //! the recorder and the test.
 
 use proctrace::event::{Record, Snapshot, SnapshotCause, Trailer};
-use proctrace::record::{Notice, RecordError, Recorder};
+use proctrace::record::{Notice, RecordError};
 
 use crate::common::*;
 
@@ -10,10 +10,7 @@ use crate::common::*;
 /// causal order, then the trailer with its status and nothing lost.
 #[test]
 fn an_embedder_records_a_command_and_gets_its_trailer() {
-    if !have_root() {
-        return;
-    }
-    let recording = Recorder::command(["sh", "-c", "/bin/true; exit 3"])
+    let recording = recorder(["sh", "-c", "/bin/true; exit 3"])
         .start()
         .expect("recording starts");
     let root = recording.root_pid();
@@ -53,10 +50,7 @@ fn an_embedder_records_a_command_and_gets_its_trailer() {
 /// A command that does not exist is a typed error with the shell's status.
 #[test]
 fn an_embedder_gets_a_typed_error_for_a_missing_command() {
-    if !have_root() {
-        return;
-    }
-    let err = Recorder::command(["proctrace-no-such-command"])
+    let err = recorder(["proctrace-no-such-command"])
         .start()
         .err()
         .expect("no such command");
@@ -71,9 +65,8 @@ mod tracked_pids;
 /// exactly the tree's processes: a shell and its two sleeps, at once.
 #[test]
 fn the_tracked_map_holds_the_tree() {
-    if !have_root() {
-        return;
-    }
+    // The example starts a Recorder of its own, past the harness's.
+    require_root();
     let command = strings(&["sh", "-c", "sleep 2 & sleep 2 & wait"]);
     let sampled = tracked_pids::sample(&command).expect("recording");
     assert_eq!(sampled.recorded.len(), 3, "{:?}", sampled.recorded);
@@ -87,10 +80,7 @@ fn the_tracked_map_holds_the_tree() {
 /// events.
 #[test]
 fn an_embedder_gets_a_whole_snapshot_with_its_analysis() {
-    if !have_root() {
-        return;
-    }
-    let recording = Recorder::command(["sh", "-c", "sleep 1000; true"])
+    let recording = recorder(["sh", "-c", "sleep 1000; true"])
         .start()
         .expect("recording starts");
     let root = recording.root_pid();

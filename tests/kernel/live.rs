@@ -18,15 +18,10 @@ fn shell(args: &[&str]) -> String {
         .join(" ")
 }
 
-fn have_terminal() -> bool {
-    have_root() && prerequisite(have_tool("tmux"), "tmux")
-}
-
-/// Starts `args` of proctrace in a pane; `done` appears when it ends.
-fn in_terminal(args: &[&str], done: &Path) -> Tmux {
-    let mut all = vec![proctrace_bin()];
-    all.extend(args);
-    let command = format!("{}; touch {}; sleep 60", shell(&all), done.display());
+/// Starts `argv` (proctrace and its arguments) in a pane; `done` appears
+/// when it ends.
+fn in_terminal(argv: &[&str], done: &Path) -> Tmux {
+    let command = format!("{}; touch {}; sleep 60", shell(argv), done.display());
     Tmux::start(120, 24, &command)
 }
 
@@ -34,13 +29,13 @@ fn in_terminal(args: &[&str], done: &Path) -> Tmux {
 /// state column, not "killed by" cut short.
 #[test]
 fn view_names_the_signal_that_killed_a_process() {
-    if !have_terminal() {
+    if !have_tool("tmux") {
         return;
     }
     let run = record(Mode::Ring, &["sh", "-c", "sh -c 'kill -TERM $$'; true"]);
     let input = run.dir.path().join("rec.ndjson");
     let done = run.dir.path().join("done");
-    let tmux = in_terminal(&["view", input.to_str().unwrap()], &done);
+    let tmux = in_terminal(&[proctrace_bin(), "view", input.to_str().unwrap()], &done);
     let killed = run.child_with_argv(run.root(), &["sh", "-c", "kill -TERM $$"]);
     let screen = tmux.wait_for("the killed shell", |rows| {
         rows.iter().any(|r| r.contains("✗ sh -c"))
@@ -54,13 +49,13 @@ fn view_names_the_signal_that_killed_a_process() {
 
 #[test]
 fn view_shows_the_recorded_tree_at_any_moment() {
-    if !have_terminal() {
+    if !have_tool("tmux") {
         return;
     }
     let run = record(Mode::Ring, &["sh", "-c", SCRIPT]);
     let input = run.dir.path().join("rec.ndjson");
     let done = run.dir.path().join("done");
-    let tmux = in_terminal(&["view", input.to_str().unwrap()], &done);
+    let tmux = in_terminal(&[proctrace_bin(), "view", input.to_str().unwrap()], &done);
 
     // At the end only the failure is left on screen, marked.
     let screen = tmux.wait_for("the failed step", |rows| {
@@ -121,7 +116,7 @@ fn view_shows_the_recorded_tree_at_any_moment() {
 
 #[test]
 fn live_view_follows_the_run_and_q_leaves_the_recording_whole() {
-    if !have_terminal() {
+    if !have_tool("tmux") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -129,6 +124,7 @@ fn live_view_follows_the_run_and_q_leaves_the_recording_whole() {
     let done = dir.path().join("done");
     let tmux = in_terminal(
         &[
+            recorder_bin(),
             "record",
             "--live",
             "-o",

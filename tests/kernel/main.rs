@@ -1,6 +1,8 @@
 //! The tests that record: the real `proctrace record` against the real
-//! kernel, so they need root (`crate::common::have_root`). One binary, one link of
-//! libbpf, and every recording checked by the harness in tests/common.
+//! kernel, so they need root. One binary, one link of libbpf, and every
+//! recording checked by the harness in tests/common, which asks for root
+//! where a test loads the BPF program (`crate::common::require_root`):
+//! without it the whole binary skips, or under CI fails.
 
 #[macro_use]
 #[path = "../common/mod.rs"]

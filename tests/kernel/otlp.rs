@@ -16,7 +16,7 @@ const PARENT_ID: &str = "b7ad6b7169203331";
 
 #[test]
 fn a_real_run_is_one_trace_the_otlp_schema_accepts() {
-    if !have_root() || !otlp_schema_set_up() {
+    if !have_otlp_schema() {
         return;
     }
     // Programs, not dash's builtins; a subshell that never execs and
@@ -124,7 +124,7 @@ fn export(recordings: &[&std::path::Path], flags: &[&str], env: &[(&str, &str)])
 /// forwards is read back with the official schema.
 #[test]
 fn a_hung_bats_suite_reaches_a_real_collector_by_every_protocol() {
-    if !have_root() || !have_tool("bats") || !collector_set_up() {
+    if !have_tool("bats") || !have_collector() {
         return;
     }
     let suite = tempfile::tempdir().unwrap();
@@ -293,7 +293,7 @@ fn check_bats_spans(run: &Run, received: &Received, protocol: &str) {
 /// one warning says so, the recording kept; with it up the spans arrive.
 #[test]
 fn record_otlp_keeps_the_commands_status_collector_down_or_up() {
-    if !have_root() || !collector_set_up() {
+    if !have_collector() {
         return;
     }
     let down = format!("http://127.0.0.1:{}", free_port());

@@ -13,9 +13,6 @@ sh -c 'sh -c "exit 5"; exit 6'
 exit 9"#;
 
 fn known_tree(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &["sh", "-c", TREE]);
     let root = run.root();
     assert_eq!(run.argvs(root), [strings(&["sh", "-c", TREE])]);
@@ -74,9 +71,6 @@ per_mode!(known_tree:
 
 #[test]
 fn exit_status_passthrough() {
-    if !have_root() {
-        return;
-    }
     for (script, code, exit_code, signal) in [
         ("exit 0", 0, Some(0), None),
         ("exit 3", 3, Some(3), None),
@@ -100,9 +94,6 @@ fn exit_status_passthrough() {
 /// Every one of them records the same tree exactly.
 #[test]
 fn the_cut_kernel_btf_is_kept_and_a_damaged_one_made_again() {
-    if !have_root() {
-        return;
-    }
     let mut opts = Opts::new(Mode::Ring);
     opts.env.push(("PROCTRACE_DEBUG".into(), "1".into()));
     let script = "sh -c 'exit 3'; exit 4";
@@ -157,9 +148,6 @@ fn the_cut_kernel_btf_is_kept_and_a_damaged_one_made_again() {
 
 /// vfork+exec, clone(CLONE_PARENT) from a child, clone3, posix_spawn.
 fn every_kind_of_fork(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &[workload("forks")]);
     let root = run.root();
     assert_eq!(run.code(), 0, "{}\n{}", run.stderr, run.text);
@@ -200,9 +188,6 @@ per_mode!(every_kind_of_fork:
 /// A double-forked setsid daemon outlives the command; the recording lasts
 /// until it exits.
 fn daemon_outlives_command(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let done = dir.path().join("daemon-done");
     let run = record_in(
@@ -253,9 +238,6 @@ per_mode!(daemon_outlives_command:
 /// setpgid(0,0) on itself, setpgid(child, child) and setpgid(child2, child)
 /// from the parent; failed setsid/setpgid calls give no events.
 fn setpgid_self_and_children(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &[workload("setpgid")]);
     assert_eq!(run.code(), 0, "workload failed: {}", run.text);
     let root = run.root();
@@ -296,9 +278,6 @@ per_mode!(setpgid_self_and_children:
 /// kernel, after the child's Exit; the recording must not bring the child
 /// back: its events are its Fork and its Exit, nothing after.
 fn setpgid_on_an_exited_child(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &[workload("late_setpgid")]);
     assert_eq!(run.code(), 0, "workload failed: {}", run.text);
     let root = run.root();
@@ -321,9 +300,6 @@ per_mode!(setpgid_on_an_exited_child:
 /// tracepoints see neither, and then the trailer and stderr say that a
 /// 32-bit program ran.
 fn a_32bit_program_sets_its_session_and_group(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &[workload("compat_setid")]);
     assert_eq!(run.code(), 0, "workload failed: {}", run.text);
     let root = run.root();
@@ -363,9 +339,6 @@ per_mode!(a_32bit_program_sets_its_session_and_group:
 /// env tries each PATH entry; only the successful exec is an event.
 #[test]
 fn failed_path_lookups_are_not_execs() {
-    if !have_root() {
-        return;
-    }
     let cmd = ["env", "PATH=/nonexistent1:/nonexistent2:/usr/bin", "true"];
     let run = record(Mode::Ring, &cmd);
     let root = run.root();
@@ -384,9 +357,6 @@ fn failed_path_lookups_are_not_execs() {
 /// A busy loop outside the tree never shows up in a filtered recording.
 #[test]
 fn processes_outside_the_tree_are_not_recorded() {
-    if !have_root() {
-        return;
-    }
     let busy = Background::sh("while :; do /bin/true; done");
     let script = "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done";
     let run = record(Mode::Ring, &["sh", "-c", script]);
@@ -408,9 +378,6 @@ fn processes_outside_the_tree_are_not_recorded() {
 /// `--raw` records every process on the machine, the tree included.
 #[test]
 fn raw_records_everything() {
-    if !have_root() {
-        return;
-    }
     let busy = Background::sh("while :; do /bin/true; done");
     let busy_pid = busy.pid();
     let mut opts = Opts::new(Mode::Ring);
@@ -453,9 +420,6 @@ fn raw_records_everything() {
 
 /// A PID namespace inside the tree: pids as the root namespace sees them.
 fn pid_namespace(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let inner = dir.path().join("inner-pid");
     let script = format!(
@@ -522,9 +486,6 @@ per_mode!(pid_namespace:
 /// 200 concurrent children on both CPUs, and a chain of 30 nested
 /// subshells: every fork, exec and exit, each in causal order (check()).
 fn many_processes(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let script = "for i in $(seq 200); do /bin/true & done; wait
 f() { if [ $1 -gt 0 ]; then (f $(($1 - 1))); fi; }; f 30";
     let run = record(mode, &["sh", "-c", script]);
@@ -567,9 +528,6 @@ per_mode!(many_processes:
 /// A child killed by SIGSEGV with core dumps on: core_dumped.
 #[test]
 fn core_dump_is_reported() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
         r#"cd {} && ulimit -c unlimited && sh -c 'kill -SEGV $$'; exit 0"#,
@@ -601,9 +559,6 @@ fn core_dump_is_reported() {
 /// only after the last one. (Fails: proctrace ends the recording early,
 /// see the report; the daemon test above can fail the same way.)
 fn relay_is_recorded_to_the_end(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     const HOPS: usize = 2000;
     let dir = tempfile::tempdir().unwrap();
     let done = dir.path().join("relay-done");

@@ -7,7 +7,7 @@ use crate::terminal::{finished_run, Tmux};
 
 #[test]
 fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
-    if !have_root() || !prerequisite(have_tool("tmux"), "tmux") {
+    if !have_tool("tmux") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -18,7 +18,7 @@ fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
     let script = "for i in $(seq 1 20); do echo output line $i; done; sleep 2";
     let command = format!(
         "{} record -o {} -- sh -c '{script}'; touch {}; sleep 60",
-        proctrace_bin(),
+        recorder_bin(),
         out.display(),
         done.display()
     );
@@ -59,9 +59,6 @@ fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
 
 #[test]
 fn no_status_line_and_no_control_sequences_off_a_terminal() {
-    if !have_root() {
-        return;
-    }
     let run = record(Mode::Ring, &["sh", "-c", "sleep 0.6; echo done"]);
     assert!(
         !run.stderr.contains(['\x1b', '\r']),

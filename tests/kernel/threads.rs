@@ -5,9 +5,6 @@ use crate::common::*;
 
 /// Four pthreads that exit and are joined: one process, three events.
 fn threads_are_invisible(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let bin = workload("threads");
     let run = record(mode, &[bin.to_str().unwrap(), "join"]);
     let root = run.root();
@@ -26,9 +23,6 @@ per_mode!(threads_are_invisible:
 /// exit(3) once the leader is a zombie: one Exit, when the whole group is
 /// gone, with that thread's status.
 fn leader_exits_first(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let bin = workload("threads");
     let run = record(mode, &[bin.to_str().unwrap(), "leader-first"]);
     let root = run.root();
@@ -51,9 +45,6 @@ per_mode!(leader_exits_first:
 
 /// A non-leader thread forks: the child is the process's child.
 fn thread_forks(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &[workload("thread_fork")]);
     let root = run.root();
     assert_eq!(run.code(), 0, "workload saw a wrong status: {}", run.text);
@@ -79,9 +70,6 @@ per_mode!(thread_forks:
 /// A non-leader thread execs: one Exec of the new program with the
 /// process's pid, no exit in between, one Exit.
 fn exec_from_non_leader_thread(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let bin = workload("thread_exec");
     let run = record(mode, &[bin.to_str().unwrap(), "/bin/sh", "-c", "exit 5"]);
     let root = run.root();
@@ -108,9 +96,6 @@ per_mode!(exec_from_non_leader_thread:
 
 /// exit(7) (exit_group) from a non-leader thread while main sleeps.
 fn exit_group_from_non_leader_thread(mode: Mode) {
-    if !have_root() {
-        return;
-    }
     let run = record(mode, &[workload("thread_exit")]);
     let root = run.root();
     assert_eq!(run.kinds(root), ["Exec", "Exit"], "{}", run.text);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{have_root, have_tool, record_with, Mode, Opts, Run};
+use crate::common::{have_tool, record_with, Background, Mode, Opts, Run};
 use crate::hang::{line_with, render_as};
 use proctrace::event::Pid;
 
@@ -96,9 +96,6 @@ fn leaked_sleep_is_the_culprit(run: &Run, view: &str, call: &str, end: &str) {
 
 #[test]
 fn python_capture_output_waits_in_poll_for_the_leaked_grandchild() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&format!(
         "import subprocess; subprocess.run({LEAKY}, capture_output=True)"
     ));
@@ -107,9 +104,6 @@ fn python_capture_output_waits_in_poll_for_the_leaked_grandchild() {
 
 #[test]
 fn select_on_a_pipe_waits_for_the_leaked_grandchild() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&format!(
         "import os, select, subprocess\n\
          p = subprocess.Popen({LEAKY}, stdout=subprocess.PIPE)\n\
@@ -128,9 +122,6 @@ fn select_on_a_pipe_waits_for_the_leaked_grandchild() {
 
 #[test]
 fn asyncio_waits_in_epoll_for_the_leaked_grandchild() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&format!(
         "import asyncio\n\
          async def main():\n\
@@ -143,7 +134,7 @@ fn asyncio_waits_in_epoll_for_the_leaked_grandchild() {
 
 #[test]
 fn node_exec_file_waits_in_epoll_for_the_leaked_grandchild() {
-    if !have_root() || !have_tool("node") {
+    if !have_tool("node") {
         return;
     }
     let script =
@@ -169,9 +160,6 @@ fn forking(setup: &str, child: &str, parent: &str) -> String {
 
 #[test]
 fn a_socketpair_reader_waits_for_the_process_holding_the_peer() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&forking(
         "a, b = socket.socketpair()",
         "    a.close(); time.sleep(1000)",
@@ -193,9 +181,6 @@ fn a_socketpair_reader_waits_for_the_process_holding_the_peer() {
 
 #[test]
 fn a_path_socket_client_waits_for_the_server_that_never_answers() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.sock");
     let path = path.to_str().unwrap();
@@ -260,9 +245,6 @@ fn a_pidfd_waiter_waits_for_its_process(wait: &str, shown: &str) {
 
 #[test]
 fn polling_a_pidfd_waits_for_its_process() {
-    if !have_root() {
-        return;
-    }
     a_pidfd_waiter_waits_for_its_process(
         "pl = select.poll(); pl.register(fd, select.POLLIN); pl.poll()",
         "blocked in poll(fd 3) on the pidfd of {sleep} (",
@@ -271,9 +253,6 @@ fn polling_a_pidfd_waits_for_its_process() {
 
 #[test]
 fn waitid_on_a_pidfd_waits_for_its_child() {
-    if !have_root() {
-        return;
-    }
     a_pidfd_waiter_waits_for_its_process(
         "os.waitid(os.P_PIDFD, fd, os.WEXITED)",
         "waits in waitid for its children",
@@ -282,9 +261,6 @@ fn waitid_on_a_pidfd_waits_for_its_child() {
 
 #[test]
 fn a_unix_connect_to_a_full_backlog_waits_for_the_listener() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.sock");
     let path = path.to_str().unwrap();
@@ -293,18 +269,12 @@ fn a_unix_connect_to_a_full_backlog_waits_for_the_listener() {
 
 #[test]
 fn an_abstract_unix_connect_to_a_full_backlog_waits_for_the_listener() {
-    if !have_root() {
-        return;
-    }
     let name = format!("proctrace-test-{}", std::process::id());
     a_unix_connect_waits_for_the_listener_at(&format!("'\\0{name}'"), &format!("@{name}"));
 }
 
 #[test]
 fn a_loopback_tcp_client_waits_for_the_listener_that_never_accepts() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&forking(
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()",
         "    time.sleep(1000)",
@@ -324,9 +294,6 @@ fn a_loopback_tcp_client_waits_for_the_listener_that_never_accepts() {
 
 #[test]
 fn a_connected_udp_client_waits_for_the_process_bound_where_it_sends() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&forking(
         "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0))",
         "    time.sleep(1000)",
@@ -351,7 +318,7 @@ fn a_connected_udp_client_waits_for_the_process_bound_where_it_sends() {
 /// its namespace, not proctrace's, and lead to the server.
 #[test]
 fn sockets_of_a_sandbox_network_namespace_lead_to_the_server() {
-    if !have_root() || !have_tool("unshare") {
+    if !have_tool("unshare") {
         return;
     }
     // Bring the namespace's loopback up (SIOCSIFFLAGS, IFF_UP | IFF_RUNNING).
@@ -377,7 +344,7 @@ fn sockets_of_a_sandbox_network_namespace_lead_to_the_server() {
 
 #[test]
 fn a_flock_waiter_waits_for_the_holder_which_waits_for_its_command() {
-    if !have_root() || !have_tool("flock") {
+    if !have_tool("flock") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -406,9 +373,6 @@ fn a_flock_waiter_waits_for_the_holder_which_waits_for_its_command() {
 
 #[test]
 fn an_fcntl_lock_waiter_waits_for_the_holder() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let lock = dir.path().join("lock");
     let lock = lock.to_str().unwrap();
@@ -428,9 +392,6 @@ fn an_fcntl_lock_waiter_waits_for_the_holder() {
 
 #[test]
 fn opening_a_fifo_nobody_writes_says_no_process_holds_it() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     let fifo = fifo.to_str().unwrap();
@@ -450,9 +411,6 @@ fn opening_a_fifo_nobody_writes_says_no_process_holds_it() {
 /// the answer says so rather than that nobody holds the write end.
 #[test]
 fn a_reader_holding_its_own_write_end_is_told_so() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&forking(
         "r, w = os.pipe()",
         "    os.close(r); os.write(w, b'x')",
@@ -472,9 +430,6 @@ fn a_reader_holding_its_own_write_end_is_told_so() {
 /// (here reading), not on both.
 #[test]
 fn a_splice_waits_for_the_writer_of_the_pipe_it_reads() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&forking(
         "r, w = os.pipe(); r2, w2 = os.pipe()",
         "    os.close(r); time.sleep(1000)",
@@ -502,9 +457,6 @@ fn a_splice_waits_for_the_writer_of_the_pipe_it_reads() {
 /// for the processes on its `/dev/pts/N`, here a child waiting for input.
 #[test]
 fn a_pty_master_reader_waits_for_the_process_on_the_terminal() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(
         "import os, pty\npid, fd = pty.fork()\n\
          if pid == 0:\n    input()\nelse:\n    os.read(fd, 100)\n",
@@ -532,9 +484,6 @@ fn a_pty_master_reader_waits_for_the_process_on_the_terminal() {
 /// the server is named.
 #[test]
 fn a_client_of_a_server_outside_the_tree_is_the_culprit() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("server.sock");
     let path = path.to_str().unwrap();
@@ -542,10 +491,7 @@ fn a_client_of_a_server_outside_the_tree_is_the_culprit() {
         "import socket, time\ns = socket.socket(socket.AF_UNIX); s.bind('{path}'); s.listen()\n\
          c, _ = s.accept(); time.sleep(1000)"
     );
-    let mut server = Command::new("/usr/bin/python3")
-        .args(["-c", &script])
-        .spawn()
-        .unwrap();
+    let server = Background::spawn(Command::new("/usr/bin/python3").args(["-c", &script]));
     let socket = Path::new(path);
     let ready = (0..500).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -555,9 +501,8 @@ fn a_client_of_a_server_outside_the_tree_is_the_culprit() {
     let (run, view) = python(&format!(
         "import socket\nc = socket.socket(socket.AF_UNIX); c.connect('{path}'); c.recv(1)"
     ));
-    let outsider = server.id();
-    let _ = server.kill();
-    let _ = server.wait();
+    let outsider = server.pid();
+    drop(server);
     let culprit = the_culprit(&view, run.root());
     assert!(
         culprit.contains("blocked in recvfrom(fd 3) on unix socket:["),
@@ -573,9 +518,6 @@ fn a_client_of_a_server_outside_the_tree_is_the_culprit() {
 /// left behind): /proc/locks names it, and so does the answer.
 #[test]
 fn a_lock_held_outside_the_tree_names_its_holder() {
-    if !have_root() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let lock = dir.path().join("lock");
     let ready = dir.path().join("ready");
@@ -584,10 +526,7 @@ fn a_lock_held_outside_the_tree_names_its_holder() {
         "import fcntl, time\nf = open('{lock}', 'w'); fcntl.flock(f, fcntl.LOCK_EX)\n\
          open('{ready}', 'w'); time.sleep(1000)"
     );
-    let mut holder = Command::new("/usr/bin/python3")
-        .args(["-c", &script])
-        .spawn()
-        .unwrap();
+    let holder = Background::spawn(Command::new("/usr/bin/python3").args(["-c", &script]));
     let locked = (0..500).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(10));
         Path::new(ready).exists()
@@ -596,9 +535,8 @@ fn a_lock_held_outside_the_tree_names_its_holder() {
     let (run, view) = python(&format!(
         "import fcntl\nf = open('{lock}', 'w'); fcntl.flock(f, fcntl.LOCK_EX)"
     ));
-    let outsider = holder.id();
-    let _ = holder.kill();
-    let _ = holder.wait();
+    let outsider = holder.pid();
+    drop(holder);
     let culprit = the_culprit(&view, run.root());
     assert!(
         culprit.contains("blocked in flock(fd 3) on FLOCK lock on "),
@@ -632,9 +570,6 @@ fn the_deadlock(view: &str, members: &[Pid]) {
 
 #[test]
 fn two_processes_writing_full_pipes_to_each_other_are_a_deadlock() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(&forking(
         "r1, w1 = os.pipe(); r2, w2 = os.pipe()",
         "    os.close(w1); os.close(r2); os.write(w2, b'x' * 1000000); os.read(r1, 1)",
@@ -646,9 +581,6 @@ fn two_processes_writing_full_pipes_to_each_other_are_a_deadlock() {
 
 #[test]
 fn popen_wait_on_a_child_writing_a_full_pipe_is_a_deadlock_in_every_view() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(
         "import subprocess\n\
          p = subprocess.Popen(['head', '-c', '1000000', '/dev/zero'], stdout=subprocess.PIPE)\n\
@@ -717,9 +649,6 @@ fn flagged_spans(otlp: &str, key: &str) -> std::collections::BTreeSet<Pid> {
 
 #[test]
 fn a_stopped_child_waited_for_is_the_culprit() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = python(
         "import os, signal, subprocess\n\
          p = subprocess.Popen(['sleep', '1000'])\n\
@@ -733,9 +662,6 @@ fn a_stopped_child_waited_for_is_the_culprit() {
 
 #[test]
 fn hundreds_of_alike_leaked_sleeps_are_one_culprit_line() {
-    if !have_root() {
-        return;
-    }
     let (run, view) = hung(&[
         "sh",
         "-c",
@@ -795,7 +721,7 @@ fn go_test_binary(dir: &Path) -> PathBuf {
 
 #[test]
 fn go_exec_output_waits_in_epoll_for_the_leaked_grandchild() {
-    if !have_root() || !have_tool("go") {
+    if !have_tool("go") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -807,7 +733,7 @@ fn go_exec_output_waits_in_epoll_for_the_leaked_grandchild() {
 
 #[test]
 fn timeout_signal_quit_makes_go_print_its_goroutines() {
-    if !have_root() || !have_tool("go") {
+    if !have_tool("go") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use crate::common::*;
 
 #[test]
 fn mermaid_cli_renders_every_label() {
-    if !mermaid_set_up() {
+    if !have_mermaid() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -50,7 +50,7 @@ fn repeated_siblings_fold_and_a_big_tree_fits() {
     let folded = "    [223 processes] sh -c job N :";
     assert!(text.contains(folded), "{text:.2000}");
     assert_eq!(text.matches("section").count(), 2, "{text:.2000}");
-    if mermaid_set_up() {
+    if have_mermaid() {
         let svg = unescape_xml(&mermaid_svg(&chart));
         assert!(svg.contains("[223 processes] sh -c job N"), "not drawn");
     }

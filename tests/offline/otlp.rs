@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::common::{
-    big_recording, check_trace, collector_set_up, free_port, otlp_schema_set_up, otlp_schema_spans,
+    big_recording, check_trace, free_port, have_collector, have_otlp_schema, otlp_schema_spans,
     read, repo, Collector,
 };
 use proctrace::render::otlp::OTLP_BATCH;
@@ -202,7 +202,7 @@ fn a_large_recording_is_cut_into_requests_a_collector_accepts() {
     let spans: Vec<&Value> = requests.iter().flat_map(spans).collect();
     check_tree(&input, &spans, TRACE_ID);
 
-    if !otlp_schema_set_up() {
+    if !have_otlp_schema() {
         return;
     }
     let file = dir.path().join("big.otlp");
@@ -235,7 +235,7 @@ fn finish(child: std::process::Child) -> (i32, String) {
 /// until it is up, and every span arrives once.
 #[test]
 fn a_collector_that_starts_late_still_gets_every_span() {
-    if !collector_set_up() {
+    if !have_collector() {
         return;
     }
     let input = repo().join("tests/data/demo.ndjson");
@@ -259,7 +259,7 @@ fn a_collector_that_starts_late_still_gets_every_span() {
 /// retries), exit status 1.
 #[test]
 fn a_wrong_path_is_reported_with_exit_status_1() {
-    if !collector_set_up() {
+    if !have_collector() {
         return;
     }
     let collector = Collector::start();
@@ -289,7 +289,7 @@ fn a_wrong_path_is_reported_with_exit_status_1() {
 /// collector gets each span once, with its parent link.
 #[test]
 fn ten_thousand_processes_reach_the_collector_in_several_requests() {
-    if !collector_set_up() {
+    if !have_collector() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
