@@ -36,6 +36,9 @@ mod launch;
 mod lineage;
 mod load;
 mod notice;
+// Built ahead of `record --cpu-profile`, which drives it.
+#[allow(dead_code)]
+mod profile;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::ffi::OsString;

@@ -1,0 +1,355 @@
+//! Every executable mapping of every process of the tree, as the kernel
+//! announces it, so that samples of processes gone by the time they are
+//! read (and /proc/PID/maps with them) can still be symbolized and
+//! unwound.
+//!
+//! This is what `perf record` does: a dummy perf event on the tree's
+//! root with `inherit`, which the kernel copies into every task the tree
+//! forks or clones from then on, and `mmap2`, which has it write a record
+//! to the event's ring for each executable mapping one of those tasks
+//! makes. The filter is the kernel's own: no other process's mappings
+//! are seen. A per-task event that is inherited can only have its ring
+//! mapped when it is bound to a CPU (perf_mmap refuses `cpu == -1` with
+//! `inherit`), and a task's records go to the event of the CPU it runs
+//! on, so there is one event and one ring per online CPU.
+//!
+//! Opened on the root while it is held before its exec, the watch sees
+//! the whole tree's programs: inherited mappings are not announced again
+//! in a child (it starts with its parent's: [`super::spaces`]), and
+//! mappings that exist before the watch opens are never announced.
+
+mod attr;
+mod parse;
+mod ring;
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::os::fd::BorrowedFd;
+
+use attr::{Features, PerfEventAttr};
+use parse::Parsed;
+use ring::Ring;
+
+use crate::event::Pid;
+
+/// Bytes of records per CPU unless [`MmapWatch::open_with`] says
+/// otherwise: a few hundred mappings between two reads, each a little
+/// over a hundred bytes.
+pub(crate) const DEFAULT_RING_BYTES: usize = 64 << 10;
+
+/// An executable mapping made by a process of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mapping {
+    /// The process (thread group) that made it.
+    pub pid: Pid,
+    /// When, in CLOCK_MONOTONIC nanoseconds (the recording's clock).
+    pub time: u64,
+    /// Its first address.
+    pub start: u64,
+    /// The address just past it.
+    pub end: u64,
+    /// The offset in the file `start` maps.
+    pub file_offset: u64,
+    /// The file's path as the mapping process saw it (relative to its
+    /// root directory), or the kernel's name: `[vdso]`, `//anon`, ...
+    pub path: String,
+    /// The file's device (major, minor), where the kernel gave it rather
+    /// than a build id (before 5.12, or where it could not read the build
+    /// id); `None` for a mapping of no file ([vdso], //anon).
+    pub dev: Option<(u32, u32)>,
+    /// The file's inode, likewise.
+    pub ino: Option<u64>,
+    /// The file's GNU build id (the note's bytes), where the kernel read
+    /// it: Linux 5.12+, from the page cache without faulting (6.12+), so
+    /// it can be missing.
+    pub build_id: Option<Vec<u8>>,
+}
+
+/// What the kernel announces about the tree's address spaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// `pid` exec'd at `time`: the mappings it had before are gone, and
+    /// the new program's are announced after this. Stamped as the old
+    /// address space is dropped, before the new program is mapped (the
+    /// recording's exec event, from sched_process_exec, comes after the
+    /// new program's mappings).
+    Exec {
+        /// The process.
+        pid: Pid,
+        /// When, in CLOCK_MONOTONIC nanoseconds.
+        time: u64,
+    },
+    /// A new executable mapping.
+    Mapped(Mapping),
+}
+
+/// Why the watch could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// The kernel refused perf events on the process.
+    #[error(
+        "the kernel refused a perf event on process {pid}: that needs CAP_PERFMON (CAP_SYS_ADMIN \
+         before Linux 5.8), or kernel.perf_event_paranoid at 2 or below ({}) and the right to \
+         ptrace the process",
+        match .paranoid { Some(level) => format!("it is {level}"), None => "unreadable".into() }
+    )]
+    Permission {
+        /// The process.
+        pid: Pid,
+        /// /proc/sys/kernel/perf_event_paranoid, if readable.
+        paranoid: Option<i32>,
+        /// The error of perf_event_open.
+        source: io::Error,
+    },
+    /// The kernel has no perf events, or no software dummy event.
+    #[error(
+        "this kernel has no perf events (built without CONFIG_PERF_EVENTS) or no dummy software \
+         event (Linux 3.12+)"
+    )]
+    Unsupported {
+        /// The error of perf_event_open.
+        source: io::Error,
+    },
+    /// The process is gone.
+    #[error("no process with pid {0}")]
+    NoSuchProcess(Pid),
+    /// The kernel would not lock the ring's memory.
+    #[error(
+        "the kernel refused to map a perf ring of {bytes} bytes: over kernel.perf_event_mlock_kb \
+         and RLIMIT_MEMLOCK (CAP_IPC_LOCK lifts both)"
+    )]
+    RingMemory {
+        /// The ring's size, its control page included.
+        bytes: usize,
+        /// The error of mmap.
+        source: io::Error,
+    },
+    /// Another system call failed.
+    #[error("{context}")]
+    System {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// The perf events that announce the tree's executable mappings, one
+/// per online CPU, with their rings.
+pub(crate) struct MmapWatch {
+    rings: Vec<Ring>,
+    features: Features,
+    /// The sum of the PERF_RECORD_LOST records read.
+    lost: u64,
+    garbled: u64,
+    scratch: Vec<u8>,
+}
+
+impl MmapWatch {
+    /// Starts watching `pid` and every process it creates from now on,
+    /// with [`DEFAULT_RING_BYTES`] per CPU.
+    pub(crate) fn open(pid: Pid) -> Result<MmapWatch, WatchError> {
+        Self::open_with(pid, DEFAULT_RING_BYTES)
+    }
+
+    /// Like [`MmapWatch::open`], with rings of `ring_bytes` of records
+    /// each (rounded up to a power of two pages).
+    pub(crate) fn open_with(pid: Pid, ring_bytes: usize) -> Result<MmapWatch, WatchError> {
+        let page = page_size()?;
+        let data_pages = ring_bytes.div_ceil(page).max(1).next_power_of_two();
+        // Readable once a quarter of a ring waits: records are never
+        // urgent (they stay until read, the process gone or not), and
+        // three quarters are left for what comes before the read.
+        let wakeup = u32::try_from(data_pages * page / 4).unwrap_or(u32::MAX);
+        let mut features = Features::NEWEST_FIRST[0];
+        let mut rings = Vec::new();
+        for cpu in online_cpus()? {
+            let fd = match open_event(pid, cpu, &mut features, wakeup)? {
+                Some(fd) => fd,
+                None => continue,
+            };
+            let ring = Ring::map(fd, page, data_pages)
+                .map_err(|source| map_error(cpu, (data_pages + 1) * page, source))?;
+            rings.push(ring);
+        }
+        if rings.is_empty() {
+            return Err(WatchError::System {
+                context: "no online CPU took a perf event".into(),
+                source: io::Error::from_raw_os_error(libc::ENODEV),
+            });
+        }
+        Ok(MmapWatch {
+            rings,
+            features,
+            lost: 0,
+            garbled: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The events' fds, one per CPU, to poll (or add to an epoll set):
+    /// readable once a quarter of their ring is full.
+    pub(crate) fn fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        self.rings.iter().map(Ring::fd)
+    }
+
+    /// Whether this kernel puts build ids in the records (5.12+); where
+    /// it does not, [`Mapping::dev`] and [`Mapping::ino`] name the file.
+    pub(crate) fn build_ids(&self) -> bool {
+        self.features.build_id
+    }
+
+    /// Hands every exec and executable mapping announced so far to
+    /// `each`, ring by ring: in time order within a CPU's ring, not across
+    /// them ([`Mapping::time`] orders them).
+    pub(crate) fn drain(&mut self, mut each: impl FnMut(Seen)) {
+        for ring in &self.rings {
+            let (lost, garbled) = (&mut self.lost, &mut self.garbled);
+            let drained = ring.drain(&mut self.scratch, |record| match parse::parse(record) {
+                Parsed::Seen(seen) => each(seen),
+                Parsed::Lost(n) => *lost = lost.saturating_add(n),
+                Parsed::Malformed => *garbled += 1,
+                Parsed::Ignored => {}
+            });
+            if drained.is_err() {
+                self.garbled += 1;
+            }
+        }
+    }
+
+    /// Records the kernel could not write for want of room in a ring, so
+    /// far: execs and mappings that will not be known. From Linux 6.0 the
+    /// kernel's own count ([`MmapWatch::counts_every_loss`]); before, the
+    /// PERF_RECORD_LOST records drained, which the kernel writes only
+    /// once a later record fits: what a ring lost after its last record
+    /// goes uncounted.
+    pub(crate) fn lost(&self) -> u64 {
+        let counted = if self.features.lost_count {
+            self.kernel_lost()
+        } else {
+            None
+        };
+        counted.unwrap_or(0).max(self.lost)
+    }
+
+    /// The kernel's count of lost records over every CPU, if every event
+    /// could be read.
+    fn kernel_lost(&self) -> Option<u64> {
+        self.fds()
+            .map(attr::lost)
+            .try_fold(0u64, |sum, lost| Some(sum.saturating_add(lost.ok()?)))
+    }
+
+    /// Whether [`MmapWatch::lost`] counts every record lost (Linux 6.0+).
+    pub(crate) fn counts_every_loss(&self) -> bool {
+        self.features.lost_count
+    }
+
+    /// Records that could not be decoded, so far; a ring whose positions
+    /// made no sense counts once, for the records skipped with it.
+    pub(crate) fn garbled(&self) -> u64 {
+        self.garbled
+    }
+}
+
+/// Opens the event for `pid` on `cpu` with the newest `features` the
+/// kernel takes, from those given on (and leaves them there for the next
+/// CPU); `None` for a CPU gone offline since it was listed.
+fn open_event(
+    pid: Pid,
+    cpu: u32,
+    features: &mut Features,
+    wakeup: u32,
+) -> Result<Option<std::os::fd::OwnedFd>, WatchError> {
+    let ladder = Features::NEWEST_FIRST;
+    let first = ladder.iter().position(|f| f == features).unwrap_or(0);
+    let mut opened = Err(io::Error::from_raw_os_error(libc::EINVAL));
+    for &tried in &ladder[first..] {
+        *features = tried;
+        opened = attr::open(&PerfEventAttr::mappings(tried, wakeup), pid, cpu);
+        if !matches!(&opened, Err(e) if e.raw_os_error() == Some(libc::EINVAL)) {
+            break;
+        }
+    }
+    match opened {
+        Ok(fd) => Ok(Some(fd)),
+        Err(e) if e.raw_os_error() == Some(libc::ENODEV) => Ok(None),
+        Err(e) => Err(open_error(pid, cpu, e)),
+    }
+}
+
+/// Why mapping the `bytes` of `cpu`'s ring failed: EPERM is the locked
+/// memory limit (perf_mmap, kernel/events/core.c).
+fn map_error(cpu: u32, bytes: usize, source: io::Error) -> WatchError {
+    match source.raw_os_error() {
+        Some(libc::EPERM) => WatchError::RingMemory { bytes, source },
+        _ => WatchError::System {
+            context: format!("mapping the perf ring of CPU {cpu}"),
+            source,
+        },
+    }
+}
+
+fn open_error(pid: Pid, cpu: u32, source: io::Error) -> WatchError {
+    match source.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => WatchError::Permission {
+            pid,
+            paranoid: paranoid(),
+            source,
+        },
+        Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENOSYS) => WatchError::Unsupported { source },
+        Some(libc::ESRCH) => WatchError::NoSuchProcess(pid),
+        _ => WatchError::System {
+            context: format!("opening a perf event on process {pid}, CPU {cpu}"),
+            source,
+        },
+    }
+}
+
+fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn page_size() -> Result<usize, WatchError> {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(page)
+        .ok()
+        .filter(|&page| page > 0)
+        .ok_or_else(|| WatchError::System {
+            context: "reading the page size".into(),
+            source: io::Error::last_os_error(),
+        })
+}
+
+const ONLINE: &str = "/sys/devices/system/cpu/online";
+
+/// The online CPUs, from the kernel's list.
+fn online_cpus() -> Result<Vec<u32>, WatchError> {
+    let system = |source| WatchError::System {
+        context: format!("reading {ONLINE}"),
+        source,
+    };
+    let list = std::fs::read_to_string(ONLINE).map_err(system)?;
+    cpu_list(&list).ok_or_else(|| system(io::Error::from(io::ErrorKind::InvalidData)))
+}
+
+/// A kernel CPU list ("0-3,5,7-8\n"; lib/bitmap.c's format).
+fn cpu_list(list: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for range in list.trim().split(',').filter(|r| !r.is_empty()) {
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        let (first, last): (u32, u32) = (first.parse().ok()?, last.parse().ok()?);
+        if last < first || last - first > 1 << 16 {
+            return None;
+        }
+        cpus.extend(first..=last);
+    }
+    Some(cpus)
+}

@@ -1,0 +1,303 @@
+//! The executable mappings of each process over time, from what
+//! [`super::mmaps::MmapWatch`] announces and the recording's forks: which
+//! modules a sample at a given time could have run in.
+//!
+//! Announcements arrive ring by ring, so out of time order across CPUs;
+//! everything is kept sorted by time and a fork is resolved only when
+//! asked, so the order of the calls does not matter.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::mmaps::{Mapping, Seen};
+use crate::event::Pid;
+
+/// The address spaces of the tree's processes.
+#[derive(Debug, Default)]
+pub(crate) struct AddressSpaces {
+    spaces: HashMap<Pid, Space>,
+}
+
+/// One pid's history: the mappings it made, and where its address space
+/// started over (a fork, with the parent's mappings, or an exec, empty).
+#[derive(Debug, Default)]
+struct Space {
+    /// Sorted by time; equal times keep their order of arrival.
+    mappings: Vec<Mapping>,
+    /// Sorted by `since`.
+    starts: Vec<Start>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Start {
+    since: u64,
+    /// Forked from this process, whose mappings at `since` it starts with.
+    parent: Option<Pid>,
+}
+
+impl AddressSpaces {
+    /// An empty history.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes in what the watch announced.
+    pub(crate) fn seen(&mut self, seen: Seen) {
+        match seen {
+            Seen::Exec { pid, time } => self.exec(pid, time),
+            Seen::Mapped(mapping) => self.add(mapping),
+        }
+    }
+
+    /// `pid` exec'd at `time` (as [`Seen::Exec`] stamps it: before the
+    /// new program's mappings): what it had mapped before no longer
+    /// applies from then on.
+    pub(crate) fn exec(&mut self, pid: Pid, time: u64) {
+        self.space(pid).start(Start {
+            since: time,
+            parent: None,
+        });
+    }
+
+    /// `parent` forked `child` at `time`: the child starts with the
+    /// parent's mappings of that moment, which the kernel does not
+    /// announce again. A pid used again later is a new process from its
+    /// fork on.
+    pub(crate) fn fork(&mut self, parent: Pid, child: Pid, time: u64) {
+        self.space(child).start(Start {
+            since: time,
+            parent: Some(parent),
+        });
+    }
+
+    /// A mapping made by `mapping.pid` at `mapping.time`.
+    pub(crate) fn add(&mut self, mapping: Mapping) {
+        let mappings = &mut self.space(mapping.pid).mappings;
+        let at = mappings.partition_point(|m| m.time <= mapping.time);
+        mappings.insert(at, mapping);
+    }
+
+    /// The mappings in force in `pid` at `time`, by start address: those
+    /// made since its address space last started over, with the ones it
+    /// was forked with. A mapping is left out once later ones cover its
+    /// whole range (the kernel replaced it); where they cover only part
+    /// of it, both are listed and [`AddressSpaces::mapping_at`] says
+    /// which holds an address.
+    pub(crate) fn modules_at(&self, pid: Pid, time: u64) -> Vec<&Mapping> {
+        let mut covered = Covered::default();
+        let mut modules: Vec<&Mapping> = self
+            .newest_first(pid, time)
+            .filter(|m| covered.add(m.start, m.end))
+            .collect();
+        modules.sort_by_key(|m| (m.start, m.end));
+        modules
+    }
+
+    /// The mapping that holds `addr` in `pid` at `time`: the latest made
+    /// over it.
+    pub(crate) fn mapping_at(&self, pid: Pid, time: u64, addr: u64) -> Option<&Mapping> {
+        self.newest_first(pid, time)
+            .find(|m| m.start <= addr && addr < m.end)
+    }
+
+    fn space(&mut self, pid: Pid) -> &mut Space {
+        self.spaces.entry(pid).or_default()
+    }
+
+    /// The mappings that may be in force in `pid` at `time`, latest first:
+    /// its own since its last start, then, for a fork, its parent's at
+    /// the fork, and so on up the line of forks.
+    fn newest_first(&self, pid: Pid, time: u64) -> impl Iterator<Item = &Mapping> {
+        let mut spans = Vec::new();
+        let (mut pid, mut time) = (pid, time);
+        // Each step goes to a strictly earlier start: a chain of forks
+        // that loops (pids used again, times out of order) still ends.
+        let mut before = u64::MAX;
+        while let Some(space) = self.spaces.get(&pid) {
+            let start = space.start_at(time).filter(|s| s.since < before);
+            spans.push(space.between(start.map_or(0, |s| s.since), time));
+            match start {
+                Some(Start {
+                    since,
+                    parent: Some(parent),
+                }) => {
+                    (pid, time, before) = (parent, since, since);
+                }
+                _ => break,
+            }
+        }
+        spans.into_iter().flat_map(|span| span.iter().rev())
+    }
+}
+
+impl Space {
+    fn start(&mut self, start: Start) {
+        let at = self.starts.partition_point(|s| s.since <= start.since);
+        self.starts.insert(at, start);
+    }
+
+    /// The last start at or before `time`.
+    fn start_at(&self, time: u64) -> Option<Start> {
+        let at = self.starts.partition_point(|s| s.since <= time);
+        at.checked_sub(1).map(|i| self.starts[i])
+    }
+
+    /// The mappings made from `from` to `to`, both included.
+    fn between(&self, from: u64, to: u64) -> &[Mapping] {
+        let first = self.mappings.partition_point(|m| m.time < from);
+        let last = self.mappings.partition_point(|m| m.time <= to);
+        self.mappings.get(first..last).unwrap_or_default()
+    }
+}
+
+/// The union of address ranges seen so far, as disjoint ranges by start.
+#[derive(Default)]
+struct Covered(BTreeMap<u64, u64>);
+
+impl Covered {
+    /// Adds `[start, end)`; whether some of it was not covered yet.
+    fn add(&mut self, start: u64, end: u64) -> bool {
+        if start >= end {
+            return false;
+        }
+        let before = self.0.range(..=start).next_back().map(|(&s, &e)| (s, e));
+        if matches!(before, Some((_, e)) if e >= end) {
+            return false;
+        }
+        let (mut start, mut end) = (start, end);
+        if let Some((s, e)) = before.filter(|&(_, e)| e >= start) {
+            self.0.remove(&s);
+            (start, end) = (s, end.max(e));
+        }
+        let touching: Vec<(u64, u64)> = self.0.range(start..=end).map(|(&s, &e)| (s, e)).collect();
+        for (s, e) in touching {
+            self.0.remove(&s);
+            end = end.max(e);
+        }
+        self.0.insert(start, end);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapping(pid: Pid, time: u64, start: u64, end: u64, path: &str) -> Mapping {
+        Mapping {
+            pid,
+            time,
+            start,
+            end,
+            file_offset: 0,
+            path: path.into(),
+            dev: None,
+            ino: None,
+            build_id: None,
+        }
+    }
+
+    fn paths(modules: Vec<&Mapping>) -> Vec<&str> {
+        modules.into_iter().map(|m| m.path.as_str()).collect()
+    }
+
+    #[test]
+    fn a_mapping_applies_from_its_time() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 10);
+        spaces.add(mapping(1, 12, 0x1000, 0x2000, "sh"));
+        spaces.add(mapping(1, 11, 0x5000, 0x6000, "ld.so"));
+        assert!(spaces.modules_at(1, 10).is_empty());
+        assert_eq!(paths(spaces.modules_at(1, 11)), ["ld.so"]);
+        assert_eq!(paths(spaces.modules_at(1, 20)), ["sh", "ld.so"]);
+        assert!(spaces.modules_at(2, 20).is_empty(), "an unknown pid");
+    }
+
+    #[test]
+    fn an_exec_starts_over() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 10);
+        spaces.add(mapping(1, 11, 0x1000, 0x2000, "sh"));
+        // The new program's mapping may arrive before the exec (another
+        // CPU's ring read first).
+        spaces.add(mapping(1, 31, 0x3000, 0x4000, "true"));
+        spaces.exec(1, 30);
+        assert_eq!(paths(spaces.modules_at(1, 29)), ["sh"]);
+        assert!(spaces.modules_at(1, 30).is_empty());
+        assert_eq!(paths(spaces.modules_at(1, 40)), ["true"]);
+    }
+
+    #[test]
+    fn a_child_starts_with_its_parents_mappings_of_the_fork() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 10);
+        spaces.add(mapping(1, 11, 0x1000, 0x2000, "sh"));
+        spaces.fork(1, 2, 20);
+        spaces.add(mapping(1, 21, 0x7000, 0x8000, "later, parent only"));
+        spaces.add(mapping(2, 22, 0x9000, 0xa000, "child only"));
+        // A grandchild has its parent's mappings, and its grandparent's.
+        spaces.fork(2, 3, 23);
+        assert_eq!(paths(spaces.modules_at(2, 30)), ["sh", "child only"]);
+        assert_eq!(paths(spaces.modules_at(3, 30)), ["sh", "child only"]);
+        assert_eq!(
+            paths(spaces.modules_at(1, 30)),
+            ["sh", "later, parent only"]
+        );
+        spaces.exec(2, 40);
+        spaces.add(mapping(2, 41, 0x1000, 0x2000, "true"));
+        assert_eq!(paths(spaces.modules_at(2, 50)), ["true"]);
+        assert_eq!(paths(spaces.modules_at(3, 50)), ["sh", "child only"]);
+    }
+
+    #[test]
+    fn a_pid_used_again_is_a_new_process() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 1);
+        spaces.add(mapping(1, 2, 0x1000, 0x2000, "sh"));
+        spaces.fork(1, 5, 3);
+        spaces.exec(5, 4);
+        spaces.add(mapping(5, 5, 0x3000, 0x4000, "old"));
+        spaces.fork(1, 5, 100);
+        assert_eq!(paths(spaces.modules_at(5, 50)), ["old"]);
+        assert_eq!(paths(spaces.modules_at(5, 150)), ["sh"]);
+    }
+
+    #[test]
+    fn later_mappings_replace_what_they_cover() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 0);
+        spaces.add(mapping(1, 1, 0x1000, 0x3000, "libfoo"));
+        spaces.add(mapping(1, 2, 0x5000, 0x6000, "libbar"));
+        spaces.add(mapping(1, 3, 0x1000, 0x2000, "jit a"));
+        spaces.add(mapping(1, 4, 0x2000, 0x3000, "jit b"));
+        spaces.add(mapping(1, 5, 0x5800, 0x7000, "jit c"));
+        // libfoo is covered by the two halves; libbar only in part.
+        assert_eq!(
+            paths(spaces.modules_at(1, 10)),
+            ["jit a", "jit b", "libbar", "jit c"]
+        );
+        assert_eq!(spaces.mapping_at(1, 10, 0x5100).unwrap().path, "libbar");
+        assert_eq!(spaces.mapping_at(1, 10, 0x5900).unwrap().path, "jit c");
+        assert_eq!(spaces.mapping_at(1, 2, 0x1800).unwrap().path, "libfoo");
+        assert!(spaces.mapping_at(1, 10, 0x4000).is_none());
+    }
+
+    #[test]
+    fn a_loop_of_forks_ends() {
+        let mut spaces = AddressSpaces::new();
+        spaces.add(mapping(1, 1, 0x1000, 0x2000, "a"));
+        spaces.add(mapping(2, 1, 0x3000, 0x4000, "b"));
+        spaces.fork(1, 2, 5);
+        spaces.fork(2, 1, 5);
+        assert_eq!(paths(spaces.modules_at(1, 10)), ["b"]);
+    }
+
+    #[test]
+    fn covered_ranges_merge() {
+        let mut covered = Covered::default();
+        assert!(covered.add(10, 20));
+        assert!(covered.add(30, 40));
+        assert!(!covered.add(12, 18));
+        assert!(covered.add(15, 35));
+        assert_eq!(covered.0.into_iter().collect::<Vec<_>>(), [(10, 40)]);
+    }
+}
