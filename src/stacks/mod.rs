@@ -4,10 +4,26 @@
 //! Today the stacks are those of the process tree itself, one frame per
 //! program from the root down ([`crate::render`]'s `folded` and
 //! `flamegraph`). Sampled CPU stacks and the stacks at a probe's hits
-//! share this home as they land: sampling and unwinding on the recorder's
-//! side, symbolizing and folding here, once for every view.
+//! share this home as they land: sampling on the recorder's side,
+//! unwinding, symbolizing and folding here, once for every view.
 //!
 //! - [`folded`]: the collapsed form (`root;child;leaf COUNT`) that
 //!   FlameGraph, inferno and speedscope read.
+//! - `unwind` (feature `recorder`): the return addresses of a sampled
+//!   user stack, from its registers and a copy of its top, with the
+//!   mapped files' unwind tables (framehop) or frame pointers.
+//! - `symbolize` (feature `recorder`): the names of those addresses:
+//!   functions, lines and inlined calls from ELF and DWARF files, kernel
+//!   symbols from kallsyms (blazesym), JIT functions from perf maps.
+//!
+//! Unwinding and symbolizing read the files of the recorded processes,
+//! so they run while recording; a recording holds the names, and reading
+//! it needs neither.
 
 pub mod folded;
+#[cfg(feature = "recorder")]
+pub mod symbolize;
+#[cfg(all(test, feature = "recorder"))]
+mod test_support;
+#[cfg(feature = "recorder")]
+pub mod unwind;

@@ -1,0 +1,383 @@
+//! Naming the frames of sampled stacks: user code by file offset in its
+//! ELF file (symbols, and DWARF lines and inlined calls where the file or
+//! its debug file has them), kernel code through `/proc/kallsyms`, JIT
+//! code through the perf map its runtime writes.
+//!
+//! User frames are named from the file alone, so a process that exited
+//! is named as well as a live one. [blazesym] reads the files and caches
+//! them; the perf maps are parsed here, since blazesym reads them only
+//! for a live process.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
+use blazesym::MaybeDefault;
+
+/// One frame of a stack, named as far as the files allow.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Frame {
+    /// The function, demangled (Rust and C++); `None` if no symbol
+    /// covers the address.
+    pub function: Option<String>,
+    /// The source file of the address in that function, with its
+    /// directory when the debug information names one.
+    pub file: Option<String>,
+    /// The line in `file`.
+    pub line: Option<u32>,
+    /// The file name of the module (`libc.so.6`), or `[kernel]`.
+    pub module: String,
+    /// What was looked up: the file offset in the module, or the kernel
+    /// address.
+    pub offset: u64,
+}
+
+/// The address to look up for a frame of an unwound stack. Every frame
+/// but the leaf holds a return address, that of the instruction after
+/// the call: the call itself is one byte before it, and it is the call
+/// whose line and inlined functions name the frame (the next instruction
+/// may be another line, another inlined function, or even another
+/// function after a call that does not return). The leaf's address is
+/// the instruction the sample interrupted, looked up as it is.
+pub fn lookup_address(addr: u64, is_leaf: bool) -> u64 {
+    match is_leaf {
+        true => addr,
+        false => addr.saturating_sub(1),
+    }
+}
+
+/// The module name frames of the kernel carry.
+const KERNEL: &str = "[kernel]";
+
+/// Names frames, keeping the files it read (blazesym's caches) and the
+/// perf maps it parsed. Not `Send` (blazesym's caches are `Rc`s): make it
+/// on the thread that symbolizes.
+pub struct Symbolizer {
+    blaze: blazesym::symbolize::Symbolizer,
+    perf_maps: HashMap<u32, PerfMap>,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Symbolizer {
+    /// A symbolizer with lines, inlined functions and demangling on.
+    pub fn new() -> Self {
+        let blaze = blazesym::symbolize::Symbolizer::builder()
+            .enable_code_info(true)
+            .enable_inlined_fns(true)
+            .enable_demangling(true)
+            .build();
+        Self {
+            blaze,
+            perf_maps: HashMap::new(),
+        }
+    }
+
+    /// The frames at `offsets`, file offsets in the ELF file at `path`
+    /// (pass [`lookup_address`]es). One list per offset: the function
+    /// the code belongs to, then the functions inlined into it down to
+    /// the one the offset lies in — caller first. An offset with no name
+    /// still has its one frame, with `module` and `offset` only.
+    pub fn user(&mut self, path: &Path, offsets: &[u64]) -> Vec<Vec<Frame>> {
+        let module = module_name(path);
+        let source = Source::Elf(Elf::new(path));
+        let found = self.symbolize(&source, Input::FileOffset(offsets), path);
+        offsets
+            .iter()
+            .enumerate()
+            .map(|(i, &offset)| match found.get(i) {
+                Some(Symbolized::Sym(sym)) => chain(sym, &module, offset),
+                _ => vec![unnamed(&module, offset)],
+            })
+            .collect()
+    }
+
+    /// The frames at `addrs`, kernel addresses (pass
+    /// [`lookup_address`]es), one each: `/proc/kallsyms` knows neither
+    /// lines nor inlined functions. Unnamed when it shows no addresses
+    /// (`kernel.kptr_restrict` without `CAP_SYSLOG`).
+    pub fn kernel(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        // kallsyms only: a vmlinux found on disk may not be the running
+        // kernel's, and reading its DWARF costs seconds.
+        let kernel = Kernel {
+            kallsyms: MaybeDefault::Default,
+            vmlinux: MaybeDefault::None,
+            ..Kernel::default()
+        };
+        let source = Source::Kernel(kernel);
+        let found = self.symbolize(&source, Input::AbsAddr(addrs), Path::new("/proc/kallsyms"));
+        addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| match found.get(i) {
+                Some(Symbolized::Sym(sym)) => {
+                    named(&sym.name, sym.code_info.as_deref(), KERNEL, addr)
+                }
+                _ => unnamed(KERNEL, addr),
+            })
+            .collect()
+    }
+
+    /// The names of `addrs`, absolute addresses in process `pid`, from
+    /// the perf map its JIT writes (`/tmp/perf-PID.map`: Node's
+    /// `--perf-basic-prof`, Python's `-X perf`, the JVM's perf agents).
+    /// `None` where it names nothing. The map is read again when it grew.
+    pub fn perf_map(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<String>> {
+        let path = PathBuf::from(format!("/tmp/perf-{pid}.map"));
+        let map = self.perf_maps.entry(pid).or_default();
+        map.refresh(&path);
+        addrs
+            .iter()
+            .map(|&addr| map.name(addr).map(str::to_owned))
+            .collect()
+    }
+
+    /// blazesym's answer, one per input; empty if it failed as a whole
+    /// (the file is gone or no ELF file), which is logged.
+    fn symbolize(&self, source: &Source, input: Input<&[u64]>, what: &Path) -> Vec<Symbolized<'_>> {
+        self.blaze.symbolize(source, input).unwrap_or_else(|err| {
+            log::debug!("cannot symbolize in {}: {err}", what.display());
+            Vec::new()
+        })
+    }
+}
+
+fn module_name(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The function of `sym`, then those inlined into it, caller first. Each
+/// has the line it is at: blazesym gives the outer function the line of
+/// the first inlined call, each inlined function that of the next call,
+/// the innermost the line of the address.
+fn chain(sym: &Sym, module: &str, offset: u64) -> Vec<Frame> {
+    let outer = named(&sym.name, sym.code_info.as_deref(), module, offset);
+    let inlined = sym
+        .inlined
+        .iter()
+        .map(|f| named(&f.name, f.code_info.as_ref(), module, offset));
+    std::iter::once(outer).chain(inlined).collect()
+}
+
+fn named(function: &str, code: Option<&CodeInfo>, module: &str, offset: u64) -> Frame {
+    Frame {
+        function: Some(function.to_owned()),
+        file: code.map(|c| c.to_path().to_string_lossy().into_owned()),
+        line: code.and_then(|c| c.line),
+        module: module.to_owned(),
+        offset,
+    }
+}
+
+fn unnamed(module: &str, offset: u64) -> Frame {
+    Frame {
+        module: module.to_owned(),
+        offset,
+        ..Frame::default()
+    }
+}
+
+/// One function a JIT wrote to its perf map.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct JitFunction {
+    start: u64,
+    end: u64,
+    name: String,
+}
+
+/// A perf map as last read: its length, to tell when the JIT appended,
+/// and its functions by start (among equal starts, in the file's order).
+#[derive(Debug, Default)]
+struct PerfMap {
+    len: Option<u64>,
+    functions: Vec<JitFunction>,
+}
+
+/// How far before an address to look for a function holding it: JITs
+/// rarely overlap code, and when they do a few entries cover it.
+const PERF_MAP_LOOKBACK: usize = 8;
+
+impl PerfMap {
+    /// Reads the map again if its length changed; a missing map is empty.
+    fn refresh(&mut self, path: &Path) {
+        let len = fs::metadata(path).ok().map(|m| m.len());
+        if len == self.len {
+            return;
+        }
+        self.len = len;
+        self.functions = match fs::read(path) {
+            Ok(data) => parse_perf_map(&String::from_utf8_lossy(&data)),
+            Err(_) => Vec::new(),
+        };
+    }
+
+    /// The name of the function holding `addr`: the latest written among
+    /// those that start at the same place (a JIT reuses freed code).
+    fn name(&self, addr: u64) -> Option<&str> {
+        let after = self.functions.partition_point(|f| f.start <= addr);
+        self.functions[..after]
+            .iter()
+            .rev()
+            .take(PERF_MAP_LOOKBACK)
+            .find(|f| addr < f.end)
+            .map(|f| f.name.as_str())
+    }
+}
+
+/// The functions of a perf map, lines `START SIZE NAME` (hexadecimal,
+/// `0x` optional; the name runs to the end of the line and may hold
+/// spaces); lines that are not skipped.
+fn parse_perf_map(text: &str) -> Vec<JitFunction> {
+    let mut functions: Vec<JitFunction> = text.lines().filter_map(parse_perf_map_line).collect();
+    functions.sort_by_key(|f| f.start);
+    functions
+}
+
+fn parse_perf_map_line(line: &str) -> Option<JitFunction> {
+    let (start, rest) = line.trim_start().split_once(' ')?;
+    let (size, name) = rest.trim_start().split_once(' ')?;
+    let start = parse_hex(start)?;
+    let end = start.checked_add(parse_hex(size)?)?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| JitFunction {
+        start,
+        end,
+        name: name.to_owned(),
+    })
+}
+
+fn parse_hex(text: &str) -> Option<u64> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    u64::from_str_radix(digits, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hint::black_box;
+
+    use super::*;
+    use crate::stacks::test_support::self_modules;
+    use crate::stacks::unwind::find_module;
+
+    #[inline(never)]
+    fn a_function_to_find() -> u64 {
+        black_box(42)
+    }
+
+    #[test]
+    fn a_function_of_this_binary_is_named_by_its_file_offset() {
+        let addr = a_function_to_find as *const () as usize as u64;
+        let modules = self_modules();
+        let module = find_module(&modules, addr).expect("the test binary maps its code");
+        let offset = module.file_offset_of(addr).unwrap();
+        let frames = Symbolizer::new().user(&module.path, &[offset]);
+        let names: Vec<_> = frames[0]
+            .iter()
+            .filter_map(|f| f.function.as_deref())
+            .collect();
+        assert!(
+            names
+                .iter()
+                .any(|n| n.ends_with("tests::a_function_to_find")),
+            "{names:?} at {offset:#x} in {}",
+            module.path.display()
+        );
+        assert_eq!(frames[0][0].module, module_name(&module.path));
+    }
+
+    /// The address of a function of the running kernel, if kallsyms shows
+    /// addresses.
+    fn kallsyms_address(name: &str) -> Option<u64> {
+        let kallsyms = fs::read_to_string("/proc/kallsyms").ok()?;
+        let line = kallsyms
+            .lines()
+            .find(|l| l.ends_with(&format!(" T {name}")))?;
+        let addr = u64::from_str_radix(line.split(' ').next()?, 16).ok()?;
+        (addr != 0).then_some(addr)
+    }
+
+    #[test]
+    fn a_kernel_function_is_named_through_kallsyms() {
+        let Some(addr) = kallsyms_address("schedule") else {
+            // Addresses show as zeros without CAP_SYSLOG: CI runs as root
+            // and must see them.
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "/proc/kallsyms shows no addresses"
+            );
+            eprintln!("skipped: /proc/kallsyms shows no addresses (not root?)");
+            return;
+        };
+        let frames = Symbolizer::new().kernel(&[addr, addr + 1]);
+        for frame in &frames {
+            assert_eq!(frame.function.as_deref(), Some("schedule"));
+            assert_eq!(frame.module, KERNEL);
+        }
+        assert_eq!(frames[1].offset, addr + 1);
+    }
+
+    #[test]
+    fn return_addresses_are_looked_up_at_the_call() {
+        assert_eq!(lookup_address(0x1000, true), 0x1000);
+        assert_eq!(lookup_address(0x1000, false), 0xfff);
+        assert_eq!(lookup_address(0, false), 0);
+    }
+
+    #[test]
+    fn a_perf_map_names_its_ranges_and_skips_bad_lines() {
+        let map = PerfMap {
+            len: None,
+            functions: parse_perf_map(
+                "0x1000 10 LazyCompile:~main /app/index.js:1\n\
+                 garbage\n\
+                 2000 zz bad size\n\
+                 1800 8 py::f:/x.py\n\
+                 1800 8 py::g:/x.py\n\
+                 3000 100\n",
+            ),
+        };
+        assert_eq!(map.name(0x1000), Some("LazyCompile:~main /app/index.js:1"));
+        assert_eq!(map.name(0x100f), Some("LazyCompile:~main /app/index.js:1"));
+        assert_eq!(map.name(0x1010), None);
+        assert_eq!(map.name(0x1804), Some("py::g:/x.py"));
+        assert_eq!(map.name(0x3000), None);
+        assert_eq!(map.name(0), None);
+    }
+
+    #[test]
+    fn a_perf_map_is_read_again_when_the_jit_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("perf-1.map");
+        let mut map = PerfMap::default();
+        map.refresh(&path);
+        assert_eq!(map.name(0x10), None);
+        fs::write(&path, "10 10 first\n").unwrap();
+        map.refresh(&path);
+        assert_eq!(map.name(0x10), Some("first"));
+        fs::write(&path, "10 10 first\n40 10 second\n").unwrap();
+        map.refresh(&path);
+        assert_eq!(map.name(0x44), Some("second"));
+    }
+
+    #[test]
+    fn an_unreadable_file_keeps_every_offset_unnamed() {
+        let mut symbolizer = Symbolizer::new();
+        let frames = symbolizer.user(Path::new("/nonexistent/libgone.so"), &[0x10, 0x20]);
+        assert_eq!(
+            frames,
+            vec![
+                vec![unnamed("libgone.so", 0x10)],
+                vec![unnamed("libgone.so", 0x20)]
+            ]
+        );
+    }
+}
