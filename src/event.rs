@@ -14,6 +14,10 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod stacks;
+
+pub use stacks::{CpuProfile, CpuSamples, Frame, SampleClock, Stack};
+
 /// Version of the recording format written in [`Header::format_version`].
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -48,6 +52,12 @@ pub enum Record {
     Snapshot(Snapshot),
     /// What `record --on-hang` printed for one culprit of a snapshot.
     OnHang(OnHang),
+    /// A frame of the sampled stacks (`record --cpu-profile`).
+    Frame(Frame),
+    /// A sampled call stack, its frames by id.
+    Stack(Stack),
+    /// How often a process was sampled in a stack.
+    CpuSamples(CpuSamples),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -139,6 +149,9 @@ pub struct Header {
     /// are capped at (absent from older recordings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u32>,
+    /// How the CPUs were sampled, with `record --cpu-profile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_profile: Option<CpuProfile>,
 }
 
 /// A process created a new process. `timestamp` is taken before the child
@@ -858,6 +871,13 @@ pub struct Trailer {
     /// setpgid calls may be missing.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unwatched_32bit_execs: u64,
+    /// CPU samples of the tree taken, with `record --cpu-profile`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub samples: u64,
+    /// CPU samples the kernel took but could not deliver (the samples
+    /// ring was full), or that could not be read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_samples: u64,
 }
 
 impl Record {
@@ -873,16 +893,21 @@ impl Record {
             Record::Lingering(_) => "Lingering",
             Record::Snapshot(_) => "Snapshot",
             Record::OnHang(_) => "OnHang",
+            Record::Frame(_) => "Frame",
+            Record::Stack(_) => "Stack",
+            Record::CpuSamples(_) => "CpuSamples",
             Record::Trailer(_) => "Trailer",
         }
     }
 
-    /// Position in the global order; `None` for header and trailer.
+    /// Position in the global order; `None` for the lines that are no
+    /// event (header, trailer, the profile's).
     pub fn seq(&self) -> Option<u64> {
         self.event_fields().map(|(seq, _, _)| seq)
     }
 
-    /// Nanoseconds since the recording started; `None` for header and trailer.
+    /// Nanoseconds since the recording started; `None` for the lines that
+    /// are no event.
     pub fn timestamp(&self) -> Option<u64> {
         self.event_fields().map(|(_, ts, _)| ts)
     }
@@ -917,7 +942,11 @@ impl Record {
             Record::Lingering(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Snapshot(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::OnHang(e) => Some((&mut e.seq, &mut e.timestamp)),
-            Record::Header(_) | Record::Trailer(_) => None,
+            Record::Header(_)
+            | Record::Trailer(_)
+            | Record::Frame(_)
+            | Record::Stack(_)
+            | Record::CpuSamples(_) => None,
         }
     }
 
@@ -931,7 +960,11 @@ impl Record {
             Record::Lingering(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Snapshot(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::OnHang(e) => Some((e.seq, e.timestamp, e.pid)),
-            Record::Header(_) | Record::Trailer(_) => None,
+            Record::Header(_)
+            | Record::Trailer(_)
+            | Record::Frame(_)
+            | Record::Stack(_)
+            | Record::CpuSamples(_) => None,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! as plain data that every view formats the same way.
 //!
 //! - [`diff`]: two runs of the same command compared.
+//! - [`hotspots`]: where the CPU went inside the processes, by function
+//!   (`record --cpu-profile`).
 //! - [`critical_path`]: where the run's wall time went, link by link.
 //! - [`outlived`]: the processes that outlived the process that started
 //!   them, with or without `record --linger`.
@@ -15,6 +17,7 @@
 //!   waits for whom, the culprits and the deadlocks.
 //! - [`testname`]: which test of a suite a process belongs to.
 
+mod cpu;
 mod critical;
 pub mod diff;
 mod failures;
@@ -25,6 +28,9 @@ mod programs;
 pub mod testname;
 mod usage;
 
+pub use cpu::{
+    hotspots, hottest_stacks, sampled_process, sampled_program, Hot, HotGroup, HotStack, Hotspots,
+};
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
 pub use holders::{held, Held, HeldFile, Holder, Others};

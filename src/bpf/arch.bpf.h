@@ -39,6 +39,49 @@ static __always_inline long syscall_arg1(const struct pt_regs *regs, bool compat
 #define SYSCALL_NR_BTF(regs) ((regs)->orig_ax)
 #define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
 
+/* The interrupted registers of a sample, at their offsets in the UAPI
+ * `struct pt_regs` (arch/x86/include/uapi/asm/ptrace.h, the layout
+ * ptrace fixes), which the perf context starts with. Read by offset, not
+ * by CO-RE: older kernels' BTF has no `struct bpf_perf_event_data` to
+ * relocate against, and the verifier rewrites these context loads into
+ * loads from the registers (a helper's read at the context's address
+ * would read the kernel's struct behind it instead). */
+#define CTX_IP 128
+#define CTX_CS 136
+#define CTX_SP 152
+#define CTX_BP 32
+
+static __always_inline __u64 ctx_word(struct bpf_perf_event_data *ctx, __u32 offset)
+{
+	return *(__u64 *)((void *)ctx + offset);
+}
+
+/* user_mode() (arch/x86/include/asm/ptrace.h): the privilege level in CS. */
+static __always_inline bool sample_in_user_mode(struct bpf_perf_event_data *ctx)
+{
+	return (ctx_word(ctx, CTX_CS) & 3) == 3;
+}
+
+static __always_inline void sample_regs(struct bpf_perf_event_data *ctx, __u64 *ip, __u64 *sp,
+					__u64 *fp, __u64 *lr)
+{
+	*ip = ctx_word(ctx, CTX_IP);
+	*sp = ctx_word(ctx, CTX_SP);
+	*fp = ctx_word(ctx, CTX_BP);
+	*lr = 0;
+}
+
+/* What a CPU sample needs to unwind the user stack: the instruction,
+ * stack and frame pointers (x86 has no link register). */
+static __always_inline void unwind_regs(struct pt_regs *regs, __u64 *ip, __u64 *sp, __u64 *fp,
+					__u64 *lr)
+{
+	*ip = BPF_CORE_READ(regs, ip);
+	*sp = BPF_CORE_READ(regs, sp);
+	*fp = BPF_CORE_READ(regs, bp);
+	*lr = 0;
+}
+
 #elif defined(__TARGET_ARCH_arm64)
 
 /* include/uapi/asm-generic/unistd.h natively; AArch32 compat (EABI) keeps
@@ -52,7 +95,7 @@ static __always_inline long syscall_arg1(const struct pt_regs *regs, bool compat
 #define TIF_32BIT 22
 /* Both ABIs enter setpgid through one function (the compat table has no
  * wrapper of its own for it): userspace never loads the compat program
- * here, see has_compat_syscalls() in src/record/kernel/mod.rs. */
+ * here, see has_compat_syscalls() in src/record/load/configure.rs. */
 #define SETPGID_FUNCTION "__arm64_sys_setpgid"
 #define SETPGID_COMPAT_FUNCTION "__arm64_sys_setpgid"
 
@@ -70,6 +113,47 @@ static __always_inline long syscall_arg1(const struct pt_regs *regs, bool compat
 
 #define SYSCALL_NR_BTF(regs) ((regs)->syscallno)
 #define SYSCALL_NR(regs) BPF_CORE_READ(regs, syscallno)
+
+/* The interrupted registers of a sample, at their offsets in the UAPI
+ * `struct user_pt_regs` (arch/arm64/include/uapi/asm/ptrace.h), read by
+ * offset for the reasons given for x86: regs[29] (the frame pointer),
+ * regs[30] (the link register), sp, pc, pstate. */
+#define CTX_FP (29 * 8)
+#define CTX_LR (30 * 8)
+#define CTX_SP (31 * 8)
+#define CTX_PC (32 * 8)
+#define CTX_PSTATE (33 * 8)
+
+static __always_inline __u64 ctx_word(struct bpf_perf_event_data *ctx, __u32 offset)
+{
+	return *(__u64 *)((void *)ctx + offset);
+}
+
+/* PSR_MODE_MASK and PSR_MODE_EL0t: the exception level it ran at. */
+static __always_inline bool sample_in_user_mode(struct bpf_perf_event_data *ctx)
+{
+	return (ctx_word(ctx, CTX_PSTATE) & 0xf) == 0;
+}
+
+static __always_inline void sample_regs(struct bpf_perf_event_data *ctx, __u64 *ip, __u64 *sp,
+					__u64 *fp, __u64 *lr)
+{
+	*ip = ctx_word(ctx, CTX_PC);
+	*sp = ctx_word(ctx, CTX_SP);
+	*fp = ctx_word(ctx, CTX_FP);
+	*lr = ctx_word(ctx, CTX_LR);
+}
+
+/* The instruction and stack pointers, the frame pointer (x29) and the
+ * link register (x30), which holds the return address of a leaf. */
+static __always_inline void unwind_regs(struct pt_regs *regs, __u64 *ip, __u64 *sp, __u64 *fp,
+					__u64 *lr)
+{
+	*ip = BPF_CORE_READ(regs, pc);
+	*sp = BPF_CORE_READ(regs, sp);
+	*fp = BPF_CORE_READ(regs, regs[29]);
+	*lr = BPF_CORE_READ(regs, regs[30]);
+}
 
 #else
 #error "proctrace's BPF side knows the syscalls and registers of x86 and arm64 only (src/bpf/arch.bpf.h)"

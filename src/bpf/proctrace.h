@@ -41,6 +41,8 @@ enum event_kind {
 	EVENT_EXIT = 3,
 	EVENT_SETSID = 4,
 	EVENT_SETPGID = 5,
+	/* A CPU sample of a tracked thread, sent on the `samples` ring. */
+	EVENT_SAMPLE = 6,
 };
 
 /* Defaults of the sizes userspace may change before load, defined once here
@@ -62,8 +64,18 @@ enum loss_kind {
 	LOSS_OUTPUT = 0,
 	/* The tracked-process map was full: a new process could not be followed. */
 	LOSS_TRACKING_FULL = 1,
-	LOSS_KINDS = 2,
+	/* The samples ring was full: a CPU sample was dropped. */
+	LOSS_SAMPLE = 2,
+	LOSS_KINDS = 3,
 };
+
+/* Kernel frames kept per sample: the kernel's own default for
+ * perf_event_max_stack. */
+#define SAMPLE_KERNEL_FRAMES 127
+/* Bytes of the user stack copied per sample, from the stack pointer up:
+ * what userspace unwinds with the binaries' call-frame information, as
+ * `perf record --call-graph dwarf` does (its default is 8 KiB too). */
+#define SAMPLE_STACK_CAP 8192
 
 /* Every record starts with this, so userspace can dispatch on `kind`. */
 struct event_header {
@@ -195,6 +207,28 @@ struct exec_record {
 	/* Words of the exec'ing task's open-fd bitmap, read in one piece
 	 * to be walked in memory; then those past the scanned limit. */
 	__u64 open_words[FDS_WORDS];
+};
+
+/* One CPU sample of a tracked thread: its kernel stack, its user
+ * registers and the top of its user stack, for userspace to unwind. The
+ * first stack_len bytes of stack[] are sent, nothing after them. */
+struct sample_event {
+	/* header.pid: the process (thread group) sampled. */
+	struct event_header header;
+	__s32 tid;
+	/* Entries of kernel[] used; 0 when the sample was taken in user mode. */
+	__u32 kernel_frames;
+	/* The user registers at the sample: instruction, stack and frame
+	 * pointers, and (arm64) the link register. All 0 where the kernel
+	 * could not give them (a sample in kernel mode before Linux 5.15). */
+	__u64 ip;
+	__u64 sp;
+	__u64 fp;
+	__u64 lr;
+	__u32 stack_len;
+	__u32 _pad;
+	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	__u8 stack[SAMPLE_STACK_CAP];
 };
 
 #endif /* PROCTRACE_H */

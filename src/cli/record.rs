@@ -104,6 +104,13 @@ pub struct RecordArgs {
     /// NEXTEST_BINARY_ID) are kept, and the rest of each environment is never recorded.
     #[arg(long = "env", value_name = "NAME", value_parser = env_name)]
     env: Vec<String>,
+    /// Sample where the tree's processes spend their CPU time, HZ times a second of
+    /// each CPU (99 without a value; the `=` is needed): kernel and user stacks of
+    /// every thread of the tree, filtered in the kernel, unwound and symbolized when
+    /// the recording ends. `render -d cpu` and `-d cpu-folded` show them.
+    #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
+          default_missing_value = "99")]
+    cpu_profile: Option<u32>,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -191,6 +198,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .subreaper(true)
         .capture_fds(!args.no_fds)
         .env(args.env.iter().cloned())
+        .cpu_profile(args.cpu_profile)
         .command_output(command_output.clone())
         .start();
     let recording = match recording {

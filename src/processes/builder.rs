@@ -78,7 +78,12 @@ impl Builder {
             Record::SetPgid(e) => self
                 .session_changes
                 .push((index, SessionChange::SetPgid(e.clone()))),
-            Record::Header(_) | Record::Trailer(_) | Record::OnHang(_) => {}
+            Record::Header(_)
+            | Record::Trailer(_)
+            | Record::OnHang(_)
+            | Record::Frame(_)
+            | Record::Stack(_)
+            | Record::CpuSamples(_) => {}
         }
         Ok(Some(index as usize))
     }

@@ -126,6 +126,35 @@ pub enum RecordError {
         /// This machine's page size.
         page: u32,
     },
+    /// The CPU profile's sampling rate is not one the kernel takes.
+    #[error(
+        "a CPU profile at {hz} Hz: {}",
+        match max { Some(max) => format!("the kernel samples at most {max} Hz \
+            (sysctl kernel.perf_event_max_sample_rate)"), None => "the rate must be at least 1 Hz".to_owned() }
+    )]
+    SampleRate {
+        /// The rate asked for.
+        hz: u32,
+        /// The kernel's maximum, where that was the limit.
+        max: Option<u32>,
+    },
+    /// The CPU profile's perf events could not be opened.
+    #[error(
+        "sampling the CPUs for the profile (perf_event_open on CPU {cpu}): {}",
+        perf_hint(source)
+    )]
+    PerfEvent {
+        /// The CPU whose event failed.
+        cpu: u32,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The CPU profile's samples come through a ring buffer.
+    #[error("the CPU profile needs the ring buffer (Linux 5.8+), not the perf buffer")]
+    ProfileNeedsRing,
+    /// The CPU profile cannot follow the tree's executable mappings.
+    #[error("following the tree's executable mappings for the CPU profile: {0}")]
+    Mappings(#[from] crate::record::profile::WatchError),
     /// The BTF file given with --btf cannot be used.
     #[error("BTF file {}", path.display())]
     BtfFile {
@@ -134,6 +163,20 @@ pub enum RecordError {
         /// Why it cannot be read.
         source: io::Error,
     },
+}
+
+/// What to do about a perf_event_open failure, for people.
+fn perf_hint(err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "{err}: it needs CAP_PERFMON (or CAP_SYS_ADMIN), or a lower \
+             kernel.perf_event_paranoid"
+        ),
+        Some(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP) => {
+            format!("{err}: this kernel or container has no perf events for it")
+        }
+        _ => err.to_string(),
+    }
 }
 
 impl RecordError {

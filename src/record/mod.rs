@@ -36,8 +36,6 @@ mod launch;
 mod lineage;
 mod load;
 mod notice;
-// Built ahead of `record --cpu-profile`, which drives it.
-#[allow(dead_code)]
 mod profile;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -75,9 +73,12 @@ pub use hooks::RUNS_MAX as ON_HANG_RUNS_MAX;
 pub use launch::sudo_owner;
 pub use load::{BufferChoice, HookChoice};
 pub use notice::{Lingerer, Notice};
+pub use profile::WatchError;
 
 use crate::bpf::types::defaults;
-use crate::event::{BufferKind, Header, Pid, Record, SyscallHook, Trailer, FORMAT_VERSION};
+use crate::event::{
+    BufferKind, CpuProfile, Header, Pid, Record, SyscallHook, Trailer, FORMAT_VERSION,
+};
 use load::KernelConfig;
 
 /// Events queued between the drain thread and the consumer. When the
@@ -115,6 +116,7 @@ impl Default for KernelConfig {
                 .map(|n| n.to_string())
                 .collect(),
             detach_in_child: false,
+            cpu_profile: None,
         }
     }
 }
@@ -301,9 +303,43 @@ impl Recorder {
         self
     }
 
+    /// Samples the tree's CPUs `hz` times a second (`None`: no profile):
+    /// where each process spent its CPU time, as call stacks, sent after
+    /// the last event as [`Frame`](crate::event::Frame),
+    /// [`Stack`](crate::event::Stack) and
+    /// [`CpuSamples`](crate::event::CpuSamples) records. Only the tree's
+    /// samples leave the kernel.
+    ///
+    /// ```no_run
+    /// use proctrace::record::Recorder;
+    /// use proctrace::stacks::Profile;
+    ///
+    /// # fn main() -> Result<(), proctrace::record::RecordError> {
+    /// let recording = Recorder::command(["make", "-j4"]).cpu_profile(Some(99)).start()?;
+    /// let mut profile = Profile::default();
+    /// for record in recording.events() {
+    ///     // Events pass through; the profile's lines come last.
+    ///     let _event = profile.take(record);
+    /// }
+    /// recording.finish()?;
+    /// for samples in &profile.samples {
+    ///     let leaf = profile.stack(samples.stack).last().map(|f| f.label());
+    ///     println!("{} {:?} {}", samples.pid, leaf, samples.count);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cpu_profile(mut self, hz: Option<u32>) -> Self {
+        self.kernel.cpu_profile = hz;
+        self
+    }
+
     /// Loads the BPF program, starts the command and returns once its first
     /// exec is under way.
     pub fn start(self) -> Result<LiveRecording, RecordError> {
+        if let Some(hz) = self.kernel.cpu_profile {
+            load::check_rate(hz)?;
+        }
         let (prepared, command) = match &self.target {
             Target::Command(argv) => {
                 let command = argv
@@ -364,6 +400,7 @@ impl Recorder {
             buffer: started.buffer,
             syscall_hook: started.syscall_hook,
             cpus: online_cpus(),
+            cpu_profile: started.cpu_profile,
         };
         Ok(LiveRecording {
             header,
@@ -391,13 +428,16 @@ enum Prepared {
 }
 
 impl Prepared {
-    /// Starts following the target; returns the root pid.
-    fn start(&self, probe: &load::Probe<'_>) -> Result<Pid, RecordError> {
+    /// Starts following the target, `seed` putting each first process
+    /// into the kernel's tracked map; returns the root pid.
+    fn start(
+        &self,
+        probe: &load::Probe<'_>,
+        seed: impl Fn(Pid) -> Result<(), RecordError>,
+    ) -> Result<Pid, RecordError> {
         match self {
-            Prepared::Launch(launch) => launch.start(|pid| probe.track(pid)),
-            Prepared::Attach(attach) => {
-                attach.start(|pid| probe.track(pid), |pid| probe.untrack(pid))
-            }
+            Prepared::Launch(launch) => launch.start(seed),
+            Prepared::Attach(attach) => attach.start(seed, |pid| probe.untrack(pid)),
         }
     }
 
@@ -456,6 +496,7 @@ struct Started {
     syscall_hook: Option<SyscallHook>,
     warnings: Vec<Degraded>,
     tracked: libbpf_rs::MapHandle,
+    cpu_profile: Option<CpuProfile>,
 }
 
 /// Requests from the consumer to the drain thread.

@@ -92,11 +92,12 @@ impl Output {
         self.put(&Record::Header(header.clone()))
     }
 
-    /// Writes one event. Returns the error the first time writing fails,
-    /// so that it can be told at once while the run goes on; after that
-    /// events are only counted.
+    /// Writes one event, or a line of the CPU profile (not counted as an
+    /// event). Returns the error the first time writing fails, so that it
+    /// can be told at once while the run goes on; after that events are
+    /// only counted.
     pub fn event(&mut self, record: &Record) -> io::Result<()> {
-        self.events += 1;
+        self.events += u64::from(record.seq().is_some());
         self.put(record)
     }
 

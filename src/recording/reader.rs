@@ -5,6 +5,7 @@ use super::events::{Events, EventsWriter};
 use super::legacy::Legacy;
 use crate::event::{Exec, Header, Record, Trailer};
 use crate::processes::{Builder, Processes, TooLarge};
+use crate::stacks::Profile;
 
 /// Why a recording could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -288,6 +289,8 @@ pub struct Recording {
     pub trailer: Option<Trailer>,
     /// The processes of the recording.
     pub processes: Processes,
+    /// Its CPU profile (`record --cpu-profile`), empty without one.
+    pub profile: Profile,
     events: Option<Events>,
 }
 
@@ -328,7 +331,10 @@ impl Recording {
         let mut build = Build::new(reader.name(), keep)?;
         let mut last_key = None;
         for record in &mut *reader {
-            match record? {
+            let Some(record) = build.profile.take(record?) else {
+                continue;
+            };
+            match record {
                 // A header after events changes how they are ordered.
                 Record::Header(_) if build.count > 0 => return Ok(None),
                 Record::Header(h) => build.header = Some(h),
@@ -358,7 +364,10 @@ impl Recording {
         let mut build = Build::new(reader.name(), keep)?;
         let mut events = Vec::new();
         for record in reader {
-            match record? {
+            let Some(record) = build.profile.take(record?) else {
+                continue;
+            };
+            match record {
                 Record::Header(h) => build.header = Some(h),
                 Record::Trailer(t) => build.trailer = Some(t),
                 event => events.push(event),
@@ -396,6 +405,7 @@ struct Build {
     header: Option<Header>,
     trailer: Option<Trailer>,
     processes: Builder,
+    profile: Profile,
     events: Option<EventsWriter>,
     /// Events so far.
     count: u64,
@@ -412,6 +422,7 @@ impl Build {
             header: None,
             trailer: None,
             processes: Builder::default(),
+            profile: Profile::default(),
             events,
             count: 0,
         })
@@ -444,6 +455,7 @@ impl Build {
                 .finish(self.trailer.as_ref().map(|t| t.end_timestamp)),
             header: self.header,
             trailer: self.trailer,
+            profile: self.profile,
             events: events.map_err(ReadError::Spool)?,
         })
     }

@@ -7,9 +7,11 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::hang::{Blocked, ChainLine, Hang, Seen, Wait};
+use crate::analysis::hottest_stacks;
 use crate::event::{OnHang, Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
 use crate::recording::Recording;
+use crate::stacks::Profile;
 use crate::text::pid_ranges;
 use crate::text::{count, fd_list, seconds, shorten, visible};
 
@@ -39,7 +41,8 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
         let Some(hang) = Hang::new(processes, &snapshot) else {
             continue;
         };
-        for line in lines_with(&hang, &runs_at(processes, hang.timestamp)) {
+        let runs = runs_at(processes, hang.timestamp);
+        for line in lines_with(&hang, &runs, Some(&recording.profile)) {
             writeln!(out, "{line}")?;
         }
     }
@@ -121,11 +124,12 @@ pub(super) fn last_explained(processes: &Processes) -> Vec<String> {
 
 /// The lines of [`explain`], from the snapshot's analysis.
 pub(super) fn lines(hang: &Hang) -> Vec<String> {
-    lines_with(hang, &[])
+    lines_with(hang, &[], None)
 }
 
-/// [`lines`], with what `--on-hang` printed for each culprit under it.
-fn lines_with(hang: &Hang, runs: &[&OnHang]) -> Vec<String> {
+/// [`lines`], with what `--on-hang` printed for each culprit under it
+/// and, from a CPU profile, what a running culprit was busy with.
+fn lines_with(hang: &Hang, runs: &[&OnHang], profile: Option<&Profile>) -> Vec<String> {
     let alive = hang.processes.len();
     let mut lines = vec![format!(
         "snapshot at +{} ({}): {} alive",
@@ -138,6 +142,7 @@ fn lines_with(hang: &Hang, runs: &[&OnHang]) -> Vec<String> {
     let mut shown = vec![false; runs.len()];
     for group in &hang.culprits {
         lines.push(culprit(hang, group));
+        lines.extend(profile.map_or_else(Vec::new, |profile| busy_with(hang, group, profile)));
         for (at, run) in runs.iter().enumerate() {
             if group.iter().any(|&m| hang.processes[m].pid == run.pid) {
                 shown[at] = true;
@@ -161,6 +166,50 @@ fn lines_with(hang: &Hang, runs: &[&OnHang]) -> Vec<String> {
             .iter()
             .map(|note| format!("note: {}: {}", name(p), visible(note)));
         lines.extend(notes);
+    }
+    lines
+}
+
+/// How far back a running culprit's stacks are looked for.
+const BUSY_WINDOW_NS: u64 = 5_000_000_000;
+/// Stacks shown per running culprit, and functions per stack.
+const BUSY_STACKS: usize = 3;
+const BUSY_FRAMES: usize = 6;
+
+/// `  busy: 74% in spin_a ← work ← main`: the hottest stacks of a culprit
+/// that runs rather than waits, from the profile's last seconds.
+fn busy_with(hang: &Hang, group: &[usize], profile: &Profile) -> Vec<String> {
+    let p = &hang.processes[group[0]];
+    if p.state != 'R' {
+        return Vec::new();
+    }
+    let stacks = hottest_stacks(profile, p.pid, hang.timestamp, BUSY_WINDOW_NS);
+    let total: u64 = stacks.iter().map(|s| s.samples).sum();
+    let mut lines: Vec<String> = stacks
+        .iter()
+        .take(BUSY_STACKS)
+        .map(|stack| {
+            let mut frames: Vec<String> = stack
+                .frames
+                .iter()
+                .take(BUSY_FRAMES)
+                .map(|f| visible(f).into_owned())
+                .collect();
+            if stack.frames.len() > BUSY_FRAMES {
+                frames.push("…".into());
+            }
+            format!(
+                "  busy: {:.0}% in {}",
+                stack.samples as f64 * 100.0 / total.max(1) as f64,
+                frames.join(" ← ")
+            )
+        })
+        .collect();
+    if stacks.len() > BUSY_STACKS {
+        lines.push(format!(
+            "  busy: … {} more stacks",
+            stacks.len() - BUSY_STACKS
+        ));
     }
     lines
 }

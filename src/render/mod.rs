@@ -4,6 +4,8 @@
 //! in memory.
 
 mod by_process;
+mod cpu;
+mod cpu_folded;
 mod diff;
 #[cfg(feature = "flamegraph")]
 mod flamegraph;
@@ -72,6 +74,12 @@ pub enum Mode {
     /// how the command ended, failed, slowest and lingering processes, and
     /// the hang, each table cut short.
     Markdown,
+    /// Where the CPU went inside the processes (`record --cpu-profile`):
+    /// the hottest functions, self and total, per command and per test.
+    Cpu,
+    /// The CPU profile as collapsed stacks (`test;program;main;f 12`) for
+    /// inferno, FlameGraph and speedscope.
+    CpuFolded,
     /// OpenTelemetry traces as OTLP/JSON: one span per process, one
     /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
     /// per line, each ready to POST to a collector's `/v1/traces`; in the
@@ -139,6 +147,8 @@ pub fn render(
         #[cfg(feature = "flamegraph")]
         Mode::Flamegraph => flamegraph::render,
         Mode::Markdown => markdown::render,
+        Mode::Cpu => cpu::render,
+        Mode::CpuFolded => cpu_folded::render,
         Mode::Otlp => otlp::render,
     };
     render(recording, options, out)

@@ -15,15 +15,19 @@
 //! - `symbolize` (feature `recorder`): the names of those addresses:
 //!   functions, lines and inlined calls from ELF and DWARF files, kernel
 //!   symbols from kallsyms (blazesym), JIT functions from perf maps.
+//! - [`Profile`]: a recording's CPU profile as read back.
 //!
 //! Unwinding and symbolizing read the files of the recorded processes,
 //! so they run while recording; a recording holds the names, and reading
 //! it needs neither.
 
 pub mod folded;
+mod profile;
 #[cfg(feature = "recorder")]
 pub mod symbolize;
 #[cfg(all(test, feature = "recorder"))]
 mod test_support;
 #[cfg(feature = "recorder")]
 pub mod unwind;
+
+pub use profile::Profile;

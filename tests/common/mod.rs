@@ -170,6 +170,15 @@ pub fn workload(name: &str) -> PathBuf {
                 Some("S") => &["-m32", "-nostdlib", "-static"],
                 _ => continue,
             };
+            // A first line `// cflags: ...` replaces the C flags.
+            let source = fs::read_to_string(&path).unwrap_or_default();
+            let own: Vec<&str> = source
+                .lines()
+                .next()
+                .and_then(|line| line.strip_prefix("// cflags:"))
+                .map(|flags| flags.split_whitespace().collect())
+                .unwrap_or_default();
+            let flags = if own.is_empty() { flags } else { &own[..] };
             let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
             let tmp = out.join(format!("{stem}.tmp{}", std::process::id()));
             let result = Command::new("cc")
@@ -457,8 +466,16 @@ impl Run {
     }
 
     /// The events between header and trailer.
+    /// The events: the lines between header and trailer, up to the CPU
+    /// profile's, which come last.
     pub fn events(&self) -> &[Record] {
-        &self.records[1..self.records.len() - 1]
+        let body = &self.records[1..self.records.len() - 1];
+        &body[..body.iter().position(is_profile).unwrap_or(body.len())]
+    }
+
+    /// The CPU profile's lines (`record --cpu-profile`), after the events.
+    pub fn profile_lines(&self) -> &[Record] {
+        &self.records[1 + self.events().len()..self.records.len() - 1]
     }
 
     pub fn root(&self) -> Pid {
@@ -568,6 +585,60 @@ impl Run {
             .collect()
     }
 
+    /// The CPU profile's invariants: its lines come together after the
+    /// events, frames before the stacks that name them and stacks before
+    /// the samples, every id once; the samples are of processes of the
+    /// tree and add up to the trailer's count.
+    fn check_profile(&self, ctx: &dyn Fn() -> String) {
+        let lines = self.profile_lines();
+        assert!(
+            lines.iter().all(is_profile),
+            "profile lines interleaved\n{}",
+            ctx()
+        );
+        if self.header().cpu_profile.is_none() {
+            assert!(
+                lines.is_empty(),
+                "profile lines without a profile\n{}",
+                ctx()
+            );
+        }
+        let (mut frames, mut stacks) = (BTreeSet::new(), BTreeSet::new());
+        let known: BTreeSet<Pid> = self
+            .events()
+            .iter()
+            .filter_map(Record::pid)
+            .chain([self.root()])
+            .collect();
+        let mut samples = 0;
+        for line in lines {
+            match line {
+                Record::Frame(f) => assert!(frames.insert(f.id), "frame {} twice\n{}", f.id, ctx()),
+                Record::Stack(s) => {
+                    assert!(stacks.insert(s.id), "stack {} twice\n{}", s.id, ctx());
+                    assert!(
+                        s.frames.iter().all(|f| frames.contains(f)),
+                        "stack {} names an unknown frame\n{}",
+                        s.id,
+                        ctx()
+                    );
+                }
+                Record::CpuSamples(c) => {
+                    assert!(stacks.contains(&c.stack), "{c:?}: no such stack\n{}", ctx());
+                    assert!(
+                        known.contains(&c.pid),
+                        "{c:?}: not a process of the tree\n{}",
+                        ctx()
+                    );
+                    assert!(c.count > 0 && c.first <= c.last, "{c:?}\n{}", ctx());
+                    samples += c.count;
+                }
+                _ => unreachable!(),
+            }
+        }
+        assert_eq!(samples, self.trailer().samples, "{}", ctx());
+    }
+
     /// The invariants every finished recording satisfies.
     pub fn check(&self) {
         let ctx = || format!("stderr:\n{}\nrecording:\n{}", self.stderr, self.text);
@@ -610,6 +681,7 @@ impl Run {
             last_ts = ts;
         }
         assert!(trailer.end_timestamp >= last_ts, "{}", ctx());
+        self.check_profile(&ctx);
         for e in self.all_execs() {
             assert_eq!(e.cmdline, shell_join(&e.argv_bytes()), "{}", ctx());
         }
@@ -901,4 +973,12 @@ impl Drop for Tmpfs {
         // Lazily, should a process of a failed test still hold a file.
         let _ = nix::mount::umount2(self.dir.path(), nix::mount::MntFlags::MNT_DETACH);
     }
+}
+
+/// Whether `record` is a line of the CPU profile.
+pub fn is_profile(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::Frame(_) | Record::Stack(_) | Record::CpuSamples(_)
+    )
 }

@@ -127,6 +127,7 @@ impl Synthetic {
             buffer: Default::default(),
             syscall_hook: None,
             cpus: Some(2),
+            cpu_profile: None,
         };
         Synthetic {
             records: vec![Record::Header(header)],

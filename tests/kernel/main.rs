@@ -13,6 +13,7 @@ mod argv;
 mod attach;
 mod bats;
 mod browser;
+mod cpu_profile;
 mod diff;
 mod env;
 mod errors;

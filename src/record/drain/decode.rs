@@ -7,9 +7,10 @@ use plain::Plain;
 
 use crate::bpf::types::{
     event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event, resources,
+    sample_event,
 };
 use crate::event::{
-    Exec, Exit, Fd, FdKind, Fork, RawBytes, Record, Resources, SetPgid, SetSid, UsedBefore,
+    Exec, Exit, Fd, FdKind, Fork, Pid, RawBytes, Record, Resources, SetPgid, SetSid, UsedBefore,
 };
 use crate::text::shell_join;
 
@@ -20,6 +21,7 @@ unsafe impl Plain for exec_event {}
 unsafe impl Plain for exit_event {}
 unsafe impl Plain for resources {}
 unsafe impl Plain for id_event {}
+unsafe impl Plain for sample_event {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.
@@ -28,6 +30,52 @@ unsafe impl Plain for id_event {}
 pub struct Malformed {
     len: usize,
     kind: u32,
+}
+
+/// One CPU sample as the kernel sent it, before unwinding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// The process and thread sampled.
+    pub pid: Pid,
+    pub tid: Pid,
+    /// Nanoseconds since the recording started.
+    pub timestamp: u64,
+    /// Kernel return addresses, the interrupted one first.
+    pub kernel: Vec<u64>,
+    /// The user registers: instruction, stack and frame pointers, link
+    /// register; all 0 where the kernel could not give them.
+    pub regs: [u64; 4],
+    /// The top of the user stack, from the stack pointer up.
+    pub stack: Vec<u8>,
+}
+
+/// Decodes a record of the samples ring; `start` as for [`decode`]. Only
+/// the part of the stack copy the kernel sent is read.
+pub fn decode_sample(data: &[u8], start: u64) -> Result<Sample, Malformed> {
+    let fixed = std::mem::offset_of!(sample_event, stack);
+    let malformed = || Malformed {
+        len: data.len(),
+        kind: event_kind::EVENT_SAMPLE.0,
+    };
+    // The record ends where the copied stack does: read the fixed part
+    // into a whole, zeroed struct.
+    let mut e = sample_event::default();
+    let head = data.get(..fixed).ok_or_else(malformed)?;
+    // SAFETY: a plain C struct of integers, valid for any bytes.
+    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
+    bytes[..fixed].copy_from_slice(head);
+    let stack = data
+        .get(fixed..fixed + e.stack_len as usize)
+        .ok_or_else(malformed)?;
+    let frames = (e.kernel_frames as usize).min(e.kernel.len());
+    Ok(Sample {
+        pid: e.header.pid,
+        tid: e.tid,
+        timestamp: e.header.timestamp.saturating_sub(start),
+        kernel: e.kernel[..frames].to_vec(),
+        regs: [e.ip, e.sp, e.fp, e.lr],
+        stack: stack.to_vec(),
+    })
 }
 
 /// Decodes one record; `start` is the monotonic time the recording began,

@@ -25,10 +25,12 @@ use super::hooks::{Hooks, OnHangCommand, Reaped};
 use super::lineage::Lineage;
 use super::load::{self, KernelConfig, Probe};
 use super::notice::Notice;
+use super::profile::{mapped_now, Collector, MmapWatch};
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
 use crate::inspect;
-use decode::decode;
+pub(crate) use decode::Sample;
+use decode::{decode, decode_sample};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -86,7 +88,18 @@ pub fn run(
         }
         None => None,
     };
-    let drain = Drain {
+    let collector = match probe.cpu_profile {
+        Some(_) => match Collector::start(start_ns) {
+            Ok(collector) => Some(collector),
+            Err(err) => {
+                let error = RecordError::system("starting the profile's thread")(err);
+                let _ = outputs.ready.send(Err(error));
+                return Ok(Trailer::default());
+            }
+        },
+        None => None,
+    };
+    let mut drain = Drain {
         start_ns,
         hooks,
         probe: &probe,
@@ -96,8 +109,10 @@ pub fn run(
         outputs,
         reorder: RefCell::default(),
         env_names: config.env_names.clone(),
+        collector,
     };
-    drain.run(&target)
+    let totals = drain.run(&target)?;
+    Ok(drain.finish_profile(totals))
 }
 
 struct Drain<'a, 'obj> {
@@ -111,6 +126,8 @@ struct Drain<'a, 'obj> {
     outputs: Outputs,
     reorder: RefCell<Reorder>,
     env_names: Vec<String>,
+    /// The CPU profile's thread, with `--cpu-profile`.
+    collector: Option<Collector>,
 }
 
 enum Buffer<'cb> {
@@ -245,14 +262,22 @@ impl Drain<'_, '_> {
             Ok(record) => self.reorder.borrow_mut().push(record),
             Err(_) => *malformed.borrow_mut() += 1,
         };
+        let on_sample = |data: &[u8]| match (decode_sample(data, start_ns), &self.collector) {
+            (Ok(sample), Some(collector)) => collector.sample(sample),
+            _ => *malformed.borrow_mut() += 1,
+        };
         // Perf events are installed in the map when the buffer opens: open
         // it before the command starts, or its first exec has nowhere to go.
-        let started = self.open_buffer(on_record).and_then(|buffer| {
+        let started = self.open_buffer(on_record, on_sample).and_then(|buffer| {
             let tracked = self.probe.tracked_map()?;
             if self.policy.subreaper {
                 become_subreaper()?;
             }
-            Ok((buffer, tracked, target.start(self.probe)?))
+            let seed = |pid| {
+                self.probe.track(pid)?;
+                self.watch_mappings(pid)
+            };
+            Ok((buffer, tracked, target.start(self.probe, seed)?))
         });
         let (buffer, tracked, root) = match started {
             Ok(ok) => ok,
@@ -267,6 +292,7 @@ impl Drain<'_, '_> {
             buffer: self.probe.buffer,
             syscall_hook: self.probe.syscall_hook,
             warnings: self.probe.warnings.clone(),
+            cpu_profile: self.probe.cpu_profile,
         };
         let _ = self.outputs.ready.send(Ok(started));
         let waiter = Waiter::new(&buffer, self.control.wake.as_ref());
@@ -595,15 +621,59 @@ impl Drain<'_, '_> {
         }
     }
 
+    /// With a CPU profile, has the kernel announce every executable mapping
+    /// of `pid` and of the processes it starts from now on; a process
+    /// attached to has its mappings already, read from /proc.
+    fn watch_mappings(&self, pid: Pid) -> Result<(), RecordError> {
+        let Some(collector) = &self.collector else {
+            return Ok(());
+        };
+        let watch = MmapWatch::open(pid)?;
+        // In force from the start: the samples of an attached process may
+        // be taken before they are read. A command held before its exec
+        // has proctrace's own, which its exec ends.
+        collector.watch(watch, mapped_now(pid, 0));
+        Ok(())
+    }
+
+    /// Ends the profile's thread and sends its records, after every event
+    /// and before the trailer; counts its samples in `totals`.
+    fn finish_profile(&mut self, mut totals: Trailer) -> Trailer {
+        let Some(collector) = self.collector.take() else {
+            return totals;
+        };
+        let collected = collector.finish();
+        totals.samples = collected.samples;
+        totals.lost_samples = self.probe.lost_samples();
+        if collected.lost_mappings > 0 {
+            log::warn!(
+                "{} executable mappings were not announced (their ring was full): frames in them are [unknown]",
+                collected.lost_mappings
+            );
+        }
+        for record in collected.records {
+            if self.outputs.events.send(record).is_err() {
+                break;
+            }
+        }
+        totals
+    }
+
+    /// Opens the events buffer, and with a CPU profile the samples ring,
+    /// read in the same wait. The samples need the ring buffer (5.8+).
     fn open_buffer<'cb>(
         &self,
         mut on_record: impl FnMut(&[u8]) + 'cb,
+        mut on_sample: impl FnMut(&[u8]) + 'cb,
     ) -> Result<Buffer<'cb>, RecordError>
     where
         Self: 'cb,
     {
         let map = &self.probe.skel.maps.events;
         let error = RecordError::bpf("opening the kernel buffer");
+        if self.collector.is_some() && self.probe.buffer != BufferKind::Ring {
+            return Err(RecordError::ProfileNeedsRing);
+        }
         match self.probe.buffer {
             BufferKind::Ring => {
                 let mut builder = RingBufferBuilder::new();
@@ -613,6 +683,14 @@ impl Drain<'_, '_> {
                         0
                     })
                     .map_err(RecordError::bpf("opening the kernel buffer"))?;
+                if self.collector.is_some() {
+                    builder
+                        .add(&self.probe.skel.maps.samples, move |data: &[u8]| {
+                            on_sample(data);
+                            0
+                        })
+                        .map_err(RecordError::bpf("opening the samples ring"))?;
+                }
                 builder.build().map(Buffer::Ring).map_err(error)
             }
             BufferKind::Perf => PerfBufferBuilder::new(map)
@@ -639,10 +717,17 @@ impl Drain<'_, '_> {
             if let Some(notice) = progress.lineage.observe(&record) {
                 let _ = self.outputs.notices.send(notice);
             }
+            if let Some(collector) = &self.collector {
+                collector.event(&record);
+            }
             if self.outputs.events.send(record).is_err() {
                 return false;
             }
             progress.totals.events += 1;
+        }
+        // The profile unwinds no sample before the forks up to it are in.
+        if let (Some(collector), Some(cutoff)) = (&self.collector, cutoff) {
+            collector.upto(cutoff);
         }
         true
     }

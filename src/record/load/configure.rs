@@ -12,6 +12,10 @@ use crate::event::BufferKind;
 use crate::event::SyscallHook;
 use crate::record::RecordError;
 
+/// The CPU profile's ring: at 999 Hz on two busy CPUs a second of samples
+/// (the drain reads it every 50 ms); a page where nothing samples.
+const SAMPLES_RING_BYTES: u32 = 8 << 20;
+
 /// The initial PID namespace's inode (include/linux/proc_ns.h).
 pub(super) const PROC_PID_INIT_INO: u32 = 0xEFFF_FFFC;
 
@@ -51,6 +55,12 @@ pub(super) fn configure(
     rodata.capture_fds = config.capture_fds;
     rodata.capture_env = !config.env_names.is_empty();
     rodata.wakeup_bytes = u64::from(config.ring_bytes / 2);
+    let samples_bytes = if config.cpu_profile.is_some() {
+        SAMPLES_RING_BYTES
+    } else {
+        page_size()
+    };
+    rodata.sample_wakeup_bytes = u64::from(samples_bytes / 2);
 
     let map_error = RecordError::bpf("sizing the BPF maps");
     let tracked = &mut open.maps.tracked;
@@ -80,7 +90,12 @@ pub(super) fn configure(
     reuse(&mut open.maps.events, &preload.ring)
         .and_then(|()| reuse(&mut open.maps.tracked, &preload.tracked))
         .map_err(RecordError::bpf("reusing the maps made ahead"))?;
+    open.maps
+        .samples
+        .set_max_entries(samples_bytes)
+        .map_err(RecordError::bpf("sizing the samples ring"))?;
     let progs = &mut open.progs;
+    progs.cpu_sample.set_autoload(config.cpu_profile.is_some());
     for (btf, raw, wanted) in [
         (&mut progs.fork_btf, &mut progs.fork_raw, true),
         (&mut progs.exec_btf, &mut progs.exec_raw, !looped),
@@ -146,6 +161,13 @@ pub(super) fn has_bpf_loop() -> bool {
     ProgramType::RawTracepoint
         .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_loop)
         .unwrap_or(false)
+}
+
+/// The page size, the smallest ring the kernel takes.
+fn page_size() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u32::try_from(size).unwrap_or(4096)
 }
 
 #[cfg(test)]

@@ -79,27 +79,34 @@ impl Probe<'_> {
 
     /// Events lost in the kernel so far: (buffer full, tracking map full).
     pub fn losses(&self) -> (u64, u64) {
-        let count = |kind: loss_kind| -> u64 {
-            let per_cpu = self
-                .skel
-                .maps
-                .losses
-                .lookup_percpu(&kind.0.to_ne_bytes(), MapFlags::ANY);
-            per_cpu
-                .ok()
-                .flatten()
-                .into_iter()
-                .flatten()
-                .filter_map(|bytes| {
-                    bytes
-                        .get(..8)
-                        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-                })
-                .sum()
-        };
         (
-            count(loss_kind::LOSS_OUTPUT),
-            count(loss_kind::LOSS_TRACKING_FULL),
+            self.lost(loss_kind::LOSS_OUTPUT),
+            self.lost(loss_kind::LOSS_TRACKING_FULL),
         )
+    }
+
+    /// CPU samples the kernel took but could not hand over so far.
+    pub fn lost_samples(&self) -> u64 {
+        self.lost(loss_kind::LOSS_SAMPLE)
+    }
+
+    /// Losses of `kind` so far, on every CPU.
+    fn lost(&self, kind: loss_kind) -> u64 {
+        let per_cpu = self
+            .skel
+            .maps
+            .losses
+            .lookup_percpu(&kind.0.to_ne_bytes(), MapFlags::ANY);
+        per_cpu
+            .ok()
+            .flatten()
+            .into_iter()
+            .flatten()
+            .filter_map(|bytes| {
+                bytes
+                    .get(..8)
+                    .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+            })
+            .sum()
     }
 }

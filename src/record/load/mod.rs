@@ -8,7 +8,8 @@
 //! - [`attach`]: attaching the programs, and detaching the slow ones;
 //! - [`counters`]: the kernel side's counters and the tracked map, read
 //!   and written while the recording runs;
-//! - [`checks`]: privileges and the PID namespace, checked first.
+//! - [`checks`]: privileges and the PID namespace, checked first;
+//! - [`sampling`]: the CPU profile's perf events, one per CPU.
 
 mod attach;
 mod checks;
@@ -20,6 +21,7 @@ mod cut_cache;
 mod exec_apart;
 mod memory;
 mod preload;
+mod sampling;
 pub(super) mod tracefs;
 
 use std::fs;
@@ -31,7 +33,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
 
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
-use crate::event::{BufferKind, SyscallHook};
+use crate::event::{BufferKind, CpuProfile, SyscallHook};
 use crate::record::{Degraded, RecordError};
 use attach::{attach_sched, attach_syscalls, attach_tracepoints, detach_in_child};
 use checks::{check_privileges, pid_namespace, raise_memlock_limit};
@@ -40,6 +42,8 @@ use counters::Counters;
 use cut_btf::CutBtf;
 use exec_apart::ExecProgram;
 use preload::Preload;
+use sampling::attach_sampler;
+pub(crate) use sampling::check_rate;
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
@@ -89,6 +93,8 @@ pub struct KernelConfig {
     /// Hand the links that are slow to detach to a child process at the
     /// end (see [`detach_in_child`]), for a process about to exit.
     pub detach_in_child: bool,
+    /// Samples per second of the CPU profile; `None`: no profile.
+    pub cpu_profile: Option<u32>,
 }
 
 /// The loaded and attached program.
@@ -102,6 +108,8 @@ pub struct Probe<'obj> {
     pub syscall_hook: Option<SyscallHook>,
     /// Events that cannot be recorded on this kernel, said once at start.
     pub warnings: Vec<Degraded>,
+    /// How the CPU profile samples, when there is one.
+    pub cpu_profile: Option<CpuProfile>,
     /// Detached one by one when dropped: detaching tracepoints from several
     /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
     /// kernel matrix), though it would share the RCU waits.
@@ -297,6 +305,14 @@ fn load_with<'obj>(
     let counters = Counters::take(&mut skel);
     let mut links = attach_sched(&skel, settings.btf_hooks)?;
     links.extend(exec_links);
+    let cpu_profile = match config.cpu_profile {
+        Some(hz) => {
+            let (sampling, clock) = attach_sampler(&skel, hz)?;
+            links.extend(sampling);
+            Some(CpuProfile { hz, clock })
+        }
+        None => None,
+    };
     let mut slow_links = Vec::new();
     let mut warnings = Vec::new();
     let attached = match tracepoints {
@@ -332,6 +348,7 @@ fn load_with<'obj>(
         buffer: settings.buffer,
         syscall_hook,
         warnings,
+        cpu_profile,
         _links: links,
         slow_links,
         detach_in_child: config.detach_in_child,

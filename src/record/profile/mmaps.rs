@@ -84,6 +84,44 @@ pub(crate) enum Seen {
     Mapped(Mapping),
 }
 
+/// The executable mappings `pid` has now, from /proc/PID/maps, as of
+/// `time`: what a process that already ran when the watch opened had
+/// mapped, which the kernel never announces.
+pub(crate) fn mapped_now(pid: Pid, time: u64) -> Vec<Mapping> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    maps.lines()
+        .filter_map(|line| maps_line(pid, time, line))
+        .collect()
+}
+
+/// `7f1c2c000000-7f1c2c022000 r-xp 00022000 fe:01 1234  /usr/lib/libc.so.6`
+fn maps_line(pid: Pid, time: u64, line: &str) -> Option<Mapping> {
+    let mut words = line.split_whitespace();
+    let (start, end) = words.next()?.split_once('-')?;
+    if words.next()?.as_bytes().get(2) != Some(&b'x') {
+        return None;
+    }
+    let file_offset = u64::from_str_radix(words.next()?, 16).ok()?;
+    let (major, minor) = words.next()?.split_once(':')?;
+    let dev = (
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    );
+    let ino: u64 = words.next()?.parse().ok()?;
+    let path = words.collect::<Vec<_>>().join(" ");
+    Some(Mapping {
+        pid,
+        time,
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        file_offset,
+        path,
+        dev: (ino != 0).then_some(dev),
+        ino: (ino != 0).then_some(ino),
+        build_id: None,
+    })
+}
+
 /// Why the watch could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -197,6 +235,7 @@ impl MmapWatch {
 
     /// Whether this kernel puts build ids in the records (5.12+); where
     /// it does not, [`Mapping::dev`] and [`Mapping::ino`] name the file.
+    #[cfg(test)]
     pub(crate) fn build_ids(&self) -> bool {
         self.features.build_id
     }
@@ -243,6 +282,7 @@ impl MmapWatch {
     }
 
     /// Whether [`MmapWatch::lost`] counts every record lost (Linux 6.0+).
+    #[cfg(test)]
     pub(crate) fn counts_every_loss(&self) -> bool {
         self.features.lost_count
     }

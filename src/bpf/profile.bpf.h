@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The CPU profile: a program on each CPU's sampling perf event (cpu-clock,
+ * or cycles where there is a PMU) that keeps only the tracked tree's
+ * threads, filtered here like every other event, so no sample of another
+ * process leaves the kernel. It sends the kernel stack as the kernel walks
+ * it, and the user registers with a copy of the top of the user stack:
+ * binaries built without frame pointers (most of a distribution) are
+ * unwound in userspace from their .eh_frame, as `perf --call-graph dwarf`
+ * does; no table of every binary has to be loaded into the kernel first. */
+#ifndef PROCTRACE_PROFILE_BPF_H
+#define PROCTRACE_PROFILE_BPF_H
+
+#include "common.bpf.h"
+#include "arch.bpf.h"
+#include "emit.bpf.h"
+#include "pidns.bpf.h"
+
+/* Sized by userspace: large when profiling, a page otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} samples SEC(".maps");
+
+/* A sample is too large for the BPF stack: one per CPU. A perf event's
+ * program may interrupt a tracepoint's on the same CPU, so it never
+ * shares exec_scratch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_event);
+} sample_scratch SEC(".maps");
+
+/* Buffered sample bytes past which userspace is woken at once (half the
+ * ring); it looks every 50 ms anyway. */
+const volatile __u64 sample_wakeup_bytes = 0;
+
+/* The thread's user registers: the interrupted ones for a sample in user
+ * mode, else those saved at its entry to the kernel (bpf_task_pt_regs,
+ * Linux 5.15; before, none, and the sample has its kernel stack only).
+ * Returns whether there were any. */
+static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct sample_event *sample)
+{
+	struct pt_regs *saved;
+
+	if (sample_in_user_mode(ctx)) {
+		sample_regs(ctx, &sample->ip, &sample->sp, &sample->fp, &sample->lr);
+		return true;
+	}
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+		return false;
+	/* Takes the BTF-typed task (bpf_get_current_task_btf, 5.11). */
+	saved = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	unwind_regs(saved, &sample->ip, &sample->sp, &sample->fp, &sample->lr);
+	return true;
+}
+
+/* A copy that crosses into an unmapped page fails whole: where the
+ * stack's end is not known, smaller copies are tried in turn. */
+#define TRY_COPY(sample, sp, n)                                               \
+	if (!bpf_probe_read_user((sample)->stack, (n), (void *)(sp)))          \
+		return (n);
+
+/* Copies the top of the user stack at `sp`: up to the start of the
+ * process's stack area for its main thread (whose end is known), else the
+ * largest size that reads whole. Returns the bytes copied. */
+static __always_inline __u32 copy_stack(struct sample_event *sample, struct task_struct *task,
+					__u64 sp, bool main_thread)
+{
+	__u64 len = SAMPLE_STACK_CAP;
+	__u64 start = BPF_CORE_READ(task, mm, start_stack);
+
+	if (main_thread && start > sp && start - sp < len)
+		len = start - sp;
+	barrier_var(len);
+	if (len > SAMPLE_STACK_CAP)
+		len = SAMPLE_STACK_CAP;
+	if (len && !bpf_probe_read_user(sample->stack, len, (void *)sp))
+		return len;
+	TRY_COPY(sample, sp, 4096)
+	TRY_COPY(sample, sp, 2048)
+	TRY_COPY(sample, sp, 1024)
+	TRY_COPY(sample, sp, 512)
+	TRY_COPY(sample, sp, 256)
+	return 0;
+}
+
+static __always_inline void fill_user(struct bpf_perf_event_data *ctx,
+				      struct sample_event *sample, struct task_struct *task,
+				      bool main_thread)
+{
+	if (user_regs(ctx, sample))
+		sample->stack_len = copy_stack(sample, task, sample->sp, main_thread);
+}
+
+SEC("perf_event")
+int cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u32 zero = 0;
+	struct sample_event *sample;
+	__s32 pid, tid;
+	__u64 size, wakeup;
+	long frames;
+
+	/* The idle task, and every process outside the tree, end here. */
+	if (!(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	pid = tgid_of(task);
+	if (!is_tracked(pid))
+		return 0;
+	sample = bpf_map_lookup_elem(&sample_scratch, &zero);
+	if (!sample)
+		return 0;
+	fill_header(&sample->header, EVENT_SAMPLE, pid);
+	tid = BPF_CORE_READ(task, pid);
+	sample->tid = tid;
+	sample->ip = sample->sp = sample->fp = sample->lr = 0;
+	sample->stack_len = 0;
+	frames = bpf_get_stack(ctx, sample->kernel, sizeof(sample->kernel), 0);
+	sample->kernel_frames = frames > 0 ? frames / sizeof(__u64) : 0;
+	fill_user(ctx, sample, task,
+		  tid == BPF_CORE_READ(task, tgid));
+	size = offsetof(struct sample_event, stack) + sample->stack_len;
+	barrier_var(size);
+	if (size > sizeof(*sample))
+		return 0;
+	wakeup = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= sample_wakeup_bytes
+			 ? BPF_RB_FORCE_WAKEUP
+			 : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&samples, sample, size, wakeup))
+		count_loss(LOSS_SAMPLE);
+	return 0;
+}
+
+#endif /* PROCTRACE_PROFILE_BPF_H */

@@ -1,0 +1,493 @@
+//! The profile's own thread: it takes the samples as the drain reads them,
+//! the tree's forks as the drain releases them and the execs and
+//! executable mappings as the kernel announces them, puts them in one time
+//! order, unwinds each sample against the mappings in force when it was
+//! taken, and counts stacks per process. At the end it names every frame
+//! once and hands back the profile's records.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use super::mmaps::{Mapping, MmapWatch, Seen};
+use super::spaces::AddressSpaces;
+use crate::event::{CpuSamples, Frame, Pid, Record, Stack};
+use crate::record::drain::Sample;
+use crate::stacks::symbolize::{lookup_address, Symbolizer};
+use crate::stacks::unwind::{Module, Regs, Unwinder};
+
+/// User frames unwound per sample at the most.
+const MAX_USER_FRAMES: usize = 127;
+
+/// What the profile's thread is told, in the order it happened.
+enum Told {
+    /// Announces the mappings of a process and its descendants, with
+    /// those it has already.
+    Watch(MmapWatch, Vec<Mapping>),
+    Sample(Sample),
+    Fork {
+        parent: Pid,
+        child: Pid,
+        at: u64,
+    },
+    /// Everything up to here has been told: process it.
+    Upto(u64),
+}
+
+/// How often the mappings are read between two `Upto`s: the kernel's
+/// rings for them are small, and a build maps thousands of files.
+const READ_MAPPINGS_EVERY: Duration = Duration::from_millis(10);
+
+/// A handle on the profile's thread.
+pub(crate) struct Collector {
+    to: Sender<Told>,
+    thread: JoinHandle<Collected>,
+}
+
+/// What the profile's thread made of the recording.
+pub(crate) struct Collected {
+    /// Frame, Stack and CpuSamples records, each frame and stack once.
+    pub records: Vec<Record>,
+    /// Samples counted.
+    pub samples: u64,
+    /// Mappings the kernel could not announce (its ring was full): frames
+    /// in them are `[unknown]`.
+    pub lost_mappings: u64,
+}
+
+impl Collector {
+    /// Starts the thread; `start` is the monotonic time the recording
+    /// began, which the mappings' times are made relative to.
+    pub fn start(start: u64) -> std::io::Result<Collector> {
+        let (to, told) = crossbeam_channel::unbounded();
+        let thread = std::thread::Builder::new()
+            .name("proctrace-profile".into())
+            .spawn(move || Profiler::new(start).run(told))?;
+        Ok(Collector { to, thread })
+    }
+
+    /// Reads the mappings `watch` announces from now on, after `mapped`,
+    /// those its process has already.
+    pub fn watch(&self, watch: MmapWatch, mapped: Vec<Mapping>) {
+        let _ = self.to.send(Told::Watch(watch, mapped));
+    }
+
+    /// A sample, as soon as it is read.
+    pub fn sample(&self, sample: Sample) {
+        let _ = self.to.send(Told::Sample(sample));
+    }
+
+    /// A released event of the tree: a fork starts a process with its
+    /// parent's mappings, which the kernel does not announce again (it
+    /// announces execs itself, before the new program's mappings).
+    pub fn event(&self, record: &Record) {
+        if let Record::Fork(fork) = record {
+            let _ = self.to.send(Told::Fork {
+                parent: fork.parent_pid,
+                child: fork.child_pid,
+                at: fork.timestamp,
+            });
+        }
+    }
+
+    /// Every event up to `at` has been released.
+    pub fn upto(&self, at: u64) {
+        let _ = self.to.send(Told::Upto(at));
+    }
+
+    /// Processes what is left and returns the profile.
+    pub fn finish(self) -> Collected {
+        let _ = self.to.send(Told::Upto(u64::MAX));
+        drop(self.to);
+        self.thread.join().unwrap_or_else(|_| Collected {
+            records: Vec::new(),
+            samples: 0,
+            lost_mappings: 0,
+        })
+    }
+}
+
+/// One thing that happened, to be applied in time order.
+enum Happened {
+    Fork { parent: Pid, child: Pid },
+    Seen(Seen),
+    Sample(Sample),
+}
+
+impl Happened {
+    /// Of things at the same time, the tree changes before the mappings,
+    /// and the mappings before the samples that may run in them.
+    fn rank(&self) -> u8 {
+        match self {
+            Happened::Fork { .. } | Happened::Seen(Seen::Exec { .. }) => 0,
+            Happened::Seen(_) => 1,
+            Happened::Sample(_) => 2,
+        }
+    }
+}
+
+/// A frame before it is named: where the code was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Place {
+    Kernel(u64),
+    /// A file offset in a module (an index into `Profiler::modules`).
+    User(u32, u64),
+    /// An address of no file: no known mapping covers it, or one with no
+    /// file behind it (its module index), as JIT compilers write code in.
+    Unknown(Pid, u64, Option<u32>),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Count {
+    count: u64,
+    first: u64,
+    last: u64,
+}
+
+impl Count {
+    fn merge(&mut self, other: &Count) {
+        self.count += other.count;
+        self.first = self.first.min(other.first);
+        self.last = self.last.max(other.last);
+    }
+}
+
+struct Profiler {
+    watches: Vec<MmapWatch>,
+    start: u64,
+    spaces: AddressSpaces,
+    unwinder: Unwinder,
+    /// Not yet applied, by (time, rank, arrival).
+    waiting: BTreeMap<(u64, u8, u64), Happened>,
+    arrivals: u64,
+    /// The mapped files, by path, and their index.
+    modules: Vec<Arc<str>>,
+    module_ids: HashMap<Arc<str>, u32>,
+    counts: HashMap<(Pid, Vec<Place>), Count>,
+    samples: u64,
+}
+
+impl Profiler {
+    fn new(start: u64) -> Profiler {
+        Profiler {
+            watches: Vec::new(),
+            start,
+            spaces: AddressSpaces::new(),
+            unwinder: Unwinder::new(),
+            waiting: BTreeMap::new(),
+            arrivals: 0,
+            modules: Vec::new(),
+            module_ids: HashMap::new(),
+            counts: HashMap::new(),
+            samples: 0,
+        }
+    }
+
+    fn run(mut self, told: Receiver<Told>) -> Collected {
+        loop {
+            match told.recv_timeout(READ_MAPPINGS_EVERY) {
+                Ok(Told::Watch(watch, mapped)) => {
+                    self.watches.push(watch);
+                    mapped.into_iter().for_each(|m| self.spaces.add(m));
+                }
+                Ok(Told::Sample(sample)) => self.wait(sample.timestamp, Happened::Sample(sample)),
+                Ok(Told::Fork { parent, child, at }) => {
+                    self.wait(at, Happened::Fork { parent, child })
+                }
+                Ok(Told::Upto(at)) => {
+                    self.read_mappings();
+                    self.apply_upto(at);
+                }
+                Err(RecvTimeoutError::Timeout) => self.read_mappings(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        self.read_mappings();
+        self.apply_upto(u64::MAX);
+        self.finish()
+    }
+
+    fn wait(&mut self, at: u64, happened: Happened) {
+        let key = (at, happened.rank(), self.arrivals);
+        self.arrivals += 1;
+        self.waiting.insert(key, happened);
+    }
+
+    /// The mappings the kernel has announced: every one made before a
+    /// sample that was read is in by now.
+    fn read_mappings(&mut self) {
+        let mut seen = Vec::new();
+        for watch in &mut self.watches {
+            watch.drain(|s| seen.push(s));
+        }
+        let start = self.start;
+        for mut s in seen {
+            // The recording's own time, as the samples and events have it.
+            let at = match &mut s {
+                Seen::Exec { time, .. } => time,
+                Seen::Mapped(mapping) => &mut mapping.time,
+            };
+            *at = at.saturating_sub(start);
+            let at = *at;
+            self.wait(at, Happened::Seen(s));
+        }
+    }
+
+    fn apply_upto(&mut self, at: u64) {
+        let later = self.waiting.split_off(&(at, u8::MAX, u64::MAX));
+        let ready = std::mem::replace(&mut self.waiting, later);
+        for ((time, _, _), happened) in ready {
+            match happened {
+                Happened::Fork { parent, child } => self.spaces.fork(parent, child, time),
+                Happened::Seen(seen) => self.spaces.seen(seen),
+                Happened::Sample(sample) => self.count(sample),
+            }
+        }
+    }
+
+    /// Unwinds one sample and counts its stack, leaf first.
+    fn count(&mut self, sample: Sample) {
+        let mut places: Vec<Place> = sample
+            .kernel
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0)))
+            .collect();
+        let [ip, sp, fp, lr] = sample.regs;
+        if ip != 0 {
+            let modules: Vec<Module> = self
+                .spaces
+                .modules_at(sample.pid, sample.timestamp)
+                .into_iter()
+                .map(module_of)
+                .collect();
+            let regs = Regs { ip, sp, fp, lr };
+            let addrs = self
+                .unwinder
+                .unwind(&modules, &regs, &sample.stack, MAX_USER_FRAMES);
+            for (i, addr) in addrs.into_iter().enumerate() {
+                let place = self.place(&sample, lookup_address(addr, i == 0));
+                places.push(place);
+            }
+        }
+        self.samples += 1;
+        let count = self.counts.entry((sample.pid, places)).or_insert(Count {
+            count: 0,
+            first: sample.timestamp,
+            last: sample.timestamp,
+        });
+        count.count += 1;
+        count.last = sample.timestamp;
+    }
+
+    /// Where `addr` of the sampled process was: a file offset in the
+    /// mapping that covered it then.
+    fn place(&mut self, sample: &Sample, addr: u64) -> Place {
+        let mapping = self
+            .spaces
+            .mapping_at(sample.pid, sample.timestamp, addr)
+            .map(|m| (addr - m.start + m.file_offset, m.path.clone()));
+        let Some((offset, path)) = mapping else {
+            return Place::Unknown(sample.pid, addr, None);
+        };
+        // `//anon`, `[vdso]`, `[anon:…]`: nothing on disk to read.
+        let file = path.starts_with('/') && !path.starts_with("//");
+        let id = self.module_id(&path);
+        if file {
+            Place::User(id, offset)
+        } else {
+            Place::Unknown(sample.pid, addr, Some(id))
+        }
+    }
+
+    /// The index of the module at `path`, made on first sight.
+    fn module_id(&mut self, path: &str) -> u32 {
+        if let Some(&id) = self.module_ids.get(path) {
+            return id;
+        }
+        let id = self.modules.len() as u32;
+        let path: Arc<str> = Arc::from(path);
+        self.module_ids.insert(Arc::clone(&path), id);
+        self.modules.push(path);
+        id
+    }
+
+    /// Names every place once and writes the profile's records.
+    fn finish(self) -> Collected {
+        let names = Names::of(&self.modules, self.counts.keys().flat_map(|(_, p)| p));
+        let mut stacks: HashMap<Vec<u32>, u32> = HashMap::new();
+        // Places that name the same functions are one stack.
+        let mut merged: HashMap<(Pid, u32), Count> = HashMap::new();
+        for ((pid, places), count) in &self.counts {
+            // Leaf first as unwound; the record's stacks start at the root.
+            let frames: Vec<u32> = places
+                .iter()
+                .rev()
+                .flat_map(|place| names.frames(place))
+                .collect();
+            let next = stacks.len() as u32;
+            let stack = *stacks.entry(frames).or_insert(next);
+            merged
+                .entry((*pid, stack))
+                .and_modify(|sum| sum.merge(count))
+                .or_insert(*count);
+        }
+        let mut samples: Vec<CpuSamples> = merged
+            .into_iter()
+            .map(|((pid, stack), count)| CpuSamples {
+                pid,
+                stack,
+                count: count.count,
+                first: count.first,
+                last: count.last,
+            })
+            .collect();
+        samples.sort_by(|a, b| (a.pid, b.count, a.stack).cmp(&(b.pid, a.count, b.stack)));
+        let mut stacks: Vec<Stack> = stacks
+            .into_iter()
+            .map(|(frames, id)| Stack { id, frames })
+            .collect();
+        stacks.sort_by_key(|s| s.id);
+        let mut records: Vec<Record> = names.table.into_iter().map(Record::Frame).collect();
+        records.extend(stacks.into_iter().map(Record::Stack));
+        records.extend(samples.into_iter().map(Record::CpuSamples));
+        let lost_mappings: u64 = self.watches.iter().map(|w| w.lost() + w.garbled()).sum();
+        Collected {
+            records,
+            samples: self.samples,
+            lost_mappings,
+        }
+    }
+}
+
+fn module_of(mapping: &Mapping) -> Module {
+    Module {
+        start: mapping.start,
+        end: mapping.end,
+        file_offset: mapping.file_offset,
+        path: mapping.path.clone().into(),
+        dev: mapping
+            .dev
+            .map_or(0, |(major, minor)| libc::makedev(major, minor)),
+        ino: mapping.ino.unwrap_or(0),
+        build_id: mapping.build_id.clone(),
+    }
+}
+
+/// Every place named, as frames: a place with inlined calls is several.
+struct Names {
+    table: Vec<Frame>,
+    /// Each frame's id by what makes it the same frame (see [`FrameKey`]).
+    ids: HashMap<FrameKey, u32>,
+    of: HashMap<Place, Vec<u32>>,
+}
+
+/// Frames are functions: every address a symbol names is one frame; an
+/// address no symbol names is a frame of its own.
+type FrameKey = (String, Option<String>, Option<u64>, bool, bool);
+
+impl Names {
+    fn of<'a>(modules: &[Arc<str>], places: impl Iterator<Item = &'a Place>) -> Names {
+        let mut by_module: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        let mut kernel = Vec::new();
+        let mut unknown = Vec::new();
+        for place in places {
+            match *place {
+                Place::User(module, offset) => by_module.entry(module).or_default().push(offset),
+                Place::Kernel(addr) => kernel.push(addr),
+                Place::Unknown(pid, addr, module) => unknown.push((pid, addr, module)),
+            }
+        }
+        let mut names = Names {
+            table: Vec::new(),
+            ids: HashMap::new(),
+            of: HashMap::new(),
+        };
+        let mut symbolizer = Symbolizer::new();
+        for (module, mut offsets) in by_module {
+            offsets.sort_unstable();
+            offsets.dedup();
+            let path = &modules[module as usize];
+            let symbols = symbolizer.user(std::path::Path::new(&**path), &offsets);
+            for (offset, chain) in offsets.iter().zip(symbols) {
+                let frames = chain
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, symbol)| Frame {
+                        id: 0,
+                        offset: symbol.function.is_none().then_some(*offset),
+                        function: symbol.function,
+                        module: path.to_string(),
+                        kernel: false,
+                        // The chain is caller first: each after the first
+                        // was inlined into the one before it.
+                        inlined: i > 0,
+                    })
+                    .collect();
+                names.add(Place::User(module, *offset), frames);
+            }
+        }
+        kernel.sort_unstable();
+        kernel.dedup();
+        for (addr, symbol) in kernel.iter().zip(symbolizer.kernel(&kernel)) {
+            let frame = Frame {
+                id: 0,
+                offset: symbol.function.is_none().then_some(*addr),
+                function: symbol.function,
+                module: "[kernel]".into(),
+                kernel: true,
+                inlined: false,
+            };
+            names.add(Place::Kernel(*addr), vec![frame]);
+        }
+        unknown.sort_unstable();
+        unknown.dedup();
+        // A runtime's perf map names its JIT code (Node's
+        // --perf-basic-prof, Python's -X perf), after the process is gone.
+        for (pid, addr, module) in unknown {
+            let function = symbolizer.perf_map(pid as u32, &[addr]).pop().flatten();
+            let frame = Frame {
+                id: 0,
+                offset: function.is_none().then_some(addr),
+                function,
+                module: module.map_or("[unknown]".into(), |m| modules[m as usize].to_string()),
+                kernel: false,
+                inlined: false,
+            };
+            names.add(Place::Unknown(pid, addr, module), vec![frame]);
+        }
+        names
+    }
+
+    /// Numbers `frames` (one per function, the outermost first) as the
+    /// frames of `place`; alike frames share a number.
+    fn add(&mut self, place: Place, frames: Vec<Frame>) {
+        let ids = frames
+            .into_iter()
+            .map(|mut frame| {
+                let key = (
+                    frame.module.clone(),
+                    frame.function.clone(),
+                    frame.offset,
+                    frame.kernel,
+                    frame.inlined,
+                );
+                let next = self.table.len() as u32;
+                let id = *self.ids.entry(key).or_insert(next);
+                if id == next {
+                    frame.id = id;
+                    self.table.push(frame);
+                }
+                id
+            })
+            .collect();
+        self.of.insert(place, ids);
+    }
+
+    fn frames(&self, place: &Place) -> Vec<u32> {
+        self.of.get(place).cloned().unwrap_or_default()
+    }
+}

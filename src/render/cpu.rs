@@ -1,0 +1,144 @@
+//! `cpu`: where the CPU went inside the processes (`record --cpu-profile`):
+//! the hottest functions by the samples taken in them (self) and under
+//! them (total), for the whole run, then per command and per test. Every
+//! list is cut short and says what it left out.
+
+use std::io::{self, Write};
+
+use super::Options;
+use crate::analysis::{hotspots, Hot, HotGroup};
+use crate::recording::Recording;
+use crate::text::{count, shorten, visible};
+
+/// Functions listed for the whole run.
+const TOP: usize = 25;
+/// Groups listed per table, and functions per group.
+const GROUPS: usize = 10;
+const GROUP_TOP: usize = 5;
+
+/// Writes the hottest functions.
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let Some(profile) = recording.header.as_ref().and_then(|h| h.cpu_profile) else {
+        return writeln!(
+            out,
+            "no CPU profile: record with --cpu-profile to sample where the CPU goes"
+        );
+    };
+    let hot = hotspots(&recording.profile, &recording.processes);
+    let lost = recording.trailer.as_ref().map_or(0, |t| t.lost_samples);
+    writeln!(
+        out,
+        "CPU profile: {} of {} at {} Hz ({}), {} lost",
+        count(hot.samples, "sample", "samples"),
+        count(hot.processes as u64, "process", "processes"),
+        profile.hz,
+        clock_name(profile.clock),
+        lost
+    )?;
+    if hot.samples == 0 {
+        return writeln!(
+            out,
+            "no sample of the tree was taken (it used too little CPU)"
+        );
+    }
+    writeln!(out)?;
+    write_functions(out, &hot.functions, TOP, hot.samples, "", options)?;
+    write_groups(out, "command", &hot.by_command, options)?;
+    if !hot.by_test.is_empty() {
+        write_groups(out, "test", &hot.by_test, options)?;
+    }
+    Ok(())
+}
+
+fn clock_name(clock: crate::event::SampleClock) -> &'static str {
+    match clock {
+        crate::event::SampleClock::Cycles => "cycles",
+        _ => "cpu-clock",
+    }
+}
+
+/// The first `top` functions, with their shares of `of` samples.
+fn write_functions(
+    out: &mut dyn Write,
+    functions: &[Hot],
+    top: usize,
+    of: u64,
+    indent: &str,
+    options: Options,
+) -> io::Result<()> {
+    writeln!(out, "{indent}{:>6} {:>6}  function", "self", "total")?;
+    for hot in functions.iter().take(top) {
+        let line = format!(
+            "{indent}{:>6} {:>6}  {}  ({})",
+            share(hot.self_samples, of),
+            share(hot.total_samples, of),
+            visible(&hot.function),
+            visible(file_name(&hot.module))
+        );
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    let left = functions.len().saturating_sub(top);
+    if left > 0 {
+        let samples: u64 = functions[top..].iter().map(|h| h.self_samples).sum();
+        writeln!(
+            out,
+            "{indent}… {left} more {} with {} of the samples",
+            if left == 1 { "function" } else { "functions" },
+            share(samples, of)
+        )?;
+    }
+    Ok(())
+}
+
+/// The busiest groups, each with its hottest functions.
+fn write_groups(
+    out: &mut dyn Write,
+    kind: &str,
+    groups: &[HotGroup],
+    options: Options,
+) -> io::Result<()> {
+    let total: u64 = groups.iter().map(|g| g.samples).sum();
+    writeln!(
+        out,
+        "\nBy {kind} ({} of {}):",
+        GROUPS.min(groups.len()),
+        groups.len()
+    )?;
+    for group in groups.iter().take(GROUPS) {
+        let line = format!(
+            "  {} {}: {}, {}",
+            share(group.samples, total),
+            visible(&group.name),
+            count(group.samples, "sample", "samples"),
+            count(group.processes as u64, "process", "processes")
+        );
+        writeln!(out, "{}", shorten(&line, options.width))?;
+        write_functions(
+            out,
+            &group.functions,
+            GROUP_TOP,
+            group.samples,
+            "    ",
+            options,
+        )?;
+    }
+    if groups.len() > GROUPS {
+        let samples: u64 = groups[GROUPS..].iter().map(|g| g.samples).sum();
+        writeln!(
+            out,
+            "  … {} more {kind}s with {} of the samples",
+            groups.len() - GROUPS,
+            share(samples, total)
+        )?;
+    }
+    Ok(())
+}
+
+/// `12.3%` of `of`.
+fn share(part: u64, of: u64) -> String {
+    format!("{:.1}%", part as f64 * 100.0 / of.max(1) as f64)
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

@@ -1,0 +1,78 @@
+//! A recording's CPU profile as read back: every frame and stack once, and
+//! the samples of each process in each stack.
+
+use std::collections::HashMap;
+
+use crate::event::{CpuSamples, Frame, Pid, Record};
+
+/// The profile of a recording made with `record --cpu-profile`; empty for
+/// any other.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Profile {
+    frames: HashMap<u32, Frame>,
+    stacks: HashMap<u32, Vec<u32>>,
+    /// Samples per process and stack, in the order they were written.
+    pub samples: Vec<CpuSamples>,
+}
+
+impl Profile {
+    /// Keeps `record` if it is one of the profile's lines; hands any other
+    /// back.
+    pub fn take(&mut self, record: Record) -> Option<Record> {
+        match record {
+            Record::Frame(frame) => {
+                self.frames.insert(frame.id, frame);
+            }
+            Record::Stack(stack) => {
+                self.stacks.insert(stack.id, stack.frames);
+            }
+            Record::CpuSamples(samples) => self.samples.push(samples),
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Whether the recording has no sample.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// All samples taken.
+    pub fn total(&self) -> u64 {
+        self.samples.iter().map(|s| s.count).sum()
+    }
+
+    /// The frames of stack `id`, the outermost caller first; a frame id
+    /// the recording does not name (a cut-off recording) is left out.
+    pub fn stack(&self, id: u32) -> Vec<&Frame> {
+        let ids = self.stacks.get(&id).map_or(&[][..], Vec::as_slice);
+        ids.iter().filter_map(|f| self.frames.get(f)).collect()
+    }
+
+    /// The samples of process `pid`.
+    pub fn of(&self, pid: Pid) -> impl Iterator<Item = &CpuSamples> {
+        self.samples.iter().filter(move |s| s.pid == pid)
+    }
+}
+
+impl Frame {
+    /// The frame as people read it: its function, else its file and
+    /// offset, never nothing; kernel frames end in `_[k]`, as FlameGraph's
+    /// tools mark them.
+    pub fn label(&self) -> String {
+        let name = match (&self.function, self.offset) {
+            (Some(function), _) => function.clone(),
+            (None, Some(offset)) => format!("{}+{offset:#x}", file_name(&self.module)),
+            (None, None) => file_name(&self.module).to_owned(),
+        };
+        if self.kernel {
+            format!("{name}_[k]")
+        } else {
+            name
+        }
+    }
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

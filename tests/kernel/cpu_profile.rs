@@ -1,0 +1,279 @@
+//! The CPU profile (`record --cpu-profile`): sampled stacks of the tree
+//! only, unwound through binaries built without frame pointers, named
+//! after the processes are gone, and checked against perf.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+/// `hot` samples: three quarters in spin_a, one in spin_b, both under
+/// main -> work (tests/workloads/hot.c).
+const HOT: [&str; 3] = ["1500", "3", "80"];
+
+/// The collapsed stacks `render -d cpu-folded` writes, by stack.
+fn folded(run: &Run) -> BTreeMap<String, u64> {
+    let out = run.dir.path().join("cpu.folded");
+    render(&run.dir.path().join("rec.ndjson"), "cpu-folded", &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    text.lines()
+        .map(|line| {
+            let (stack, count) = line.rsplit_once(' ').expect("STACK COUNT");
+            (stack.to_owned(), count.parse().expect("a count"))
+        })
+        .collect()
+}
+
+/// The leaf function's share of all samples, in percent, per function
+/// (GCC may name a function's clone `spin_a.constprop.0`).
+fn leaf_shares(stacks: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+    let total: u64 = stacks.values().sum();
+    let mut shares = BTreeMap::new();
+    for (stack, count) in stacks {
+        let leaf = stack.rsplit(';').next().unwrap();
+        let function = leaf.split('.').next().unwrap().to_owned();
+        *shares.entry(function).or_insert(0.0) += *count as f64 * 100.0 / total as f64;
+    }
+    shares
+}
+
+/// perf's own answer for the same program: the share of the samples whose
+/// leaf is each function, unwound with --call-graph dwarf.
+fn perf_shares(program: &str, args: &[&str]) -> BTreeMap<String, f64> {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("perf.data");
+    let recorded = Command::new("perf")
+        .args(["record", "-q", "-F", "999", "--call-graph", "dwarf", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(recorded.success(), "perf record failed");
+    let report = Command::new("perf")
+        .args([
+            "report",
+            "--no-children",
+            "--sort",
+            "sym",
+            "--stdio",
+            "-g",
+            "none",
+            "-i",
+        ])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let mut shares = BTreeMap::new();
+    for line in String::from_utf8_lossy(&report.stdout).lines() {
+        // `    76.15%  [.] spin_a.constprop.0`
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [share, _, symbol, ..] = words[..] {
+            if let Some(share) = share.strip_suffix('%').and_then(|s| s.parse::<f64>().ok()) {
+                let function = symbol.split('.').next().unwrap().to_owned();
+                *shares.entry(function).or_insert(0.0) += share;
+            }
+        }
+    }
+    shares
+}
+
+/// `proctrace record ARGS -- true`, which must fail: its stderr and status.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(recorder_bin())
+        .args(["record", "-o"])
+        .arg(dir.path().join("rec.ndjson"))
+        .args(args)
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A loop outside the tree, running all along: none of its samples may
+/// leave the kernel.
+struct Outsider(std::process::Child);
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn stacks_without_frame_pointers_reach_main_and_match_perf() {
+    if !have_tool("perf") {
+        return;
+    }
+    let hot = workload("hot");
+    let outsider = Outsider(
+        Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let args = &HOT[..];
+    let run = record_with(&opts, &[&[hot.to_str().unwrap()], args].concat());
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let samples: Vec<_> = run
+        .profile_lines()
+        .iter()
+        .filter_map(|r| match r {
+            proctrace::event::Record::CpuSamples(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        samples.iter().all(|s| s.pid != outsider.0.id() as i32),
+        "a sample of a process outside the tree"
+    );
+    let stacks = folded(&run);
+    // Every sample in the two functions came through main and work, in
+    // the root and in each short-lived child.
+    for (stack, count) in &stacks {
+        let frames: Vec<&str> = stack.split(';').collect();
+        if let Some(at) = frames.iter().position(|f| f.starts_with("spin_")) {
+            assert!(
+                at >= 2 && frames[at - 2..at] == ["main", "work"],
+                "{stack} {count}: not under main;work"
+            );
+        }
+    }
+    let children: Vec<i32> = run.forks().iter().map(|f| f.child_pid).collect();
+    assert_eq!(children.len(), 3, "{}", run.text);
+    for child in &children {
+        let sampled: u64 = samples
+            .iter()
+            .filter(|s| s.pid == *child)
+            .map(|s| s.count)
+            .sum();
+        assert!(sampled > 0, "child {child} was not sampled");
+    }
+    let ours = leaf_shares(&stacks);
+    let perf = perf_shares(hot.to_str().unwrap(), args);
+    for function in ["spin_a", "spin_b"] {
+        let (a, b) = (ours[function], perf.get(function).copied().unwrap_or(0.0));
+        assert!(
+            (a - b).abs() < 5.0,
+            "{function}: {a:.1}% here, {b:.1}% by perf\nours: {ours:?}\nperf: {perf:?}"
+        );
+    }
+    // The program is known: three quarters and one quarter.
+    assert!((ours["spin_a"] - 75.0).abs() < 8.0, "{ours:?}");
+}
+
+#[test]
+fn a_profile_names_the_hottest_functions_per_command() {
+    let hot = workload("hot");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=499"]);
+    let run = record_with(&opts, &[hot.to_str().unwrap(), "400"]);
+    let out = run.dir.path().join("cpu.txt");
+    render(&run.dir.path().join("rec.ndjson"), "cpu", &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.starts_with("CPU profile: ") && header.contains("at 499 Hz"),
+        "{text}"
+    );
+    let first = text.lines().nth(3).unwrap();
+    assert!(
+        first.contains("spin_a"),
+        "the hottest function first:\n{text}"
+    );
+    assert!(text.contains("\nBy command (1 of 1):\n"), "{text}");
+}
+
+#[test]
+fn a_rate_the_kernel_refuses_is_one_line_and_status_2() {
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for (rate, says) in [
+        ("0".to_owned(), "at least 1 Hz".to_owned()),
+        ((max + 1).to_string(), format!("at most {max} Hz")),
+    ] {
+        let (status, stderr) = refused(&[&format!("--cpu-profile={rate}")]);
+        assert_eq!(status, Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&says), "{stderr}");
+    }
+}
+
+#[test]
+fn the_profile_needs_the_ring_buffer() {
+    let (status, stderr) = refused(&["--perf-buffer", "--cpu-profile"]);
+    assert_eq!(status, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs the ring buffer"), "{stderr}");
+}
+
+/// A culprit that runs rather than waits says what it is busy with.
+#[test]
+fn a_running_culprit_shows_its_hottest_stacks() {
+    let hot = workload("hot");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=499", "--timeout", "1500ms"]);
+    let script = format!("{} 60000 | cat", hot.display());
+    let run = record_with(&opts, &["sh", "-c", &script]);
+    let out = run.dir.path().join("hang.txt");
+    render(&run.dir.path().join("rec.ndjson"), "hang", &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let culprit = lines
+        .iter()
+        .position(|l| l.starts_with("culprit: ") && l.contains("running"))
+        .unwrap_or_else(|| panic!("no running culprit:\n{text}"));
+    let busy: Vec<&&str> = lines[culprit + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("  busy: "))
+        .collect();
+    assert!(
+        busy.first()
+            .is_some_and(|l| l.contains(" in spin_a") && l.contains("← work ← main")),
+        "{text}"
+    );
+}
+
+/// JIT code is named from the runtime's perf map, read after the process
+/// is gone.
+#[test]
+fn jit_frames_are_named_from_the_perf_map() {
+    if !have_tool("node") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("jit.js");
+    std::fs::write(
+        &script,
+        "function hotLoop(n) { let x = 0; for (let i = 0; i < n; i++) x += Math.sqrt(i) * i; return x; }\n\
+         let s = 0; for (let k = 0; k < 40; k++) s += hotLoop(5e6); console.log(s > 0);\n",
+    )
+    .unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    // In its own directory: node leaves its logs where it runs.
+    let command = format!(
+        "cd {} && exec node --perf-basic-prof jit.js",
+        dir.path().display()
+    );
+    let run = record_with(&opts, &["sh", "-c", &command]);
+    let named = run.profile_lines().iter().any(|r| {
+        matches!(r, proctrace::event::Record::Frame(f)
+            if f.function.as_deref().is_some_and(|name| name.contains("hotLoop")))
+    });
+    let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", run.root()));
+    assert!(named, "no frame names hotLoop:\n{}", run.text);
+}
