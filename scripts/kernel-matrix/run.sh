@@ -44,6 +44,8 @@ x86_64)
     cp "$busybox" "$root/bin/busybox"
     cc -static -pthread -O2 -o "$root/threads" "$here/threads.c"
     cc -m32 -nostdlib -static -o "$root/compat_setid" "$repo/tests/workloads/compat_setid.S"
+    # The CPU profile's program, without frame pointers as distributions build.
+    cc -static -O2 -fomit-frame-pointer -fno-inline -o "$root/hot" "$repo/tests/workloads/hot.c"
     kernel_arch=amd64
     qemu=(qemu-system-x86_64 -accel tcg,thread=single -cpu max)
     console=ttyS0
@@ -53,14 +55,15 @@ aarch64)
     cp "$cross/opt/busybox-arm64/usr/bin/busybox" "$root/bin/busybox"
     # The workload's programs are compiled in the cross root, from a copy.
     work=$(mktemp -d "$cross/tmp/matrix.XXXXXX")
-    cp "$here/threads.c" "$here/compat_setid_arm.S" "$work/"
+    cp "$here/threads.c" "$here/compat_setid_arm.S" "$repo/tests/workloads/hot.c" "$work/"
     chroot "$cross" /bin/sh -euc '
         cd "$1"
         aarch64-linux-gnu-gcc -static -pthread -O2 -o threads threads.c
         # AArch32, where the kernel has COMPAT (Debian'"'"'s arm64 kernels do).
         arm-linux-gnueabihf-gcc -marm -nostdlib -static -o compat_setid compat_setid_arm.S
+        aarch64-linux-gnu-gcc -static -O2 -fomit-frame-pointer -fno-inline -o hot hot.c
     ' build "${work#"$cross"}"
-    cp "$work/threads" "$work/compat_setid" "$root/"
+    cp "$work/threads" "$work/compat_setid" "$work/hot" "$root/"
     rm -rf "$work"
     kernel_arch=arm64
     # pauth-impdef: qemu's own pointer authentication, many times faster

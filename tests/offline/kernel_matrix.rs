@@ -111,6 +111,14 @@ fn guests_record_exactly() {
                 failures.push(format!("{kernel} {mode}: {why}"));
             }
         }
+        let result = check_profile(&log);
+        row.push(format!(
+            "profile: {}",
+            if result.is_ok() { "pass" } else { "FAIL" }
+        ));
+        if let Err(why) = result {
+            failures.push(format!("{kernel} profile: {why}"));
+        }
         for (what, check) in REFUSALS {
             let result = check(&log);
             row.push(format!(
@@ -135,6 +143,45 @@ fn guests_record_exactly() {
         dir.display(),
         failures.join("\n")
     );
+}
+
+/// The CPU profile of /hot (tests/workloads/hot.c, built without frame
+/// pointers): samples taken and none lost, and the stacks of its hot
+/// loop unwound through its call-frame information up to main.
+fn check_profile(log: &str) -> Result<(), String> {
+    let status = marker(log, "===STATUS profile ").ok_or("no profile status")?;
+    let text =
+        section(log, "===BEGIN profile===\n", "===END profile===").ok_or("no profile recording")?;
+    let stderr = section(log, "===STDERR profile===\n", "===ENDSTDERR profile===").unwrap_or("");
+    if status != "0" {
+        return Err(format!("status {status}, stderr {stderr:?}"));
+    }
+    let mut reader = proctrace::recording::Reader::new(std::io::Cursor::new(text), "profile");
+    let recording =
+        proctrace::recording::Recording::read(&mut reader, proctrace::recording::Keep::Processes)
+            .map_err(|e| e.to_string())?;
+    let trailer = recording.trailer.as_ref().ok_or("no trailer")?;
+    if trailer.samples == 0 || trailer.lost_samples != 0 {
+        return Err(format!(
+            "{} samples, {} lost",
+            trailer.samples, trailer.lost_samples
+        ));
+    }
+    let profile = &recording.profile;
+    let reaches_main = profile.samples.iter().any(|samples| {
+        let names: Vec<String> = profile
+            .stack(samples.stack)
+            .iter()
+            .map(|frame| frame.label())
+            .collect();
+        names
+            .windows(3)
+            .any(|w| w[0] == "main" && w[1] == "work" && w[2].starts_with("spin_a"))
+    });
+    if !reaches_main {
+        return Err("no stack reaches main;work;spin_a".into());
+    }
+    Ok(())
 }
 
 fn sha256(path: &Path) -> String {
