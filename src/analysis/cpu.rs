@@ -1,13 +1,15 @@
 //! Where the CPU went inside the processes (`record --cpu-profile`): the
 //! hottest functions by the samples taken in them (self) and under them
-//! (total), for the whole run, per command and per test.
+//! (total), for the whole run, per command and per test; and the sampled
+//! stacks themselves, each with its process, test and program, which the
+//! flame graphs fold.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
 use super::testname::test_of;
-use crate::event::CpuSamples;
+use crate::event::{CpuSamples, Pid};
 use crate::processes::Processes;
 use crate::stacks::Profile;
 
@@ -88,6 +90,56 @@ pub fn hotspots(profile: &Profile, processes: &Processes) -> Hotspots {
     }
 }
 
+/// One process's samples in one stack, with what the flame graphs fold
+/// them under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SampledStack {
+    /// The process sampled, by its index in [`Processes`]; `None` where
+    /// the recording has no process of its pid (see [`sampled_process`]).
+    pub process: Option<usize>,
+    /// Its test, where a runner names one ([`test_of`]).
+    pub test: Option<String>,
+    /// What it ran ([`sampled_program`]).
+    pub program: String,
+    /// The functions ([`Frame::label`](crate::event::Frame::label)), the
+    /// outermost caller first.
+    pub frames: Vec<String>,
+    /// Samples taken there.
+    pub samples: u64,
+}
+
+/// Every line of samples of the profile, in the order the recording has
+/// them; alike stacks are not merged, so that each view merges them by
+/// what it shows (the text of a collapsed stack, a process, a test).
+pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<SampledStack> {
+    // A process has many stacks: its test is looked up once.
+    let mut tests: HashMap<usize, Option<String>> = HashMap::new();
+    profile
+        .samples
+        .iter()
+        .map(|samples| {
+            let process = sampled_process(processes, samples);
+            let test = process.and_then(|i| {
+                tests
+                    .entry(i)
+                    .or_insert_with(|| test_of(processes, i))
+                    .clone()
+            });
+            SampledStack {
+                process,
+                test,
+                program: program_of(processes, process, samples.pid),
+                frames: profile
+                    .stack(samples.stack)
+                    .iter()
+                    .map(|f| f.label())
+                    .collect(),
+                samples: samples.count,
+            }
+        })
+        .collect()
+}
+
 /// The process `samples` were taken of. The root is sampled from before
 /// its first event, its exec (running proctrace's code until then): it
 /// is the first process of that pid to start after them.
@@ -108,9 +160,13 @@ pub fn sampled_process(processes: &Processes, samples: &CpuSamples) -> Option<us
 /// where the recording never saw it exec (a process attached to).
 pub fn sampled_program(processes: &Processes, samples: &CpuSamples) -> String {
     let index = sampled_process(processes, samples);
+    program_of(processes, index, samples.pid)
+}
+
+fn program_of(processes: &Processes, index: Option<usize>, pid: Pid) -> String {
     match index.and_then(|i| processes.get(i).program()) {
         Some(program) => program.to_owned(),
-        None => format!("<pid {}>", samples.pid),
+        None => format!("<pid {pid}>"),
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! - [`diff`]: two runs of the same command compared.
 //! - [`hotspots`]: where the CPU went inside the processes, by function
-//!   (`record --cpu-profile`).
+//!   (`record --cpu-profile`); [`sampled_stacks`]: the sampled stacks
+//!   with their processes and tests, for the flame graphs.
 //! - [`critical_path`]: where the run's wall time went, link by link.
 //! - [`outlived`]: the processes that outlived the process that started
 //!   them, with or without `record --linger`.
@@ -29,7 +30,8 @@ pub mod testname;
 mod usage;
 
 pub use cpu::{
-    hotspots, hottest_stacks, sampled_process, sampled_program, Hot, HotGroup, HotStack, Hotspots,
+    hotspots, hottest_stacks, sampled_process, sampled_program, sampled_stacks, Hot, HotGroup,
+    HotStack, Hotspots, SampledStack,
 };
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};

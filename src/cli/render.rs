@@ -52,7 +52,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
         mode => render::render(mode, &recording, options, &mut out),
     };
     let written = written.and_then(|()| out.flush());
-    quiet_broken_pipe(written).context("writing the output")?;
+    match quiet_broken_pipe(written) {
+        // The view refused the recording (a flame graph of nothing): the
+        // reason is about the recording, not about writing.
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Err(e.into()),
+        written => written.context("writing the output"),
+    }?;
     Ok(0)
 }
 

@@ -3,10 +3,12 @@
 //! them (total), for the whole run, then per command and per test. Every
 //! list is cut short and says what it left out.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::{hotspots, Hot, HotGroup};
+use crate::event::{Pid, SampleClock};
 use crate::recording::Recording;
 use crate::text::{count, shorten, visible};
 
@@ -18,28 +20,13 @@ const GROUP_TOP: usize = 5;
 
 /// Writes the hottest functions.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
-    let Some(profile) = recording.header.as_ref().and_then(|h| h.cpu_profile) else {
-        return writeln!(
-            out,
-            "no CPU profile: record with --cpu-profile to sample where the CPU goes"
-        );
+    let Some(headline) = headline(recording) else {
+        return writeln!(out, "{NO_PROFILE}");
     };
+    writeln!(out, "CPU profile: {headline}")?;
     let hot = hotspots(&recording.profile, &recording.processes);
-    let lost = recording.trailer.as_ref().map_or(0, |t| t.lost_samples);
-    writeln!(
-        out,
-        "CPU profile: {} of {} at {} Hz ({}), {} lost",
-        count(hot.samples, "sample", "samples"),
-        count(hot.processes as u64, "process", "processes"),
-        profile.hz,
-        clock_name(profile.clock),
-        lost
-    )?;
     if hot.samples == 0 {
-        return writeln!(
-            out,
-            "no sample of the tree was taken (it used too little CPU)"
-        );
+        return writeln!(out, "{NO_SAMPLE}");
     }
     writeln!(out)?;
     write_functions(out, &hot.functions, TOP, hot.samples, "", options)?;
@@ -50,9 +37,32 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     Ok(())
 }
 
-fn clock_name(clock: crate::event::SampleClock) -> &'static str {
+/// What the CPU views say of a recording made without `--cpu-profile`.
+pub(super) const NO_PROFILE: &str =
+    "no CPU profile: record with --cpu-profile to sample where the CPU goes";
+/// ... and of one whose tree was never sampled.
+pub(super) const NO_SAMPLE: &str = "no sample of the tree was taken (it used too little CPU)";
+
+/// The profile in one line, `1184 samples of 4 processes at 999 Hz
+/// (cpu-clock), 0 lost`; `None` without one.
+pub(super) fn headline(recording: &Recording) -> Option<String> {
+    let profile = recording.header.as_ref()?.cpu_profile?;
+    let samples = &recording.profile.samples;
+    let processes: HashSet<Pid> = samples.iter().map(|s| s.pid).collect();
+    let lost = recording.trailer.as_ref().map_or(0, |t| t.lost_samples);
+    Some(format!(
+        "{} of {} at {} Hz ({}), {} lost",
+        count(recording.profile.total(), "sample", "samples"),
+        count(processes.len() as u64, "process", "processes"),
+        profile.hz,
+        clock_name(profile.clock),
+        lost
+    ))
+}
+
+fn clock_name(clock: SampleClock) -> &'static str {
     match clock {
-        crate::event::SampleClock::Cycles => "cycles",
+        SampleClock::Cycles => "cycles",
         _ => "cpu-clock",
     }
 }

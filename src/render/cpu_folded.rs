@@ -7,33 +7,30 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::testname::test_of;
-use crate::analysis::{sampled_process, sampled_program};
+use crate::analysis::sampled_stacks;
 use crate::recording::Recording;
 use crate::stacks::folded::frame;
 
 /// Writes one line per distinct stack, in the order of their text.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
-    let processes = &recording.processes;
-    let profile = &recording.profile;
-    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-    for samples in &profile.samples {
-        let index = sampled_process(processes, samples);
-        let mut parts = Vec::new();
-        if let Some(test) = index.and_then(|i| test_of(processes, i)) {
-            parts.push(frame(&test));
-        }
-        parts.push(frame(&sampled_program(processes, samples)));
-        parts.extend(
-            profile
-                .stack(samples.stack)
-                .iter()
-                .map(|f| frame(&f.label())),
-        );
-        *lines.entry(parts.join(";")).or_default() += samples.count;
-    }
-    for (stack, count) in lines {
+    for (stack, count) in lines(recording) {
         writeln!(out, "{stack} {count}")?;
     }
     Ok(())
+}
+
+/// The collapsed stacks and their sample counts, in the order of their
+/// text: what `cpu-folded` writes and `cpu-flamegraph` draws.
+pub(super) fn lines(recording: &Recording) -> BTreeMap<String, u64> {
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    for sampled in sampled_stacks(&recording.profile, &recording.processes) {
+        let mut parts = Vec::with_capacity(sampled.frames.len() + 2);
+        if let Some(test) = &sampled.test {
+            parts.push(frame(test));
+        }
+        parts.push(frame(&sampled.program));
+        parts.extend(sampled.frames.iter().map(|f| frame(f)));
+        *lines.entry(parts.join(";")).or_default() += sampled.samples;
+    }
+    lines
 }

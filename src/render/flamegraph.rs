@@ -53,7 +53,7 @@ fn nothing_to_draw(weight: Weight) -> &'static str {
 }
 
 /// `proctrace: make -j4`, the command as a shell would read it.
-fn title(recording: &Recording) -> String {
+pub(super) fn title(recording: &Recording) -> String {
     let command = recording
         .header
         .as_ref()

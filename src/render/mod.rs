@@ -5,6 +5,8 @@
 
 mod by_process;
 mod cpu;
+#[cfg(feature = "flamegraph")]
+mod cpu_flamegraph;
 mod cpu_folded;
 mod diff;
 #[cfg(feature = "flamegraph")]
@@ -80,6 +82,10 @@ pub enum Mode {
     /// The CPU profile as collapsed stacks (`test;program;main;f 12`) for
     /// inferno, FlameGraph and speedscope.
     CpuFolded,
+    /// The CPU profile's collapsed stacks drawn as an SVG flame graph (the
+    /// root at the bottom) by inferno.
+    #[cfg(feature = "flamegraph")]
+    CpuFlamegraph,
     /// OpenTelemetry traces as OTLP/JSON: one span per process, one
     /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
     /// per line, each ready to POST to a collector's `/v1/traces`; in the
@@ -149,6 +155,8 @@ pub fn render(
         Mode::Markdown => markdown::render,
         Mode::Cpu => cpu::render,
         Mode::CpuFolded => cpu_folded::render,
+        #[cfg(feature = "flamegraph")]
+        Mode::CpuFlamegraph => cpu_flamegraph::render,
         Mode::Otlp => otlp::render,
     };
     render(recording, options, out)

@@ -194,6 +194,76 @@ fn a_profile_names_the_hottest_functions_per_command() {
     assert!(text.contains("\nBy command (1 of 1):\n"), "{text}");
 }
 
+/// `hot 400 2 50` sampled at 999 Hz: main -> work -> spin_a and spin_b
+/// in the root and in its two children.
+pub fn record_hot() -> Run {
+    let hot = workload("hot");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let run = record_with(&opts, &[hot.to_str().unwrap(), "400", "2", "50"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    run
+}
+
+/// The frames of an SVG by inferno, by name: each frame's `<title>` is
+/// `name (1,234 samples, 12.34%)`; a function in several stacks counts
+/// in each.
+fn svg_frames(svg: &str) -> BTreeMap<String, u64> {
+    let mut frames = BTreeMap::new();
+    for title in svg.split("<title>").skip(1) {
+        let title = title.split("</title>").next().unwrap();
+        let Some((name, rest)) = title.rsplit_once(" (") else {
+            continue;
+        };
+        let Some((count, _)) = rest.split_once(" samples") else {
+            continue;
+        };
+        let count: u64 = count.replace(',', "").parse().expect("a count");
+        *frames.entry(name.to_owned()).or_default() += count;
+    }
+    frames
+}
+
+#[test]
+fn cpu_flamegraph_draws_the_sampled_stacks_as_svg() {
+    let run = record_hot();
+    let svg = run.dir.path().join("cpu.svg");
+    render(&run.dir.path().join("rec.ndjson"), "cpu-flamegraph", &svg);
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])",
+        ])
+        .arg(&svg)
+        .output()
+        .expect("running python3");
+    assert!(
+        parsed.status.success(),
+        "not well-formed XML: {}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains(">proctrace: "), "no title");
+    let frames = svg_frames(&text);
+    // GCC may name a clone `spin_a.constprop.0`.
+    let named = |function: &str| {
+        frames
+            .iter()
+            .filter(|(name, _)| name.split('.').next() == Some(function))
+            .map(|(_, count)| count)
+            .sum::<u64>()
+    };
+    let all = frames["all"];
+    let stacks = folded(&run);
+    assert_eq!(all, stacks.values().sum::<u64>(), "{frames:?}");
+    for function in ["main", "work", "spin_a", "spin_b"] {
+        assert!(named(function) > 0, "{function} missing: {frames:?}");
+    }
+    // Three quarters of the loop in spin_a, a quarter in spin_b.
+    assert!(named("spin_a") > 2 * named("spin_b"), "{frames:?}");
+    assert!(named("work") * 10 > all * 9, "{frames:?}");
+}
+
 #[test]
 fn a_rate_the_kernel_refuses_is_one_line_and_status_2() {
     let max: u32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")

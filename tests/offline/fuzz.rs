@@ -123,7 +123,9 @@ fn exercise(input: &[u8]) -> bool {
             let mut out = Checked::new(mode);
             match render::render(mode, recording, options, &mut out) {
                 // A flame graph of nothing measured is refused, with a reason.
-                Err(e) if mode == Mode::Flamegraph && e.kind() == io::ErrorKind::InvalidInput => {}
+                Err(e)
+                    if matches!(mode, Mode::Flamegraph | Mode::CpuFlamegraph)
+                        && e.kind() == io::ErrorKind::InvalidInput => {}
                 rendered => {
                     rendered.expect("rendering to memory");
                     out.finish();
@@ -170,6 +172,7 @@ impl Checked {
                 | Mode::Perfetto
                 | Mode::Mermaid
                 | Mode::Flamegraph
+                | Mode::CpuFlamegraph
                 | Mode::Markdown
                 | Mode::Otlp
         )
@@ -188,7 +191,7 @@ impl Checked {
                 let count = |text: &str| text.matches("</script").count();
                 assert_eq!(count(&page), count(template), "html: </script injected");
             }
-            Mode::Flamegraph => {
+            Mode::Flamegraph | Mode::CpuFlamegraph => {
                 let svg = String::from_utf8(self.bytes).expect("the SVG is UTF-8");
                 assert_eq!(svg.matches("<script").count(), 1, "svg: script injected");
                 assert!(svg.ends_with("</svg>"), "svg: not whole");

@@ -75,6 +75,33 @@ fn leaks_of_a_recording_without_leaks_says_so() {
     }
 }
 
+/// A flame graph of a recording made without `--cpu-profile` is refused
+/// in one line that says what to do, with status 2; so is one whose
+/// profile holds no sample (a header that asked for one, no sample line).
+#[test]
+fn a_cpu_flamegraph_without_a_profile_is_one_line_and_status_2() {
+    let output = render(&data("demo.ndjson"), "cpu-flamegraph");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "proctrace: no CPU profile: record with --cpu-profile to sample where the CPU goes\n"
+    );
+    assert!(output.stdout.is_empty());
+
+    let header = r#"{"Header":{"format_version":1,"proctrace_version":"0.1.0","start_time":"2026-11-25T07:00:00Z","root_pid":5,"command":["true"],"kernel":"6.1","raw":false,"cpu_profile":{"hz":99,"clock":"cpu-clock"}}}"#;
+    let exec = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"argv":["true"],"cmdline":"true"}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("rec.ndjson");
+    let trailer = r#"{"Trailer":{"events":1,"lost":0,"lost_buffer_full":0,"lost_tracking_full":0,"end_timestamp":2,"interrupted":false,"samples":0}}"#;
+    fs::write(&input, format!("{header}\n{exec}\n{trailer}\n")).unwrap();
+    let output = render(&input, "cpu-flamegraph");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no sample of the tree was taken"), "{err}");
+}
+
 #[test]
 fn sequential_is_the_default_and_reads_stdin() {
     let input = fs::read(data("demo.ndjson")).unwrap();

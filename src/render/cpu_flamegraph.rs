@@ -1,0 +1,41 @@
+//! `cpu-flamegraph`: the CPU profile's collapsed stacks, the lines of
+//! [`cpu_folded`](super::cpu_folded), drawn as an SVG by inferno.
+//!
+//! The root is at the bottom, each function above its caller, as flame
+//! graphs of code are drawn (flamegraph.pl, perf, inferno-flamegraph from
+//! `cpu-folded`): the picture people who profile know, and the same one
+//! whichever tool drew it. The process `flamegraph` hangs upside down
+//! because it is a tree of processes, read from the root down like `tree`.
+
+use std::io::{self, Write};
+
+use inferno::flamegraph::{self, Direction};
+
+use super::cpu::{headline, NO_PROFILE, NO_SAMPLE};
+use super::flamegraph::title;
+use super::{cpu_folded, Options};
+use crate::recording::Recording;
+
+/// Writes the SVG, or refuses a recording with no sample to draw: inferno
+/// would only say "No stack counts found".
+pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
+    let Some(headline) = headline(recording) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, NO_PROFILE));
+    };
+    let lines: Vec<String> = cpu_folded::lines(recording)
+        .into_iter()
+        .map(|(stack, count)| format!("{stack} {count}"))
+        .collect();
+    if lines.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, NO_SAMPLE));
+    }
+    let mut settings = flamegraph::Options::default();
+    settings.direction = Direction::Straight;
+    settings.deterministic = true;
+    settings.hash = true;
+    settings.count_name = "samples".to_owned();
+    settings.name_type = "Function:".to_owned();
+    settings.title = title(recording);
+    settings.subtitle = Some(headline);
+    flamegraph::from_lines(&mut settings, lines.iter().map(String::as_str), out)
+}
