@@ -10,19 +10,27 @@
 //!
 //! The blob is written row by row as it is serialized, never whole in
 //! memory: a large recording makes a blob of hundreds of megabytes.
+//!
+//! A recording made with `record --cpu-profile` brings its sampled stacks
+//! along, for the flame graphs of the whole run, of each test and of each
+//! process: each process's alike stacks merged, the [`MAX_STACKS`]
+//! heaviest of them, function names stored once. The page says what was
+//! left out and draws it as one frame, so every share stays true.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 
 use serde::{Serialize, Serializer};
 
+use super::cpu::headline;
 use super::Options;
-use crate::analysis::{programs, Peak};
+use crate::analysis::{programs, sampled_stacks, Peak};
 use crate::event::{Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::seconds;
-use crate::text::shell_join;
+use crate::text::{shell_join, shorten};
 
 const TEMPLATE: &str = include_str!("report.html");
 const STYLE: &str = include_str!("report.css");
@@ -32,6 +40,14 @@ const SCRIPT: &str = include_str!("report.js");
 const STYLE_MARK: &str = "/*STYLE*/";
 const DATA_MARK: &str = "/*DATA*/";
 const SCRIPT_MARK: &str = "/*SCRIPT*/";
+
+/// Stacks of the CPU profile the page holds at most, the heaviest: a
+/// profile of a long test suite has hundreds of thousands, most of them a
+/// sample or two, which no flame graph shows wider than a pixel.
+const MAX_STACKS: usize = 2000;
+/// Columns of a function's name the page holds: a C++ template's name
+/// runs to kilobytes, and a frame shows a few dozen.
+const MAX_NAME: usize = 300;
 
 /// What the page knows about the run.
 #[derive(Serialize)]
@@ -51,10 +67,62 @@ struct Report<'a> {
     interrupted: bool,
     /// In tree order: each parent before its children.
     processes: Rows<'a>,
+    /// The CPU profile; `None` for a recording made without one.
+    cpu: Option<CpuReport>,
 }
 
 /// The rows, made as they are serialized.
-struct Rows<'a>(&'a Processes);
+struct Rows<'a> {
+    processes: &'a Processes,
+    /// The rows: each process's index and depth.
+    order: Vec<(usize, usize)>,
+    /// Each process's row.
+    row_of: Vec<usize>,
+    /// Samples of each process, by index; empty without a CPU profile.
+    cpu_samples: Vec<u64>,
+}
+
+/// The sampled stacks, for the page's flame graphs.
+#[derive(Serialize)]
+struct CpuReport {
+    /// `1184 samples of 4 processes at 999 Hz (cpu-clock), 0 lost`.
+    headline: String,
+    /// Samples in all, in the stacks given or not.
+    samples: u64,
+    /// The tests sampled, most samples first.
+    tests: Vec<TestSamples>,
+    /// The programs and functions the stacks name, each once.
+    names: Vec<String>,
+    /// The heaviest stacks, heaviest first.
+    stacks: Vec<CpuStack>,
+    /// Stacks left out (beyond [`MAX_STACKS`]), and their samples.
+    left_out_stacks: usize,
+    left_out_samples: u64,
+    /// How many names are cut to `max_name` columns ([`MAX_NAME`]).
+    cut_names: usize,
+    max_name: usize,
+}
+
+/// A test and its samples.
+#[derive(Serialize)]
+struct TestSamples {
+    name: String,
+    samples: u64,
+}
+
+/// One process's samples in one stack.
+#[derive(Serialize)]
+struct CpuStack {
+    /// The row of the process; `None` where the recording has no process
+    /// of the pid sampled.
+    row: Option<usize>,
+    /// Its test, by index into `tests`.
+    test: Option<usize>,
+    /// Indexes into `names`: the program, then the functions, the
+    /// outermost caller first.
+    frames: Vec<u32>,
+    samples: u64,
+}
 
 /// One process, one row of the timeline.
 #[derive(Serialize)]
@@ -84,6 +152,8 @@ struct Row<'a> {
     rss_upper_bound: bool,
     /// Its own share of the critical path, if it is on it.
     critical: Option<u64>,
+    /// Samples of it in the CPU profile (0 without one).
+    cpu_samples: u64,
 }
 
 /// One exec of a process and how long it ran.
@@ -115,6 +185,15 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
 fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> {
     let header = recording.header.as_ref();
     let trailer = recording.trailer.as_ref();
+    let order = processes.depth_first();
+    let mut row_of = vec![0; processes.len()];
+    for (row, &(index, _)) in order.iter().enumerate() {
+        row_of[index] = row;
+    }
+    let (cpu, cpu_samples) = match cpu_report(recording, &row_of) {
+        Some((cpu, samples)) => (Some(cpu), samples),
+        None => (None, Vec::new()),
+    };
     Report {
         command: header.map(|h| shell_join(&h.command)).unwrap_or_default(),
         root_pid: header.map(|h| h.root_pid),
@@ -128,27 +207,107 @@ fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> 
         // Recordings of the original proctrace never had a trailer; for
         // the others a missing one means the recording was cut short.
         interrupted: trailer.map_or(header.is_some(), |t| t.interrupted),
-        processes: Rows(processes),
+        processes: Rows {
+            processes,
+            order,
+            row_of,
+            cpu_samples,
+        },
+        cpu,
     }
+}
+
+/// A process's row and a stack of it: its program, then its functions.
+type StackKey = (Option<usize>, Vec<String>);
+
+/// The profile for the page, and each process's samples by index; `None`
+/// for a recording made without `--cpu-profile`.
+fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec<u64>)> {
+    let headline = headline(recording)?;
+    let processes = &recording.processes;
+    let mut per_process = vec![0; processes.len()];
+    let mut tests: HashMap<String, u64> = HashMap::new();
+    // A process's alike stacks are one; its test goes with its row.
+    let mut merged: HashMap<StackKey, (Option<String>, u64)> = HashMap::new();
+    for sampled in sampled_stacks(&recording.profile, processes) {
+        if let Some(index) = sampled.process {
+            per_process[index] += sampled.samples;
+        }
+        if let Some(test) = &sampled.test {
+            *tests.entry(test.clone()).or_default() += sampled.samples;
+        }
+        let mut frames = sampled.frames;
+        frames.insert(0, sampled.program);
+        let key = (sampled.process.map(|i| row_of[i]), frames);
+        merged.entry(key).or_insert((sampled.test, 0)).1 += sampled.samples;
+    }
+    let mut tests: Vec<TestSamples> = tests
+        .into_iter()
+        .map(|(name, samples)| TestSamples { name, samples })
+        .collect();
+    tests.sort_by(|a, b| (b.samples, &a.name).cmp(&(a.samples, &b.name)));
+    let test_index: HashMap<&str, usize> = tests
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.name.as_str(), i))
+        .collect();
+
+    let mut stacks: Vec<_> = merged.into_iter().collect();
+    // Heaviest first; the rest in an order of their own, so that the page
+    // of one recording is always the same.
+    stacks.sort_by(|((row_a, a), (_, n_a)), ((row_b, b), (_, n_b))| {
+        (n_b, row_a, a).cmp(&(n_a, row_b, b))
+    });
+    let left_out = stacks.split_off(MAX_STACKS.min(stacks.len()));
+    let mut names = Vec::new();
+    let mut cut_names = 0;
+    let mut name_index: HashMap<String, u32> = HashMap::new();
+    let stacks = stacks
+        .into_iter()
+        .map(|((row, frames), (test, samples))| CpuStack {
+            row,
+            test: test.map(|t| test_index[t.as_str()]),
+            frames: frames
+                .into_iter()
+                .map(|name| {
+                    *name_index.entry(name).or_insert_with_key(|name| {
+                        let shown = shorten(name, Some(MAX_NAME));
+                        cut_names += usize::from(shown != *name);
+                        names.push(shown);
+                        names.len() as u32 - 1
+                    })
+                })
+                .collect(),
+            samples,
+        })
+        .collect();
+    let cpu = CpuReport {
+        headline,
+        samples: recording.profile.total(),
+        tests,
+        names,
+        stacks,
+        left_out_stacks: left_out.len(),
+        left_out_samples: left_out.iter().map(|(_, (_, n))| n).sum(),
+        cut_names,
+        max_name: MAX_NAME,
+    };
+    Some((cpu, per_process))
 }
 
 /// The rows in tree order, parents referred to by row.
 impl Serialize for Rows<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let processes = self.0;
-        let order = processes.depth_first();
-        let mut row_of = vec![0; processes.len()];
-        for (row, &(index, _)) in order.iter().enumerate() {
-            row_of[index] = row;
-        }
+        let processes = self.processes;
         let mut critical = vec![None; processes.len()];
         for link in crate::analysis::critical_path(processes).links {
             critical[link.index] = Some(link.own_ns);
         }
-        serializer.collect_seq(order.iter().map(|&(index, depth)| {
-            let parent = processes.get(index).parent.map(|p| row_of[p]);
+        serializer.collect_seq(self.order.iter().map(|&(index, depth)| {
+            let parent = processes.get(index).parent.map(|p| self.row_of[p]);
             Row {
                 critical: critical[index],
+                cpu_samples: self.cpu_samples.get(index).copied().unwrap_or(0),
                 ..row(processes, index, depth, parent)
             }
         }))
@@ -196,6 +355,7 @@ fn row<'a>(processes: &'a Processes, index: usize, depth: usize, parent: Option<
             .last()
             .is_some_and(|p| matches!(p.peak_rss, Some(Peak::AtMost(_)))),
         critical: None,
+        cpu_samples: 0,
     }
 }
 
@@ -278,6 +438,80 @@ mod tests {
         assert!(!json.contains('<'), "{json}");
         let back: Vec<String> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, argv);
+    }
+
+    /// A recording of one process sampled in `stacks` stacks of one
+    /// function each, stack `k` `k + 1` times, and stack 0 once more on a
+    /// line of its own (as a process's stack is once per flush).
+    fn profiled(stacks: u32, long_name: &str) -> Recording {
+        let mut lines = vec![
+            r#"{"Header":{"format_version":1,"proctrace_version":"0.1.0","start_time":"2026-11-25T07:00:00Z","root_pid":5,"command":["hot"],"kernel":"6.1","raw":false,"cpu_profile":{"hz":99,"clock":"cpu-clock"}}}"#.to_owned(),
+            r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"argv":["hot"],"cmdline":"hot"}}"#.to_owned(),
+            r#"{"CpuSamples":{"pid":5,"stack":0,"count":1,"first":2,"last":2}}"#.to_owned(),
+        ];
+        for k in 0..stacks {
+            let function = if k == 0 {
+                long_name.to_owned()
+            } else {
+                format!("f{k}")
+            };
+            let frame =
+                serde_json::json!({"Frame": {"id": k, "function": function, "module": "hot"}});
+            lines.push(frame.to_string());
+            lines.push(format!(r#"{{"Stack":{{"id":{k},"frames":[{k}]}}}}"#));
+            lines.push(format!(
+                r#"{{"CpuSamples":{{"pid":5,"stack":{k},"count":{},"first":2,"last":3}}}}"#,
+                k + 1
+            ));
+        }
+        let text = lines.join("\n");
+        let mut reader = crate::recording::Reader::new(io::Cursor::new(text), "test");
+        Recording::read(&mut reader, crate::recording::Keep::Processes).unwrap()
+    }
+
+    #[test]
+    fn the_page_holds_the_heaviest_stacks_and_says_what_it_left_out() {
+        let stacks = MAX_STACKS as u32 + 500;
+        let recording = profiled(stacks, &"x".repeat(1000));
+        let (cpu, per_process) = cpu_report(&recording, &[0]).unwrap();
+        let total: u64 = 1 + (1..=u64::from(stacks)).sum::<u64>();
+        assert_eq!(cpu.samples, total);
+        assert_eq!(per_process, [total]);
+        assert_eq!(cpu.stacks.len(), MAX_STACKS);
+        assert_eq!(cpu.left_out_stacks, 500);
+        // The lightest 500 (1 to 500 samples, and stack 0's line of its
+        // own) are left out, and said to be.
+        assert_eq!(cpu.left_out_samples, 1 + (1..=500).sum::<u64>());
+        assert_eq!(cpu.stacks[0].samples, u64::from(stacks));
+        assert!(cpu.stacks.windows(2).all(|w| w[0].samples >= w[1].samples));
+        let shown: u64 = cpu.stacks.iter().map(|s| s.samples).sum();
+        assert_eq!(shown + cpu.left_out_samples, total);
+        // The program and the functions of the stacks kept, each once.
+        assert_eq!(cpu.names.len(), MAX_STACKS + 1);
+        assert!(cpu
+            .stacks
+            .iter()
+            .all(|s| s.row == Some(0) && s.frames[0] == 0));
+        assert_eq!(cpu.cut_names, 0, "the long name's stack was left out");
+    }
+
+    #[test]
+    fn names_are_cut_and_counted() {
+        let recording = profiled(3, &"x".repeat(1000));
+        let (cpu, _) = cpu_report(&recording, &[0]).unwrap();
+        assert_eq!(cpu.stacks.len(), 3);
+        assert_eq!(cpu.cut_names, 1);
+        let long = cpu.names.iter().find(|n| n.starts_with('x')).unwrap();
+        assert_eq!(long.chars().count(), MAX_NAME);
+        assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn a_recording_without_a_profile_has_none_in_the_page() {
+        let text = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"argv":["hot"],"cmdline":"hot"}}"#;
+        let mut reader = crate::recording::Reader::new(io::Cursor::new(text), "test");
+        let recording = Recording::read(&mut reader, crate::recording::Keep::Processes).unwrap();
+        assert!(cpu_report(&recording, &[0]).is_none());
     }
 
     #[test]

@@ -4,8 +4,10 @@
 // script never derives the tree itself. Only the rows inside the viewport
 // are drawn, on one canvas that stays in place while a tall spacer gives
 // the scrollbar its length: that is what keeps 10,000 processes as quick as
-// ten. Every text from the recording reaches the page through textContent
-// or the canvas, never as markup.
+// ten. With a CPU profile (`record --cpu-profile`), its flame graphs are
+// drawn on canvases of their own, from the stacks html.rs embeds. Every
+// text from the recording reaches the page through textContent or the
+// canvas, never as markup.
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("report-data").textContent);
@@ -321,12 +323,14 @@
   }
 
   // `#search=TEXT` filters, `#select=PID` opens a process's details,
-  // `#sort=heaviest` orders: links into a report, and how the browser
-  // test drives it.
+  // `#sort=heaviest` orders, `#cpu` shows the CPU profile (`#cpu=TEST`
+  // a test's): links into a report, and how the browser test drives it.
   function applyHash() {
     const params = new URLSearchParams(location.hash.slice(1));
     if (params.has("sort")) setSort(params.get("sort"));
     setQuery(params.get("search") || "", false);
+    if (cpu && params.has("cpu")) showCpu(params.get("cpu"));
+    else showTimeline();
     const pid = Number(params.get("select"));
     const row = params.has("select") ? procs.findIndex((p) => p.pid === pid) : -1;
     if (row < 0) return;
@@ -384,15 +388,17 @@
     return ctx.createPattern(tile, "repeat");
   })();
 
-  // `text` cut with an ellipsis to fit `room` pixels in the current font.
-  function fit(text, room) {
+  // `text` cut with an ellipsis to fit `room` pixels in the current font
+  // of `c` (the timeline's canvas unless given).
+  function fit(text, room, c) {
+    c = c || ctx;
     if (room < 10) return "";
     text = text.length > 400 ? text.slice(0, 400) : text;
-    if (ctx.measureText(text).width <= room) return text;
+    if (c.measureText(text).width <= room) return text;
     let lo = 0, hi = text.length;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
-      if (ctx.measureText(text.slice(0, mid) + "…").width <= room) lo = mid; else hi = mid - 1;
+      if (c.measureText(text.slice(0, mid) + "…").width <= room) lo = mid; else hi = mid - 1;
     }
     return lo ? text.slice(0, lo) + "…" : "";
   }
@@ -666,8 +672,8 @@
     if (query) {
       const button = el("button", value, "link");
       button.type = "button";
-      button.title = "Show only these";
-      button.addEventListener("click", () => setQuery(query, true));
+      button.title = typeof query === "function" ? "Show it" : "Show only these";
+      button.addEventListener("click", () => typeof query === "function" ? query() : setQuery(query, true));
       dd.append(button);
     } else {
       dd.textContent = value;
@@ -696,6 +702,7 @@
     if (root) fact("Command's status", root.status, root.failed ? "bad" : "");
     fact("Lost events", data.lost === null ? "unknown" : String(data.lost), data.lost ? "bad" : "");
     if (data.interrupted) fact("Recording", "interrupted", "bad");
+    if (cpu) fact("CPU profile", samplesText(cpu.samples), "", () => showCpu(""));
     if (data.kernel) fact("Kernel", data.kernel);
   }
 
@@ -763,6 +770,7 @@
     }
     if (hasChildren(i)) row("children", procs.filter((q) => q.parent === i).length);
     box.append(dl);
+    if (full && cpu) box.append(processProfile(i));
     if (!p.execs.length) box.append(el("div", "Never exec'd: it ran its parent's program.", "hint"));
     const shown = full ? p.execs.map((_, k) => k) : p.execs.length ? [seg !== null && seg >= 0 ? seg : p.execs.length - 1] : [];
     for (const k of shown) box.append(execCard(p.execs[k], k, p.execs.length, full, k === seg));
@@ -793,6 +801,9 @@
     const body = $("details-body");
     body.replaceChildren(card(i, seg, true));
     details.hidden = false;
+    // Drawn once the panel is shown: the graph takes the panel's width.
+    const box = body.querySelector(".flame");
+    if (box) new Flame(box, "Process").show(box.tree);
     schedule();
   }
 
@@ -800,6 +811,405 @@
     details.hidden = true;
     selected = -1;
     schedule();
+  }
+
+  // ---- CPU profile: flame graphs ------------------------------------------
+
+  // The sampled stacks of `record --cpu-profile` (null without a profile):
+  // the heaviest, each process's own, as html.rs keeps them. Samples a
+  // graph stands for but the page lacks (stacks left out) are one grey
+  // frame beside the rest, so that every share is of the true total.
+  const cpu = data.cpu;
+  const FLAME_ROW = 18;
+  const MIN_FRAME = 0.5; // narrower frames are not drawn, nor what they called
+  const HIGHLIGHT = "#c95fdc";
+  const cpuFind = $("cpu-find");
+  let page = "timeline"; // or "cpu": what the window shows
+  let runFlame = null;
+  let scope = null; // the CPU view's: "" for the whole run, else a test's name
+  const runTrees = new Map(); // scope -> its tree, made once
+
+  const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  const share = (part, of) => (of ? part * 100 / of : 0).toFixed(1) + "%";
+  const samplesText = (n) => thousands(n) + (n === 1 ? " sample" : " samples");
+
+  // The tree of `stacks` under a root: each stack's path from `path`, as
+  // [name, kind] pairs from the outermost caller. `total` is all the
+  // samples the graph stands for, in the page or not.
+  function flameTree(rootName, stacks, path, total) {
+    const node = (name, kind, parent) =>
+      ({ name, kind, parent, samples: 0, kids: new Map(), children: null, height: 1, depth: 0 });
+    const root = node(rootName, "root", null);
+    for (const s of stacks) {
+      root.samples += s.samples;
+      let at = root;
+      for (const [name, kind] of path(s)) {
+        const key = kind + "\u0000" + name;
+        let child = at.kids.get(key);
+        if (!child) {
+          child = node(name, kind, at);
+          child.depth = at.depth + 1;
+          at.kids.set(key, child);
+        }
+        child.samples += s.samples;
+        at = child;
+      }
+    }
+    const missing = total - root.samples;
+    if (missing > 0) {
+      const rest = node("stacks left out of the page", "left-out", root);
+      rest.samples = missing;
+      rest.depth = 1;
+      root.kids.set("left-out", rest);
+      root.samples = total;
+    }
+    // Children heaviest first: the hot paths line up on the left, and
+    // the graph of one recording is always the same.
+    const all = [];
+    const todo = [root];
+    while (todo.length) {
+      const n = todo.pop();
+      all.push(n);
+      n.children = Array.from(n.kids.values()).sort((a, b) =>
+        b.samples - a.samples || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      n.kids = null;
+      todo.push(...n.children);
+    }
+    // Parents come before their children in `all`: backwards, each
+    // node's height (the rows its subtree takes) is known from its
+    // children's.
+    for (let k = all.length - 1; k >= 0; k--) {
+      const n = all[k];
+      for (const c of n.children) n.height = Math.max(n.height, c.height + 1);
+    }
+    return root;
+  }
+
+  const functionKind = (name) => name.endsWith("_[k]") ? "kernel" : "function";
+
+  // The whole run's stacks (`scope` ""), each under its test and program,
+  // or one test's, each under its program.
+  function runTree(of) {
+    if (runTrees.has(of)) return runTrees.get(of);
+    const test = of === "" ? -1 : cpu.tests.findIndex((t) => t.name === of);
+    const stacks = test < 0 ? cpu.stacks : cpu.stacks.filter((s) => s.test === test);
+    const path = (s) => {
+      const frames = s.frames.map((f, k) => [cpu.names[f], k ? functionKind(cpu.names[f]) : "program"]);
+      if (test < 0 && s.test !== null) frames.unshift([cpu.tests[s.test].name, "test"]);
+      return frames;
+    };
+    const total = test < 0 ? cpu.samples : cpu.tests[test].samples;
+    const tree = flameTree(test < 0 ? "all" : of, stacks, path, total);
+    runTrees.set(of, tree);
+    return tree;
+  }
+
+  // One process's stacks: its functions, under a root named after it.
+  function processTree(i) {
+    const stacks = cpu.stacks.filter((s) => s.row === i);
+    const program = stacks.length ? cpu.names[stacks[0].frames[0]] : procs[i].label;
+    const path = (s) => s.frames.slice(1).map((f) => [cpu.names[f], functionKind(cpu.names[f])]);
+    return flameTree(procs[i].pid + " " + program, stacks, path, procs[i].cpu_samples);
+  }
+
+  // "The page holds …": what a graph of `total` samples lacks, or "".
+  function leftOutText(tree) {
+    const rest = tree.children.find((n) => n.kind === "left-out");
+    if (!rest) return "";
+    return " Stacks left out of the page (it holds the " + thousands(cpu.stacks.length) +
+      " heaviest of " + thousands(cpu.stacks.length + cpu.left_out_stacks) + ") hold " +
+      samplesText(rest.samples) + " (" + share(rest.samples, tree.samples) + ") of these: one grey frame.";
+  }
+
+  function hashName(name) {
+    let h = 2166136261;
+    for (let k = 0; k < name.length; k++) {
+      h ^= name.charCodeAt(k);
+      h = Math.imul(h, 16777619);
+    }
+    return h >>> 0;
+  }
+
+  // A function's colour follows its name, as in FlameGraph: warm for the
+  // processes' code, cool for the kernel's, grey for what only groups.
+  function frameColour(n) {
+    const h = hashName(n.name);
+    switch (n.kind) {
+      case "root": return "#d3d8e2";
+      case "test": return "#bccbe3";
+      case "program": return "#a9c1e4";
+      case "left-out": return "#d9d9d9";
+      case "kernel": return "hsl(" + (190 + h % 40) + ", 45%, " + (70 + (h >> 8) % 10) + "%)";
+      default: return "hsl(" + (6 + h % 44) + ", " + (72 + (h >> 8) % 18) + "%, " + (62 + (h >> 16) % 10) + "%)";
+    }
+  }
+
+  // A flame graph on a canvas in `box`, the root on top, as the
+  // timeline's tree is (and as Chrome's and speedscope's are): the part a
+  // panel shows first is the root, and a frame zoomed into stays in its
+  // row. Click a frame to zoom to it, the frame zoomed to to zoom back
+  // out. `name` is what the browser test reads it as in #status.
+  class Flame {
+    constructor(box, name) {
+      this.box = box;
+      this.name = name;
+      this.canvas = document.createElement("canvas");
+      this.canvas.className = "flame-canvas";
+      this.canvas.setAttribute("role", "img");
+      box.replaceChildren(this.canvas);
+      this.ctx = this.canvas.getContext("2d");
+      this.root = null;
+      this.focus = null;
+      this.hover = null;
+      this.find = "";
+      this.rects = [];
+      this.labels = [];
+      this.width = 0;
+      this.canvas.addEventListener("mousemove", (event) => this.move(event));
+      this.canvas.addEventListener("mouseleave", () => {
+        tooltip.hidden = true;
+        this.setHover(null);
+      });
+      this.canvas.addEventListener("click", (event) => {
+        const n = this.hit(event);
+        if (n) this.zoom(n === this.focus && n.parent ? n.parent : n);
+      });
+      new ResizeObserver(() => {
+        if (this.box.clientWidth !== this.width) this.draw();
+      }).observe(box);
+    }
+
+    show(root) {
+      this.root = root;
+      this.focus = root;
+      this.canvas.setAttribute("aria-label", "Flame graph of " + root.name + ": " + samplesText(root.samples));
+      this.draw();
+    }
+
+    zoom(n) {
+      this.focus = n;
+      tooltip.hidden = true;
+      this.draw();
+    }
+
+    setHover(n) {
+      if (n === this.hover) return;
+      this.hover = n;
+      this.draw();
+    }
+
+    // Highlights the functions whose names hold `text`; returns the
+    // samples under them, each counted once.
+    highlight(text) {
+      this.find = text.toLowerCase();
+      this.draw();
+      if (!this.find || !this.root) return 0;
+      let matched = 0;
+      const todo = [this.root];
+      while (todo.length) {
+        const n = todo.pop();
+        if (this.matches(n)) matched += n.samples; else todo.push(...n.children);
+      }
+      return matched;
+    }
+
+    matches(n) {
+      return this.find !== "" && (n.kind === "function" || n.kind === "kernel") &&
+        n.name.toLowerCase().includes(this.find);
+    }
+
+    draw() {
+      const width = this.box.clientWidth;
+      this.width = width;
+      if (!this.root || !width) return;
+      const ancestors = [];
+      for (let a = this.focus.parent; a; a = a.parent) ancestors.unshift(a);
+      const height = (ancestors.length + this.focus.height) * FLAME_ROW;
+      const ratio = window.devicePixelRatio || 1;
+      this.canvas.width = Math.round(width * ratio);
+      this.canvas.height = Math.round(height * ratio);
+      this.canvas.style.width = width + "px";
+      this.canvas.style.height = height + "px";
+      const c = this.ctx;
+      c.setTransform(ratio, 0, 0, ratio, 0, 0);
+      c.clearRect(0, 0, width, height);
+      c.font = FONT;
+      c.textBaseline = "middle";
+      this.rects = [];
+      this.labels = [];
+      // Above the frame zoomed to, its callers, as wide as it.
+      ancestors.forEach((a, row) => this.frame(a, 0, width, row, true));
+      const todo = [[this.focus, 0, width, ancestors.length]];
+      while (todo.length) {
+        const [n, x, w, row] = todo.pop();
+        this.frame(n, x, w, row, false);
+        let cx = x;
+        for (const child of n.children) {
+          const cw = w * child.samples / n.samples;
+          if (cw >= MIN_FRAME) todo.push([child, cx, cw, row + 1]);
+          cx += cw;
+        }
+      }
+      status.dataset["flame" + this.name] = this.labels.slice(0, 200).join("|");
+      status.dataset["flame" + this.name + "Frames"] = this.rects.length;
+    }
+
+    frame(n, x, w, row, ancestor) {
+      const c = this.ctx;
+      const y = row * FLAME_ROW;
+      const h = FLAME_ROW - 1;
+      const inner = w > 2 ? w - 1 : w; // a pixel between neighbours
+      c.globalAlpha = ancestor ? 0.6 : 1;
+      c.fillStyle = this.matches(n) ? HIGHLIGHT : frameColour(n);
+      c.fillRect(x, y, inner, h);
+      if (n.kind === "left-out") {
+        c.fillStyle = stripes;
+        c.fillRect(x, y, inner, h);
+      }
+      if (n === this.hover) {
+        c.strokeStyle = FG;
+        c.strokeRect(x + 0.5, y + 0.5, Math.max(inner - 1, 1), h - 1);
+      }
+      if (w > 24) {
+        const text = fit(n.name, w - 8, c);
+        if (text) {
+          c.fillStyle = FG;
+          c.fillText(text, x + 4, y + FLAME_ROW / 2);
+          if (text === n.name) this.labels.push(n.name);
+        }
+      }
+      c.globalAlpha = 1;
+      this.rects.push({ x, y, w, n });
+    }
+
+    hit(event) {
+      const r = this.canvas.getBoundingClientRect();
+      const x = event.clientX - r.left, y = event.clientY - r.top;
+      const found = this.rects.find((f) => x >= f.x && x < f.x + f.w && y >= f.y && y < f.y + FLAME_ROW);
+      return found ? found.n : null;
+    }
+
+    move(event) {
+      const n = this.hit(event);
+      this.setHover(n);
+      this.canvas.style.cursor = n ? "pointer" : "default";
+      if (!n) {
+        tooltip.hidden = true;
+        return;
+      }
+      const box = el("div", undefined, "card");
+      box.append(el("h2", n.name));
+      const dl = el("dl");
+      const row = (term, value) => dl.append(el("dt", term), el("dd", value));
+      row("samples", samplesText(n.samples) + ", " + share(n.samples, this.root.samples) + " of " + this.root.name);
+      if (this.focus !== this.root && n !== this.focus && n.depth > this.focus.depth) {
+        row("zoomed", share(n.samples, this.focus.samples) + " of " + this.focus.name);
+      }
+      if (n.kind === "function" || n.kind === "kernel") {
+        const own = n.samples - n.children.reduce((sum, child) => sum + child.samples, 0);
+        row("self", samplesText(own) + ", " + share(own, this.root.samples) + " (in it, not in what it called)");
+      }
+      box.append(dl);
+      const notes = {
+        kernel: "Kernel code, run for the process.",
+        test: "A test, as its runner names it.",
+        program: "The program the sampled processes ran.",
+        "left-out": "The page holds the " + thousands(cpu.stacks.length) +
+          " heaviest stacks of the recording: the others are this one frame. `proctrace render -d cpu-folded` has them all.",
+      };
+      if (notes[n.kind]) box.append(el("div", notes[n.kind], "hint"));
+      box.append(el("div", n === this.focus && n.parent ? "Click to zoom out." : "Click to zoom in.", "hint"));
+      tooltip.replaceChildren(box);
+      placeTooltip(event);
+    }
+  }
+
+  // A process's part of the details: its share, and its own flame graph
+  // (drawn by showDetails once the panel is shown).
+  function processProfile(i) {
+    const p = procs[i];
+    const box = el("div", undefined, "cpu");
+    box.append(el("h3", "CPU profile"));
+    if (!p.cpu_samples) {
+      box.append(el("div", "No sample of it was taken.", "hint"));
+      return box;
+    }
+    const tree = processTree(i);
+    box.append(el("div", samplesText(p.cpu_samples) + ", " + share(p.cpu_samples, cpu.samples) +
+      " of the run's." + leftOutText(tree), "hint"));
+    const flame = el("div", undefined, "flame");
+    flame.tree = tree;
+    box.append(flame);
+    return box;
+  }
+
+  function cpuSetup() {
+    if (!cpu) return;
+    $("tabs").hidden = false;
+    const select = $("cpu-scope");
+    const option = (value, text) => {
+      const o = el("option", text);
+      o.value = value;
+      select.append(o);
+    };
+    option("", "the whole run (" + samplesText(cpu.samples) + ")");
+    for (const t of cpu.tests) option(t.name, "test " + t.name + " (" + share(t.samples, cpu.samples) + ")");
+    select.addEventListener("change", () => showCpu(select.value));
+    $("tab-timeline").addEventListener("click", showTimeline);
+    $("tab-cpu").addEventListener("click", () => showCpu(scope === null ? "" : scope));
+    $("cpu-reset").addEventListener("click", () => runFlame && runFlame.zoom(runFlame.root));
+    cpuFind.addEventListener("input", () => setFind(cpuFind.value));
+    status.dataset.cpuStacks = cpu.stacks.length;
+  }
+
+  // The window shows the timeline, or the CPU profile instead of it.
+  function setPage(which) {
+    page = which;
+    const timeline = which === "timeline";
+    document.querySelector("#top .controls").hidden = !timeline;
+    $("legend").hidden = !timeline;
+    $("load-strip").hidden = !timeline;
+    scroller.hidden = !timeline;
+    $("cpu-view").hidden = timeline;
+    $("tab-timeline").setAttribute("aria-pressed", String(timeline));
+    $("tab-cpu").setAttribute("aria-pressed", String(!timeline));
+    status.dataset.page = which;
+    tooltip.hidden = true;
+  }
+
+  function showTimeline() {
+    setPage("timeline");
+  }
+
+  // The CPU view of `of`: "" for the whole run, else a test's name.
+  function showCpu(of) {
+    if (!cpu) return;
+    if (of !== "" && !cpu.tests.some((t) => t.name === of)) of = "";
+    scope = of;
+    setPage("cpu");
+    $("cpu-scope").value = of;
+    const note = $("cpu-note");
+    if (!cpu.samples) {
+      note.textContent = "CPU profile: " + cpu.headline + ". No sample of the tree was taken (it used too little CPU).";
+      $("cpu-flame").replaceChildren();
+      return;
+    }
+    const tree = runTree(of);
+    const what = of === "" ? "CPU profile: " + cpu.headline + "."
+      : "Test " + of + ": " + samplesText(tree.samples) + ", " + share(tree.samples, cpu.samples) + " of the run's.";
+    const cut = cpu.cut_names ? " " + thousands(cpu.cut_names) + (cpu.cut_names === 1 ? " name is" : " names are") +
+      " cut to " + cpu.max_name + " columns (…)." : "";
+    note.textContent = what + leftOutText(tree) + cut + " Hover a frame for its samples and share, click to zoom in or out.";
+    if (!runFlame) runFlame = new Flame($("cpu-flame"), "Run");
+    runFlame.show(tree);
+    setFind(cpuFind.value);
+  }
+
+  function setFind(text) {
+    if (cpuFind.value !== text) cpuFind.value = text;
+    if (!runFlame) return;
+    const matched = runFlame.highlight(text);
+    $("cpu-found").textContent = text ? "matched " + share(matched, runFlame.root.samples) + " (" + samplesText(matched) + ")" : "";
   }
 
   // ---- Pointer and keys ---------------------------------------------------
@@ -834,6 +1244,11 @@
       return;
     }
     tooltip.replaceChildren(card(h.row, h.seg, false));
+    placeTooltip(event);
+  }
+
+  // Shows the tooltip beside the pointer, inside the window.
+  function placeTooltip(event) {
     tooltip.hidden = false;
     const pad = 14;
     const w = tooltip.offsetWidth, hgt = tooltip.offsetHeight;
@@ -866,7 +1281,8 @@
     }
     if (event.target !== canvas) {
       if (hover) { hover = null; schedule(); }
-      tooltip.hidden = true;
+      // A flame graph shows tooltips of its own.
+      if (!(event.target.closest && event.target.closest(".flame"))) tooltip.hidden = true;
       return;
     }
     const h = hit(x, y);
@@ -927,7 +1343,19 @@
       if (event.key === "Escape") setQuery("", true);
       return;
     }
+    if (event.target === cpuFind) {
+      if (event.key === "Escape") setFind("");
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (page === "cpu") {
+      const action = { "/": () => cpuFind.focus(), "Escape": hideDetails }[event.key];
+      if (action) {
+        event.preventDefault();
+        action();
+      }
+      return;
+    }
     const actions = {
       "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), "0": fitView,
       "ArrowLeft": () => pan(-plotW / 5), "ArrowRight": () => pan(plotW / 5),
@@ -953,6 +1381,7 @@
 
   header();
   legend();
+  cpuSetup();
   applyHash();
   // The first frame at once, not on an animation frame: a page that is
   // loaded only to be read back (or printed) may never get one.

@@ -90,8 +90,13 @@ fn run(page: &Path, fragment: &str, extra: &[&str]) -> (String, String) {
 }
 
 pub fn screenshot(page: &Path, png: &Path) {
+    screenshot_at(page, "", png);
+}
+
+/// A screenshot of `page` opened at `#fragment`.
+pub fn screenshot_at(page: &Path, fragment: &str, png: &Path) {
     let arg = format!("--screenshot={}", png.display());
-    chromium(page, "", &[&arg]);
+    chromium(page, fragment, &[&arg]);
     let size = fs::metadata(png).map(|m| m.len()).unwrap_or(0);
     assert!(size > 10_000, "the screenshot {} is empty", png.display());
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use proctrace::event::Pid;
 
-use crate::browser::{chromium, have_chromium, screenshot, screenshot_path};
+use crate::browser::{chromium, have_chromium, screenshot, screenshot_at, screenshot_path};
 use crate::common::{big_recording, matching, process_count, record_demo, render, Synthetic};
 
 /// What the page reported in `#status`.
@@ -288,4 +288,60 @@ fn report_shows_what_processes_used_and_the_critical_path() {
     assert_eq!(status.attributes["sort"], "heaviest");
     assert_eq!(status.attributes["order"], expected.join(","));
     screenshot(&page, &screenshot_path("resources-report.png"));
+}
+
+/// The CPU profile of `hot` (main -> work -> spin_a, spin_b, in the root
+/// and two children): each process's flame graph in its details, the
+/// whole run's in the CPU view, every function's name drawn in full where
+/// its frame has room.
+#[test]
+fn report_draws_flame_graphs_of_the_cpu_profile() {
+    if !have_chromium() {
+        return;
+    }
+    let run = crate::cpu_profile::record_hot();
+    let page = run.dir.path().join("report.html");
+    render(&run.dir.path().join("rec.ndjson"), "html", &page);
+    // The labels a flame graph drew whole, as the page reports them.
+    let drawn = |status: &Status, graph: &str| -> Vec<String> {
+        let labels = &status.attributes[&format!("flame-{graph}")];
+        labels.split('|').map(str::to_owned).collect()
+    };
+    let has = |labels: &[String], function: &str| {
+        labels
+            .iter()
+            .any(|l| l == function || l.starts_with(&format!("{function}.")))
+    };
+
+    let root = run.root();
+    let status = load(&page, &format!("#select={root}"));
+    assert!(status.number("cpu-stacks") > 0);
+    let labels = drawn(&status, "process");
+    assert_eq!(labels[0], format!("{root} hot"), "{labels:?}");
+    for function in ["main", "work", "spin_a", "spin_b"] {
+        assert!(has(&labels, function), "{function} not drawn: {labels:?}");
+    }
+    let details = &status.dom[status.dom.find(r#"<aside id="details""#).unwrap()..];
+    assert!(
+        details.contains("<h3>CPU profile</h3>"),
+        "no profile in the details"
+    );
+    // A child is sampled too, in the same functions.
+    let child = run.forks()[0].child_pid;
+    let status = load(&page, &format!("#select={child}"));
+    assert!(has(&drawn(&status, "process"), "spin_a"));
+
+    let status = load(&page, "#cpu");
+    assert_eq!(status.attributes["page"], "cpu");
+    let labels = drawn(&status, "run");
+    assert_eq!(labels[..2], ["all", "hot"], "{labels:?}");
+    for function in ["main", "work", "spin_a"] {
+        assert!(has(&labels, function), "{function} not drawn: {labels:?}");
+    }
+    screenshot_at(
+        &page,
+        &format!("#select={root}"),
+        &screenshot_path("cpu-process-report.png"),
+    );
+    screenshot_at(&page, "#cpu", &screenshot_path("cpu-report.png"));
 }
