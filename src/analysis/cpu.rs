@@ -181,19 +181,22 @@ struct Tally {
 impl Tally {
     /// Counts `count` samples of stack `stack` (root first).
     fn add(&mut self, pid: i32, stack: &[(String, &str)], count: u64) {
-        self.samples += count;
+        // Saturating: a hostile recording's counts may add up past u64.
+        self.samples = self.samples.saturating_add(count);
         self.pids.insert(pid);
         let mut seen = HashSet::new();
         for (function, module) in stack {
             // Recursion counts once towards the total.
             if seen.insert((function, module)) {
                 let key = (function.clone(), (*module).to_owned());
-                self.functions.entry(key).or_default().1 += count;
+                let total = &mut self.functions.entry(key).or_default().1;
+                *total = total.saturating_add(count);
             }
         }
         if let Some((function, module)) = stack.last() {
             let key = (function.clone(), (*module).to_owned());
-            self.functions.entry(key).or_default().0 += count;
+            let own = &mut self.functions.entry(key).or_default().0;
+            *own = own.saturating_add(count);
         }
     }
 

@@ -51,7 +51,7 @@ pub fn outlived(processes: &Processes) -> Vec<Outlived> {
             continue;
         };
         let ended = process.end(end);
-        if ended > parent_exit.timestamp + OUTLIVED_MIN_NS {
+        if ended > parent_exit.timestamp.saturating_add(OUTLIVED_MIN_NS) {
             under_leak[index] = true;
             found.push(Outlived {
                 index,

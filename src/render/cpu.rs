@@ -89,7 +89,7 @@ fn write_functions(
     }
     let left = functions.len().saturating_sub(top);
     if left > 0 {
-        let samples: u64 = functions[top..].iter().map(|h| h.self_samples).sum();
+        let samples = sum(functions[top..].iter().map(|h| h.self_samples));
         writeln!(
             out,
             "{indent}… {left} more {} with {} of the samples",
@@ -107,7 +107,7 @@ fn write_groups(
     groups: &[HotGroup],
     options: Options,
 ) -> io::Result<()> {
-    let total: u64 = groups.iter().map(|g| g.samples).sum();
+    let total = sum(groups.iter().map(|g| g.samples));
     writeln!(
         out,
         "\nBy {kind} ({} of {}):",
@@ -133,7 +133,7 @@ fn write_groups(
         )?;
     }
     if groups.len() > GROUPS {
-        let samples: u64 = groups[GROUPS..].iter().map(|g| g.samples).sum();
+        let samples = sum(groups[GROUPS..].iter().map(|g| g.samples));
         writeln!(
             out,
             "  … {} more {kind}s with {} of the samples",
@@ -142,6 +142,11 @@ fn write_groups(
         )?;
     }
     Ok(())
+}
+
+/// Sample counts added up, saturating: a hostile recording's may not fit.
+fn sum(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
 }
 
 /// `12.3%` of `of`.

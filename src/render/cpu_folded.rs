@@ -30,7 +30,9 @@ pub(super) fn lines(recording: &Recording) -> BTreeMap<String, u64> {
         }
         parts.push(frame(&sampled.program));
         parts.extend(sampled.frames.iter().map(|f| frame(f)));
-        *lines.entry(parts.join(";")).or_default() += sampled.samples;
+        // Saturating: a hostile recording's counts may add up past u64.
+        let count = lines.entry(parts.join(";")).or_default();
+        *count = count.saturating_add(sampled.samples);
     }
     lines
 }

@@ -34,11 +34,13 @@ pub(super) fn each_stack(
         let ns = match weight {
             Weight::Cpu => process.resources.map_or(0, |r| r.cpu_ns),
             Weight::Wall => {
-                let children: u64 = process
+                // Saturating: a hostile recording's times may add up
+                // past u64.
+                let children = process
                     .children
                     .iter()
                     .map(|child| processes.get(child).duration(end))
-                    .sum();
+                    .fold(0, u64::saturating_add);
                 process.duration(end).saturating_sub(children)
             }
         };

@@ -184,7 +184,10 @@ fn busy_with(hang: &Hang, group: &[usize], profile: &Profile) -> Vec<String> {
         return Vec::new();
     }
     let stacks = hottest_stacks(profile, p.pid, hang.timestamp, BUSY_WINDOW_NS);
-    let total: u64 = stacks.iter().map(|s| s.samples).sum();
+    // Saturating: a hostile recording's counts may add up past u64.
+    let total = stacks
+        .iter()
+        .fold(0, |sum: u64, s| sum.saturating_add(s.samples));
     let mut lines: Vec<String> = stacks
         .iter()
         .take(BUSY_STACKS)

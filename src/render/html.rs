@@ -229,17 +229,22 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
     let mut tests: HashMap<String, u64> = HashMap::new();
     // A process's alike stacks are one; its test goes with its row.
     let mut merged: HashMap<StackKey, (Option<String>, u64)> = HashMap::new();
+    // Saturating: a hostile recording's counts may add up past u64.
+    let add = |sum: &mut u64, samples| *sum = sum.saturating_add(samples);
     for sampled in sampled_stacks(&recording.profile, processes) {
         if let Some(index) = sampled.process {
-            per_process[index] += sampled.samples;
+            add(&mut per_process[index], sampled.samples);
         }
         if let Some(test) = &sampled.test {
-            *tests.entry(test.clone()).or_default() += sampled.samples;
+            add(tests.entry(test.clone()).or_default(), sampled.samples);
         }
         let mut frames = sampled.frames;
         frames.insert(0, sampled.program);
         let key = (sampled.process.map(|i| row_of[i]), frames);
-        merged.entry(key).or_insert((sampled.test, 0)).1 += sampled.samples;
+        add(
+            &mut merged.entry(key).or_insert((sampled.test, 0)).1,
+            sampled.samples,
+        );
     }
     let mut tests: Vec<TestSamples> = tests
         .into_iter()
@@ -288,7 +293,9 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
         names,
         stacks,
         left_out_stacks: left_out.len(),
-        left_out_samples: left_out.iter().map(|(_, (_, n))| n).sum(),
+        left_out_samples: left_out
+            .iter()
+            .fold(0, |sum, (_, (_, n))| sum.saturating_add(*n)),
         cut_names,
         max_name: MAX_NAME,
     };

@@ -37,9 +37,12 @@ impl Profile {
         self.samples.is_empty()
     }
 
-    /// All samples taken.
+    /// All samples taken (saturating: a hostile recording's counts may
+    /// add up past u64).
     pub fn total(&self) -> u64 {
-        self.samples.iter().map(|s| s.count).sum()
+        self.samples
+            .iter()
+            .fold(0, |sum, s| sum.saturating_add(s.count))
     }
 
     /// The frames of stack `id`, the outermost caller first; a frame id
