@@ -26,8 +26,9 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
 #   git: the tests' clean checkouts; tmux: a terminal for the status line
 #   and the live view; groff-base: the man pages typeset; golang-go: a go
-#   test that hangs in exec.Command().Output(), and a goroutine dump on
-#   --timeout-signal QUIT; linux-perf: perf, the oracle the CPU profile's
+#   test that hangs in exec.Command().Output(), a goroutine dump on
+#   --timeout-signal QUIT, and `go tool pprof` reading `render -d pprof`;
+#   linux-perf: perf, the oracle the CPU profile's
 #   shares are checked against;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema and rotel receives what

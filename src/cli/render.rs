@@ -35,6 +35,14 @@ pub struct RenderArgs {
 
 /// Runs `proctrace render`; returns the exit code.
 pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
+    // As gzip does: bytes on a terminal are garbage, and may be escape
+    // sequences. Checked first, before a large recording is read.
+    if args.mode.is_binary() && args.output.is_none() && io::stdout().is_terminal() {
+        anyhow::bail!(
+            "-d {} is binary: write it to a file with -o FILE, or pipe it",
+            mode_name(args.mode)
+        );
+    }
     let mut reader = open_seekable_input(args.input.as_deref())?;
     let recording = Recording::read(&mut reader, args.mode.keep());
     print_warnings(&reader);
@@ -46,10 +54,20 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
             Some(_) => Options::default(),
         }
     };
+    // A binary view is one message, whole in memory anyway: made first,
+    // a recording it cannot be made of leaves no empty file behind.
+    let binary = if args.mode.is_binary() {
+        let mut bytes = Vec::new();
+        render::render(args.mode, &recording, options, &mut bytes)?;
+        Some(bytes)
+    } else {
+        None
+    };
     let mut out = open_output(args.output.as_deref())?;
-    let written = match args.mode {
-        Mode::Otlp => render::otlp::write(&recording, &otlp_context(), &mut out),
-        mode => render::render(mode, &recording, options, &mut out),
+    let written = match (binary, args.mode) {
+        (Some(bytes), _) => out.write_all(&bytes),
+        (None, Mode::Otlp) => render::otlp::write(&recording, &otlp_context(), &mut out),
+        (None, mode) => render::render(mode, &recording, options, &mut out),
     };
     let written = written.and_then(|()| out.flush());
     match quiet_broken_pipe(written) {
@@ -59,6 +77,13 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
         written => written.context("writing the output"),
     }?;
     Ok(0)
+}
+
+/// The mode as `-d` names it.
+fn mode_name(mode: Mode) -> String {
+    use clap::ValueEnum;
+    mode.to_possible_value()
+        .map_or_else(|| format!("{mode:?}"), |v| v.get_name().to_owned())
 }
 
 /// The trace context and resource of the environment (`TRACEPARENT`,

@@ -1,7 +1,8 @@
 //! Renderers: each turns a [`Recording`] into one kind of output.
 //!
 //! Each writes as it goes: the output of a large recording is never whole
-//! in memory.
+//! in memory. `pprof` aside: its profile is one protobuf message, made
+//! whole before it is written.
 
 mod by_process;
 mod cpu;
@@ -19,6 +20,8 @@ mod markdown;
 mod mermaid;
 pub mod otlp;
 mod perfetto;
+#[cfg(feature = "pprof")]
+mod pprof;
 mod profile;
 mod sequential;
 mod summary;
@@ -31,6 +34,8 @@ use anstyle::Style;
 pub use diff::write_diff;
 pub use hang::{explain as explain_hang, explain_short as explain_hang_short, on_hang_line};
 use otlp::TraceParent;
+#[cfg(feature = "pprof")]
+pub use pprof::NoCpuProfile;
 
 use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
@@ -86,6 +91,11 @@ pub enum Mode {
     /// root at the bottom) by inferno.
     #[cfg(feature = "flamegraph")]
     CpuFlamegraph,
+    /// The CPU profile as a gzipped pprof `profile.proto` for `go tool
+    /// pprof`, Pyroscope and Parca: samples labelled with `pid`, `program`
+    /// and `test`. Binary: to a file (`-o`) or a pipe.
+    #[cfg(feature = "pprof")]
+    Pprof,
     /// OpenTelemetry traces as OTLP/JSON: one span per process, one
     /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
     /// per line, each ready to POST to a collector's `/v1/traces`; in the
@@ -128,6 +138,16 @@ impl Mode {
             _ => Keep::Processes,
         }
     }
+
+    /// Whether the mode writes bytes that are not text, which a terminal
+    /// would show as garbage (and may take as escape sequences).
+    pub fn is_binary(self) -> bool {
+        match self {
+            #[cfg(feature = "pprof")]
+            Mode::Pprof => true,
+            _ => false,
+        }
+    }
 }
 
 /// Writes `recording` to `out` as `mode` says; the recording must have
@@ -157,6 +177,8 @@ pub fn render(
         Mode::CpuFolded => cpu_folded::render,
         #[cfg(feature = "flamegraph")]
         Mode::CpuFlamegraph => cpu_flamegraph::render,
+        #[cfg(feature = "pprof")]
+        Mode::Pprof => pprof::render,
         Mode::Otlp => otlp::render,
     };
     render(recording, options, out)

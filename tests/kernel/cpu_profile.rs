@@ -347,3 +347,100 @@ fn jit_frames_are_named_from_the_perf_map() {
     let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", run.root()));
     assert!(named, "no frame names hotLoop:\n{}", run.text);
 }
+
+/// `go tool pprof ARGS FILE`'s stdout, offline: no toolchain download,
+/// no cache or saved profiles outside `dir`.
+fn go_pprof(dir: &std::path::Path, args: &[&str], file: &std::path::Path) -> String {
+    let out = Command::new("go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(file)
+        .env("HOME", dir)
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOTOOLCHAIN", "local")
+        .env("PPROF_TMPDIR", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "go tool pprof {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The rows of `pprof -top`: (flat%, function).
+fn top_rows(top: &str) -> Vec<(f64, String)> {
+    top.lines()
+        .skip_while(|line| !line.contains("flat%"))
+        .skip(1)
+        .filter_map(|line| {
+            // ` 1296.30ms 74.00% 74.00%  1304.30ms 74.46%  spin_a.constprop.0`
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let share = words.get(1)?.strip_suffix('%')?.parse().ok()?;
+            Some((share, words.get(5..)?.join(" ")))
+        })
+        .collect()
+}
+
+/// What the samples of `-traces` say of `key`: the value each block of
+/// the output gives it (`   pid:  5892`).
+fn trace_labels(traces: &str, key: &str) -> Vec<String> {
+    let prefix = format!("{key}:");
+    traces
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix(&prefix))
+        .map(|value| value.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn go_tool_pprof_reads_the_profile_and_splits_it_by_process_and_test() {
+    if !have_tool("go") {
+        return;
+    }
+    let hot = workload("hot");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let test = "t/test_hot.py::test_spin";
+    opts.env = vec![("PYTEST_CURRENT_TEST".into(), format!("{test} (call)"))];
+    let run = record_with(&opts, &[&[hot.to_str().unwrap()], &HOT[..]].concat());
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let dir = run.dir.path();
+    let pb = dir.join("cpu.pb.gz");
+    render(&dir.join("rec.ndjson"), "pprof", &pb);
+
+    let top = go_pprof(dir, &["-top", "-nodecount=5"], &pb);
+    let rows = top_rows(&top);
+    let (share, first) = rows.first().unwrap_or_else(|| panic!("no rows:\n{top}"));
+    assert!(first.starts_with("spin_a"), "spin_a first:\n{top}");
+    assert!((share - 75.0).abs() < 10.0, "{share}% in spin_a:\n{top}");
+    // The same samples as every other view: to the rounding of -top.
+    let ours = leaf_shares(&folded(&run));
+    assert!((share - ours["spin_a"]).abs() < 0.1, "{ours:?}\n{top}");
+
+    let tags = go_pprof(dir, &["-tags"], &pb);
+    for shown in ["pid: Total", "program: Total", "test: Total", test] {
+        assert!(tags.contains(shown), "{shown:?} not in:\n{tags}");
+    }
+    let root = run.root();
+    let children: Vec<i32> = run.forks().iter().map(|f| f.child_pid).collect();
+    for pid in std::iter::once(root).chain(children.iter().copied()) {
+        assert!(tags.contains(&format!(": {pid}\n")), "pid {pid}:\n{tags}");
+    }
+
+    // One child's samples only, and all of the test's.
+    let child = children[0].to_string();
+    let focus = format!("-tagfocus=pid={child}");
+    let traces = go_pprof(dir, &[&focus, "-traces"], &pb);
+    let pids = trace_labels(&traces, "pid");
+    assert!(
+        !pids.is_empty() && pids.iter().all(|p| *p == child),
+        "{traces}"
+    );
+    let focus = format!("-tagfocus=test={test}");
+    let traces = go_pprof(dir, &[&focus, "-traces"], &pb);
+    let all = go_pprof(dir, &["-traces"], &pb);
+    assert_eq!(trace_labels(&traces, "pid"), trace_labels(&all, "pid"));
+    assert!(trace_labels(&all, "program").iter().all(|p| p == "hot"));
+}

@@ -126,6 +126,15 @@ fn exercise(input: &[u8]) -> bool {
                 Err(e)
                     if matches!(mode, Mode::Flamegraph | Mode::CpuFlamegraph)
                         && e.kind() == io::ErrorKind::InvalidInput => {}
+                // So is a pprof profile of a recording without one.
+                Err(e)
+                    if mode.is_binary()
+                        && e.kind() == io::ErrorKind::InvalidInput
+                        && recording
+                            .header
+                            .as_ref()
+                            .and_then(|h| h.cpu_profile)
+                            .is_none() => {}
                 rendered => {
                     rendered.expect("rendering to memory");
                     out.finish();
@@ -166,16 +175,17 @@ impl Checked {
     }
 
     fn terminal(&self) -> bool {
-        !matches!(
-            self.mode,
-            Mode::Html
-                | Mode::Perfetto
-                | Mode::Mermaid
-                | Mode::Flamegraph
-                | Mode::CpuFlamegraph
-                | Mode::Markdown
-                | Mode::Otlp
-        )
+        !self.mode.is_binary()
+            && !matches!(
+                self.mode,
+                Mode::Html
+                    | Mode::Perfetto
+                    | Mode::Mermaid
+                    | Mode::Flamegraph
+                    | Mode::CpuFlamegraph
+                    | Mode::Markdown
+                    | Mode::Otlp
+            )
     }
 
     fn finish(self) {
@@ -201,6 +211,15 @@ impl Checked {
                 assert!(!chart.contains(['`', '\r']), "mermaid: unescaped text");
             }
             Mode::Markdown => assert_markdown(&String::from_utf8(self.bytes).unwrap()),
+            #[cfg(feature = "pprof")]
+            Mode::Pprof => {
+                let mut profile = Vec::new();
+                let mut gzip = flate2::read::GzDecoder::new(&self.bytes[..]);
+                std::io::Read::read_to_end(&mut gzip, &mut profile)
+                    .unwrap_or_else(|e| panic!("pprof: not gzip: {e}"));
+                // The string table's first entry, "", is always there.
+                assert!(!profile.is_empty(), "pprof: an empty profile");
+            }
             Mode::Otlp => {
                 let lines = String::from_utf8(self.bytes).expect("otlp is UTF-8");
                 for line in lines.lines() {

@@ -295,3 +295,49 @@ fn an_error_says_its_cause_once() {
         assert_eq!(message.matches(cause).count(), 1, "{message}");
     }
 }
+
+/// `-d pprof` of a recording made without `--cpu-profile` is one line
+/// and status 2, with no empty file left behind; to a terminal it is
+/// refused before the recording is read, as gzip refuses.
+#[test]
+fn pprof_needs_a_profile_and_a_file_or_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = data("demo.ndjson");
+    let demo = demo.to_str().unwrap();
+    let out = dir.path().join("cpu.pb.gz");
+    let output = proctrace(&[
+        "render",
+        "-i",
+        demo,
+        "-d",
+        "pprof",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "proctrace: no CPU profile: record with --cpu-profile to sample where the CPU goes\n"
+    );
+    assert!(!out.exists(), "an empty file left behind");
+
+    // script(1) runs it on a terminal of its own.
+    if !crate::common::have_tool("script") {
+        return;
+    }
+    let command = format!(
+        "'{}' render -i '{demo}' -d pprof",
+        env!("CARGO_BIN_EXE_proctrace")
+    );
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("-d pprof is binary: write it to a file with -o FILE"),
+        "{}",
+        stdout(&output)
+    );
+}
