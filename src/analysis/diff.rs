@@ -9,6 +9,9 @@
 //! What is left pairs up the same way by the chain of command groups
 //! ([`Processes::command_group`]), where what differs from run to run
 //! (numbers, file names) is folded, each within its test.
+//!
+//! When both runs were recorded with `record --cpu-profile`, the diff also
+//! says which functions' shares of the CPU samples moved ([`CpuShift`]).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -17,6 +20,10 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
 use serde::Serialize;
+
+mod cpu;
+
+pub use cpu::{CpuShift, Moved};
 
 use super::testname::test_of;
 use crate::analysis::{left_behind, outlived};
@@ -111,6 +118,10 @@ pub struct Diff {
     pub hung_only_in_a: Vec<Lone>,
     /// The same the other way round.
     pub hung_only_in_b: Vec<Lone>,
+    /// The functions whose share of the CPU samples moved, when both runs
+    /// have a CPU profile. Sampling is never exact, so shares always move
+    /// a little: they are no difference for [`Diff::differs`].
+    pub cpu: Option<CpuShift>,
 }
 
 /// One run as a whole.
@@ -126,6 +137,9 @@ pub struct Run {
     pub processes: usize,
     /// Events the kernel could not deliver; `None` without a trailer.
     pub lost: Option<u64>,
+    /// CPU samples taken (`record --cpu-profile`); `None` for a run
+    /// recorded without a CPU profile.
+    pub cpu_samples: Option<u64>,
 }
 
 /// A process of one run.
@@ -201,6 +215,7 @@ impl Diff {
             slower: Vec::new(),
             hung_only_in_a: one.hung_only(&a_to_b, &other),
             hung_only_in_b: other.hung_only(&b_to_a, &one),
+            cpu: (profiled(a) && profiled(b)).then(|| CpuShift::compare(&a.profile, &b.profile)),
         };
         for (ia, ib) in a_to_b.iter().enumerate() {
             let Some(ib) = *ib else { continue };
@@ -396,7 +411,16 @@ fn run(recording: &Recording) -> Run {
         wall_ns: processes.wall_time(),
         processes: processes.len(),
         lost: recording.trailer.as_ref().map(|t| t.lost),
+        cpu_samples: profiled(recording).then(|| recording.profile.total()),
     }
+}
+
+/// Whether the run was recorded with `record --cpu-profile`.
+fn profiled(recording: &Recording) -> bool {
+    recording
+        .header
+        .as_ref()
+        .is_some_and(|h| h.cpu_profile.is_some())
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ pub struct DiffArgs {
     /// repeat it to require all. Default: `2x` and `+100ms`.
     #[arg(long, value_name = "THRESHOLD")]
     pub slower: Vec<Slower>,
-    /// Write JSON (every difference, with pids, tests and paths) instead of text.
+    /// Write JSON (every difference, with pids, tests and paths, and every function whose CPU
+    /// share moved) instead of text.
     #[arg(long)]
     pub json: bool,
     /// Write to this file instead of stdout.

@@ -2,13 +2,25 @@
 
 use std::io::{self, Write};
 
-use crate::analysis::diff::{Diff, Lone, Pair, Side, Slower};
+use crate::analysis::diff::{Diff, Lone, Moved, Pair, Side, Slower};
 use crate::text::visible;
-use crate::text::{seconds, shorten};
+use crate::text::{count, seconds, shorten};
+
+/// Functions listed each way in the CPU section: what moved most; the
+/// rest is said in one line, and `--json` has it all.
+const MOVED: usize = 10;
+/// Columns a function's name may take there.
+const FUNCTION_WIDTH: usize = 80;
 
 /// Writes the differences for people: each section only when it has
-/// something, each list cut at `limit` entries.
+/// something, each list cut at `limit` entries; then, when both runs have
+/// a CPU profile, the functions whose share moved most.
 pub fn write_diff(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<()> {
+    write_processes(diff, limit, out)?;
+    write_cpu(diff, out)
+}
+
+fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<()> {
     for (name, run) in [("A", &diff.a), ("B", &diff.b)] {
         writeln!(
             out,
@@ -99,6 +111,77 @@ pub fn write_diff(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<
     pairs(&title, &diff.slower, out)
 }
 
+/// The functions whose self share of the CPU samples grew and shrank
+/// most, or why there are none to name.
+fn write_cpu(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
+    let Some(shift) = &diff.cpu else {
+        let only = match (diff.a.cpu_samples, diff.b.cpu_samples) {
+            (Some(_), None) => "A",
+            (None, Some(_)) => "B",
+            _ => return Ok(()),
+        };
+        return writeln!(
+            out,
+            "\nCPU profile of {only} only: record both runs with --cpu-profile to compare them."
+        );
+    };
+    writeln!(
+        out,
+        "\nCPU share by function, self samples (A: {}, B: {}):",
+        count(shift.a_samples, "sample", "samples"),
+        count(shift.b_samples, "sample", "samples")
+    )?;
+    if shift.a_samples == 0 || shift.b_samples == 0 {
+        return writeln!(out, "  a run without samples has no shares to compare");
+    }
+    if shift.grew.is_empty() && shift.shrank.is_empty() {
+        return writeln!(out, "  every function's share is the same");
+    }
+    write_moved("grew", &shift.grew, out)?;
+    write_moved("shrank", &shift.shrank, out)
+}
+
+/// `  grew most (10 of 31):`, then one line a function and one for the
+/// rest, with the points they moved together.
+fn write_moved(way: &str, list: &[Moved], out: &mut dyn Write) -> io::Result<()> {
+    if list.is_empty() {
+        return writeln!(out, "  no function's share {way}");
+    }
+    writeln!(
+        out,
+        "  {way} most ({} of {}):",
+        MOVED.min(list.len()),
+        list.len()
+    )?;
+    for moved in list.iter().take(MOVED) {
+        // The name is what gets long (C++, Rust generics): cut it, not
+        // the shares after it.
+        writeln!(
+            out,
+            "    {:+5.1} points  {}  ({})  {:.1}% → {:.1}%",
+            moved.points,
+            shorten(&visible(&moved.function), Some(FUNCTION_WIDTH)),
+            visible(file_name(&moved.module)),
+            moved.a_share,
+            moved.b_share
+        )?;
+    }
+    if list.len() > MOVED {
+        let rest = &list[MOVED..];
+        let points: f64 = rest.iter().map(|m| m.points).sum();
+        writeln!(
+            out,
+            "    … and {} more that {way}, {points:+.1} points together (--json has them all)",
+            rest.len()
+        )?;
+    }
+    Ok(())
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 /// Writes a titled list, cut at `limit` entries.
 fn section<T>(
     title: &str,
@@ -149,4 +232,104 @@ fn command(side: &Side) -> String {
 fn test_note(test: Option<&String>) -> String {
     test.map(|t| format!("  [test: {}]", visible(t)))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_diff;
+    use crate::analysis::diff::{CpuShift, Diff, Moved, Run, Slower};
+
+    fn run(cpu_samples: Option<u64>) -> Run {
+        Run {
+            command: Some("./hot".into()),
+            status: Some("exit 0".into()),
+            wall_ns: 1_000_000_000,
+            processes: 1,
+            lost: Some(0),
+            cpu_samples,
+        }
+    }
+
+    fn diff(a: Option<u64>, b: Option<u64>, cpu: Option<CpuShift>) -> String {
+        let diff = Diff {
+            a: run(a),
+            b: run(b),
+            slower_when: Slower::DEFAULT.to_vec(),
+            status_changed: Vec::new(),
+            only_in_a: Vec::new(),
+            only_in_b: Vec::new(),
+            slower: Vec::new(),
+            hung_only_in_a: Vec::new(),
+            hung_only_in_b: Vec::new(),
+            cpu,
+        };
+        let mut out = Vec::new();
+        write_diff(&diff, 50, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn moved(function: &str, a_share: f64, b_share: f64) -> Moved {
+        Moved {
+            function: function.into(),
+            module: "/usr/bin/hot".into(),
+            a_samples: 0,
+            a_share,
+            b_samples: 0,
+            b_share,
+            points: b_share - a_share,
+        }
+    }
+
+    #[test]
+    fn the_cpu_section_names_ten_each_way_and_says_what_it_left_out() {
+        let grew: Vec<Moved> = (0..12)
+            .map(|i| moved(&format!("f{i}"), 1.0, 1.0 + f64::from(12 - i)))
+            .collect();
+        let shift = CpuShift {
+            a_samples: 400,
+            b_samples: 1,
+            grew,
+            shrank: vec![moved("spin_a", 75.0, 25.0)],
+        };
+        let text = diff(Some(400), Some(1), Some(shift));
+        let section = text.split_once("\nCPU share").unwrap().1;
+        assert_eq!(
+            section,
+            " by function, self samples (A: 400 samples, B: 1 sample):\n  \
+             grew most (10 of 12):\n    \
+             +12.0 points  f0  (hot)  1.0% → 13.0%\n    \
+             +11.0 points  f1  (hot)  1.0% → 12.0%\n    \
+             +10.0 points  f2  (hot)  1.0% → 11.0%\n     \
+             +9.0 points  f3  (hot)  1.0% → 10.0%\n     \
+             +8.0 points  f4  (hot)  1.0% → 9.0%\n     \
+             +7.0 points  f5  (hot)  1.0% → 8.0%\n     \
+             +6.0 points  f6  (hot)  1.0% → 7.0%\n     \
+             +5.0 points  f7  (hot)  1.0% → 6.0%\n     \
+             +4.0 points  f8  (hot)  1.0% → 5.0%\n     \
+             +3.0 points  f9  (hot)  1.0% → 4.0%\n    \
+             … and 2 more that grew, +3.0 points together (--json has them all)\n  \
+             shrank most (1 of 1):\n    \
+             -50.0 points  spin_a  (hot)  75.0% → 25.0%\n",
+            "{text}"
+        );
+        // Shares are no difference: the exit status stays 0.
+        assert!(text.contains("No differences beyond the thresholds."));
+    }
+
+    #[test]
+    fn one_profile_or_none_is_said_or_left_out() {
+        assert!(diff(Some(10), None, None).ends_with(
+            "\nCPU profile of A only: record both runs with --cpu-profile to compare them.\n"
+        ));
+        assert!(diff(None, Some(10), None).contains("CPU profile of B only"));
+        assert!(!diff(None, None, None).contains("CPU"));
+        let empty = CpuShift {
+            a_samples: 10,
+            b_samples: 0,
+            grew: Vec::new(),
+            shrank: Vec::new(),
+        };
+        assert!(diff(Some(10), Some(0), Some(empty))
+            .ends_with("  a run without samples has no shares to compare\n"));
+    }
 }

@@ -174,3 +174,70 @@ fn bad_input_is_exit_status_2_naming_the_file_and_line() {
     ]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// Records `hot` with a CPU profile, spin_a and spin_b sharing each round
+/// as `ratio` says (tests/workloads/hot.c), into `dir/name.ndjson`.
+fn record_hot(dir: &Path, name: &str, ratio: &str) -> std::path::PathBuf {
+    let hot = workload("hot");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    opts.env = vec![("HOT_RATIO".into(), ratio.into())];
+    let run = record_with(&opts, &[hot.to_str().unwrap(), "400", "2", "40"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let path = dir.join(format!("{name}.ndjson"));
+    std::fs::copy(run.dir.path().join("rec.ndjson"), &path).unwrap();
+    path
+}
+
+/// The function of a diff's `cpu` entry, GCC's `.constprop.0` left out.
+fn function(moved: &Value) -> &str {
+    let name = moved["function"].as_str().unwrap();
+    name.split('.').next().unwrap()
+}
+
+#[test]
+fn the_functions_whose_cpu_share_moved_most_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = record_hot(dir.path(), "before", "3:1");
+    let after = record_hot(dir.path(), "after", "1:3");
+
+    // A wall time an hour longer is slower: on a busy machine, one run
+    // may well take twice as long as the other, which is not the point.
+    let (output, json) = diff(&["--slower", "+1h"], &before, &after);
+    // The same command, the same processes: shares moving is no
+    // difference for the exit status.
+    assert_eq!(output.status.code(), Some(0), "{json:#}");
+    assert!(counts(&json).iter().all(|&(_, n)| n == 0), "{json:#}");
+    let cpu = &json["cpu"];
+    assert!(cpu["a_samples"].as_u64().unwrap() > 0, "{cpu:#}");
+    // 75% to 25% and back: half the samples change hands.
+    let (grew, shrank) = (&cpu["grew"][0], &cpu["shrank"][0]);
+    assert_eq!(function(grew), "spin_b", "{cpu:#}");
+    assert_eq!(function(shrank), "spin_a", "{cpu:#}");
+    for (moved, sign) in [(grew, 1.0), (shrank, -1.0)] {
+        let points = moved["points"].as_f64().unwrap() * sign;
+        assert!((35.0..65.0).contains(&points), "{moved:#}");
+    }
+
+    let text = proctrace(&["diff", before.to_str().unwrap(), after.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let section = text
+        .split_once("\nCPU share by function, self samples (A: ")
+        .unwrap_or_else(|| panic!("no CPU section:\n{text}"))
+        .1;
+    let lines: Vec<&str> = section.lines().collect();
+    assert!(lines[1].starts_with("  grew most ("), "{text}");
+    assert!(lines[2].contains(" points  spin_b"), "{text}");
+    let shrank = lines
+        .iter()
+        .position(|l| l.starts_with("  shrank most ("))
+        .unwrap();
+    assert!(lines[shrank + 1].contains(" points  spin_a"), "{text}");
+
+    // A run recorded without a profile: said, not compared.
+    let plain = record_suite(dir.path(), "plain", false, "0.05");
+    let (_, json) = diff(&[], &before, &plain);
+    assert!(json["cpu"].is_null(), "{json:#}");
+    assert!(json["a"]["cpu_samples"].as_u64().unwrap() > 0);
+    assert!(json["b"]["cpu_samples"].is_null());
+}

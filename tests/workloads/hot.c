@@ -4,11 +4,16 @@
  * information unwinds it. main -> work -> spin_a takes three quarters of
  * the loop and main -> work -> spin_b one quarter, in every process.
  *
- *   hot MILLIS [CHILDREN CHILD_MILLIS]
+ *   [HOT_RATIO=A:B] hot MILLIS [CHILDREN CHILD_MILLIS]
  *
  * spins MILLIS ms of CPU, then forks CHILDREN children that each exec
  * this program for CHILD_MILLIS ms (short-lived processes, gone before
- * their samples are read), and waits for them. */
+ * their samples are read), and waits for them. HOT_RATIO, 3:1 unless
+ * set, is how many parts of each round go to spin_a and to spin_b: two
+ * runs of the same command with other ratios shift the shares for
+ * `diff` to find. An environment variable rather than an argument, so
+ * that the command lines, and the processes `diff` pairs by them, are
+ * the same in both runs; the children inherit it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -16,10 +21,14 @@
 #include <unistd.h>
 
 static volatile unsigned long sink;
+/* Calls made: a side effect, so that the compiler makes every call rather
+ * than one per round for parts of the same function. */
+static volatile unsigned long calls;
 
 __attribute__((noinline)) static unsigned long spin_a(unsigned long n)
 {
 	unsigned long x = 0;
+	calls++;
 	for (unsigned long i = 0; i < n; i++)
 		x += i * i ^ (x >> 3);
 	return x;
@@ -28,6 +37,7 @@ __attribute__((noinline)) static unsigned long spin_a(unsigned long n)
 __attribute__((noinline)) static unsigned long spin_b(unsigned long n)
 {
 	unsigned long x = 1;
+	calls++;
 	for (unsigned long i = 0; i < n; i++)
 		x += i * i ^ (x >> 5);
 	return x;
@@ -40,14 +50,23 @@ static double cpu_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Rounds of 3 parts spin_a to 1 part spin_b until `millis` of CPU. */
+/* Parts of each round, and the iterations of one part. */
+static int parts_a = 3, parts_b = 1;
+#define PART 100000
+
+/* Rounds of `parts_a` parts spin_a to `parts_b` parts spin_b until
+ * `millis` of CPU. Every call takes the same constant, as a single
+ * spin_a(300000) did: GCC still names the functions' clones
+ * spin_a.constprop.0, as the guide shows them. */
 __attribute__((noinline)) static unsigned long work(double millis)
 {
 	unsigned long sum = 0;
 	double end = cpu_ms() + millis;
 	while (cpu_ms() < end) {
-		sum += spin_a(300000);
-		sum += spin_b(100000);
+		for (int i = 0; i < parts_a; i++)
+			sum += spin_a(PART);
+		for (int i = 0; i < parts_b; i++)
+			sum += spin_b(PART);
 	}
 	return sum;
 }
@@ -57,7 +76,13 @@ int main(int argc, char **argv)
 	double millis = argc > 1 ? atof(argv[1]) : 1000;
 	int children = argc > 2 ? atoi(argv[2]) : 0;
 	const char *child_millis = argc > 3 ? argv[3] : "30";
+	const char *ratio = getenv("HOT_RATIO");
 
+	if (ratio && (sscanf(ratio, "%d:%d", &parts_a, &parts_b) != 2 || parts_a < 0 ||
+		      parts_b < 0 || parts_a + parts_b == 0)) {
+		fprintf(stderr, "hot: HOT_RATIO=%s is no ratio A:B\n", ratio);
+		return 2;
+	}
 	sink = work(millis);
 	for (int i = 0; i < children; i++) {
 		pid_t pid = fork();
