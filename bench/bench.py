@@ -19,6 +19,11 @@ W4 offline render by-process/tree/html, ingest and diff of 1,000,000 events:
            wall time and peak RSS.
 W7 hang    1,250 to 10,000 leaked `sleep`s and a SIGUSR1: the time from the
            signal to the last answer line on stderr (issue #33).
+W8 profile the recorded command's own CPU time (a fixed amount of work: hot.c
+           in fixed rounds, and a make -j2 build) bare, recorded, recorded
+           with --cpu-profile=99 and =999, and under perf record -F 99|999
+           --call-graph dwarf, interleaved: ratios, the recorder's own CPU,
+           output bytes per second of profiled CPU (issue #38).
 """
 
 import argparse
@@ -43,6 +48,13 @@ W3_SPAWNERS, W3_PER_SPAWNER = 8, 2500
 W7_SIZES = [1250, 2500, 5000, 10000]
 W7_SLEEP = 600
 NOISE = "while :; do /bin/true; done"
+# W8: tests/workloads/hot.c in fixed rounds (~0.3 ms of CPU each here), and
+# a build: every C program of tests/workloads at five -O levels, make -j2.
+W8_HOT_ROUNDS = 8000
+W8_LEVELS = ["O0", "O1", "O2", "O3", "Os"]
+W8_RATES = "99,999"
+# Issue #38: the command's CPU with the profile / without, at each rate.
+W8_GOALS = {99: 1.01, 999: 1.05}
 # Where record keeps the cut of the kernel's BTF for the rest of the boot.
 CUT_CACHE = "/run/proctrace"
 # W5: 2 syscalls per byte, nothing else.
@@ -476,6 +488,154 @@ class Bench:
         reader.join()
         return {"answer_s": answered, "stderr_lines": len(lines)}
 
+    def w8(self):
+        """The CPU profile's cost to the recorded command: its own CPU time
+        (user+sys of its whole tree, as the kernel accounts it, which
+        includes the sampling interrupt's BPF program and the copy of the
+        stack), measured by a bash wrapper inside the tree with `times`, the
+        same wrapper for every variant. Each command does a fixed amount of
+        work (hot.c in rounds, not in milliseconds of CPU: a program that
+        spins until its CPU clock reaches a value has the same CPU time
+        whatever it pays). Variants run in a rotating order each round."""
+        n = self.args.rounds
+        hot = os.path.join(self.tmp, "hot")
+        src = os.path.join(REPO, "tests", "workloads", "hot.c")
+        with open(src) as f:
+            flags = f.readline().removeprefix("// cflags:").split()
+        subprocess.run(["cc", *flags, "-o", hot, src], check=True)
+        build = os.path.join(self.tmp, "w8-build")
+        out = os.path.join(build, "out")
+        workloads = {"hot": f"{hot} r{W8_HOT_ROUNDS}",
+                     "build": f"make -s -j2 -C {out} -f {build}/Makefile"}
+        os.makedirs(build)
+        with open(os.path.join(build, "Makefile"), "w") as f:
+            progs = []
+            for c in sorted(os.listdir(os.path.join(REPO, "tests", "workloads"))):
+                if not c.endswith(".c"):
+                    continue
+                for level in W8_LEVELS:
+                    prog = f"{c[:-2]}.{level}"
+                    progs.append(prog)
+                    f.write(f"{prog}: {os.path.join(REPO, 'tests', 'workloads', c)}\n"
+                            f"\tcc -{level} -g -pthread -o $@ $<\n")
+            f.write(f".DEFAULT_GOAL := all\nall: {' '.join(progs)}\n")
+        rates = self.args.w8_rates
+        # perfnocg: perf's samples without a call graph, the sampling
+        # interrupt alone (--w8-floor).
+        variants = ["bare", "record", *(f"record_{hz}" for hz in rates),
+                    *(f"perf_{hz}" for hz in rates),
+                    *(f"perfnocg_{hz}" for hz in rates if self.args.w8_floor)]
+        log(f"W8 profile: {n} rounds of {', '.join(variants)} on {', '.join(workloads)} "
+            f"(one round first, not counted)")
+        res = {}
+        rows = {w: [] for w in workloads}
+        for i in range(-1, n):
+            for w, command in workloads.items():
+                row = {}
+                for k in range(len(variants)):
+                    v = variants[(k + max(i, 0)) % len(variants)]
+                    shutil.rmtree(out, ignore_errors=True)
+                    os.makedirs(out)
+                    time.sleep(0.2)
+                    row[v] = self.w8_run(v, command)
+                if i >= 0:
+                    rows[w].append(row)
+                    log(f"  {w} round {i}: command CPU " + ", ".join(
+                        f"{v} {row[v]['cmd_cpu']:.3f}s" for v in variants))
+        for w in workloads:
+            res[w] = self.w8_summary(rows[w], variants, rates)
+            res[w]["command"] = workloads[w]
+        self.results["W8"] = res
+
+    def w8_run(self, variant, command):
+        times = os.path.join(self.tmp, "w8.times")
+        elapsed = os.path.join(self.tmp, "w8.elapsed")
+        out = os.path.join(self.tmp, "w8.out")
+        for path in (times, elapsed, out):
+            if os.path.exists(path):
+                os.unlink(path)
+        shell = ["bash", "-c", f"s=$EPOCHREALTIME; {command} > /dev/null 2>&1; e=$EPOCHREALTIME; "
+                               f"echo $s $e > {elapsed}; times > {times}"]
+        kind, _, hz = variant.partition("_")
+        if kind == "bare":
+            cmd = shell
+        elif kind == "record":
+            cmd = [self.pt, "record", "-q", *([f"--cpu-profile={hz}"] if hz else []),
+                   "-o", out, "--", *shell]
+        else:
+            cg = ["-g", "--call-graph", "dwarf"] if kind == "perf" else []
+            cmd = ["perf", "record", "-q", "-F", hz, *cg, "-o", out, "--", *shell]
+        dt, ru, rc = timed(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert rc == 0, f"{variant} exited {rc}"
+        with open(times) as f:
+            words = f.read().split()
+        sec = [int(m) * 60 + float(r.rstrip("s")) for m, r in (w.split("m") for w in words)]
+        shell_cpu, cmd_cpu = sec[0] + sec[1], sec[2] + sec[3]
+        row = {"wall": dt, "cmd_cpu": cmd_cpu, "cmd_wall": self.inner(elapsed),
+               # The tracer's own CPU: all it waited for, less the wrapper and the command.
+               "tracer_cpu": cpu(ru) - shell_cpu - cmd_cpu}
+        if kind == "record":
+            row["bytes"] = os.path.getsize(out)
+            _, _, _, trailer = read_recording(out)
+            row["samples"] = trailer.get("samples", 0)
+            row["lost"] = trailer.get("lost", 0) + trailer.get("lost_samples", 0)
+        elif kind != "bare":
+            row["bytes"] = os.path.getsize(out)
+            stats = subprocess.run(["perf", "report", "-i", out, "--stats"], capture_output=True,
+                                   text=True).stdout
+            counts = {}
+            for line in stats.splitlines():
+                name, _, rest = line.strip().partition(" events:")
+                if rest and name not in counts:
+                    counts[name] = int(rest.split()[0])
+            row["samples"] = counts.get("SAMPLE", 0)
+            row["lost"] = counts.get("LOST", 0) + counts.get("LOST_SAMPLES", 0)
+        return row
+
+    def w8_summary(self, rows, variants, rates):
+        def spread(xs):
+            q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+            return {"median": median(xs), "min": min(xs), "max": max(xs), "q1": q[0], "q3": q[2]}
+        res = {"rounds": rows, "variants": {}}
+        for v in variants:
+            r = {"cmd_cpu_s": spread([row[v]["cmd_cpu"] for row in rows]),
+                 "cmd_wall_s": spread([row[v]["cmd_wall"] for row in rows]),
+                 "tracer_cpu_s": spread([row[v]["tracer_cpu"] for row in rows]),
+                 "to_bare": spread([row[v]["cmd_cpu"] / row["bare"]["cmd_cpu"] for row in rows]),
+                 "to_record": spread([row[v]["cmd_cpu"] / row["record"]["cmd_cpu"] for row in rows])}
+            if "bytes" in rows[0][v]:
+                r["bytes"] = spread([row[v]["bytes"] for row in rows])
+                r["samples"] = spread([row[v]["samples"] for row in rows])
+                r["lost"] = max(row[v]["lost"] for row in rows)
+            # The output's bytes beyond its baseline (a plain recording for
+            # proctrace, nothing for perf) per second of the command's CPU.
+            kind, _, hz = v.partition("_")
+            if hz:
+                row_base = "record" if kind == "record" else "bare"
+                r["bytes_per_cpu_s"] = spread([(row[v]["bytes"] - row[row_base].get("bytes", 0))
+                                               / row[v]["cmd_cpu"] for row in rows])
+            res["variants"][v] = r
+        # What one sample costs, the command and the tracer: the CPU between
+        # the lowest and the highest rate over the samples taken (kept or
+        # lost) between them, which leaves out what the profile costs
+        # whatever the rate (the tracer's start and symbolization, the
+        # mapping events); with one rate, the CPU beyond the baseline.
+        for kind in ("record", "perf", "perfnocg"):
+            hi = f"{kind}_{rates[-1]}"
+            if hi not in variants:
+                continue
+            lo = f"{kind}_{rates[0]}" if len(rates) > 1 else ("record" if kind == "record" else "bare")
+
+            def taken(row, v):
+                return row[v].get("samples", 0) + row[v].get("lost", 0)
+            res[f"{kind}_per_sample"] = {
+                "between": [lo, hi],
+                "us": spread([(row[hi]["cmd_cpu"] - row[lo]["cmd_cpu"]) / (taken(row, hi) - taken(row, lo))
+                              * 1e6 for row in rows]),
+                "tracer_us": spread([(row[hi]["tracer_cpu"] - row[lo]["tracer_cpu"])
+                                     / (taken(row, hi) - taken(row, lo)) * 1e6 for row in rows])}
+        return res
+
     def data(self, name, raw, seed=None):
         path = os.path.join(self.args.data_dir, name)
         if not os.path.exists(path):
@@ -664,6 +824,50 @@ def table(r):
             row("W7 hang", f"{int(n):,} leaked sleeps: SIGUSR1 to the last answer line",
                 f"{w['answer_s']:.3f} s ({w['stderr_lines']} stderr lines)",
                 "<= 0.5 s at 5,000", w["answer_s"] <= 0.5 if n == "5000" else None)
+    if "W8" in r:
+        for name, w in r["W8"].items():
+            v = w["variants"]
+            rates = sorted({int(k.partition("_")[2]) for k in v if "_" in k})
+
+            def ratio(x):
+                return f"{x['median']:.3f}x ({x['min']:.3f}-{x['max']:.3f})"
+            row(f"W8 profile ({name})", "command CPU: bare; recorded (median, min-max)",
+                f"{v['bare']['cmd_cpu_s']['median']:.3f} s; {v['record']['cmd_cpu_s']['median']:.3f} s "
+                f"({v['record']['cmd_cpu_s']['min']:.3f}-{v['record']['cmd_cpu_s']['max']:.3f})", "")
+            for hz in rates:
+                p = v[f"record_{hz}"]
+                goal = W8_GOALS.get(hz)
+                row(f"W8 profile ({name})", f"command CPU, --cpu-profile={hz} / recorded",
+                    ratio(p["to_record"]), f"<= {goal}x" if goal else "",
+                    p["to_record"]["median"] <= goal if goal else None)
+            for hz in rates:
+                row(f"W8 profile ({name})", f"command CPU / bare: --cpu-profile={hz}; perf -F {hz}",
+                    f"{ratio(v[f'record_{hz}']['to_bare'])}; {ratio(v[f'perf_{hz}']['to_bare'])}", "")
+                if f"perfnocg_{hz}" in v:
+                    row(f"W8 profile ({name})", f"command CPU / bare: perf -F {hz} without call graph",
+                        ratio(v[f"perfnocg_{hz}"]["to_bare"]), "")
+            for hz in rates:
+                ours, perf = v[f"record_{hz}"], v[f"perf_{hz}"]
+                row(f"W8 profile ({name})", f"{hz} Hz: samples (lost), ours; perf",
+                    f"{ours['samples']['median']:.0f} ({ours['lost']}); "
+                    f"{perf['samples']['median']:.0f} ({perf['lost']})", "")
+                row(f"W8 profile ({name})", f"{hz} Hz: the tracer's own CPU, ours (plain: "
+                    f"{v['record']['tracer_cpu_s']['median'] * 1000:.0f} ms); perf",
+                    f"{ours['tracer_cpu_s']['median'] * 1000:.0f} ms; "
+                    f"{perf['tracer_cpu_s']['median'] * 1000:.0f} ms", "")
+                row(f"W8 profile ({name})", f"{hz} Hz: output, ours (whole recording); perf",
+                    f"{ours['bytes']['median'] / 1024:.0f} KiB; {perf['bytes']['median'] / 2**20:.1f} MiB", "")
+                row(f"W8 profile ({name})", f"{hz} Hz: bytes per second of the command's CPU, "
+                    "ours (beyond a plain recording); perf",
+                    f"{ours['bytes_per_cpu_s']['median'] / 1024:.1f} KiB/s; "
+                    f"{perf['bytes_per_cpu_s']['median'] / 2**20:.2f} MiB/s", "")
+            for kind in ("record", "perf", "perfnocg"):
+                x = w.get(f"{kind}_per_sample")
+                if x:
+                    a, b = x["us"], x["tracer_us"]
+                    row(f"W8 profile ({name})", f"{kind}: per sample ({' to '.join(x['between'])}), "
+                        "command CPU (quartiles); the tracer's CPU",
+                        f"{a['median']:.1f} us ({a['q1']:.1f}-{a['q3']:.1f}); {b['median']:.1f} us", "")
     if "W4" in r:
         w = r["W4"]
         for name in ("render -d by-process", "render -d tree", "render -d html", "ingest",
@@ -679,12 +883,16 @@ def table(r):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W6")
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W8")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7")
+    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7,W8")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
+    ap.add_argument("--w8-rates", default=W8_RATES, type=lambda x: [int(hz) for hz in x.split(",")],
+                    help="W8's sampling rates, e.g. 99,999")
+    ap.add_argument("--w8-floor", action="store_true",
+                    help="W8 also runs perf record -F HZ without a call graph (the interrupt alone)")
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
     ap.add_argument("--max-load", type=float, default=0.8,
                     help="wait until the 1-minute load average is below this (0: don't wait)")
@@ -692,12 +900,15 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7", "W8"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")
     if not shutil.which("strace") and {"W0", "W1"} & set(args.only.split(",")):
         sys.exit("strace is missing (apt-get install strace)")
+    if "W8" in args.only.split(",") and not (shutil.which("perf") and shutil.which("cc")
+                                             and shutil.which("make")):
+        sys.exit("W8 needs perf, cc and make (apt-get install linux-perf gcc make)")
     b = Bench(args)
     loads = {}
     deadline = time.time() + args.max_wait_min * 60

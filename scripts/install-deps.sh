@@ -39,10 +39,10 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
     golang-go python3-venv libpython3-dev linux-perf qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
-# W6 (Debian's python3 ships without them), and the guest W5's qemu, busybox
-# and static build.
+# W6 (Debian's python3 ships without them), perf as the peer of W8, and the guest
+# W5's qemu, busybox and static build.
 bench_packages=(strace time "libpython3.$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)-testsuite"
-    qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
+    linux-perf qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;
 --static) packages+=("${static_packages[@]}") ;;

@@ -22,6 +22,8 @@
 //! it needs neither.
 
 pub mod folded;
+#[cfg(feature = "recorder")]
+mod plt;
 mod profile;
 #[cfg(feature = "recorder")]
 pub mod symbolize;

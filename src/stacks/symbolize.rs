@@ -16,6 +16,8 @@ use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 use blazesym::MaybeDefault;
 
+use super::plt::Plt;
+
 /// One frame of a stack, named as far as the files allow.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Frame {
@@ -57,6 +59,7 @@ const KERNEL: &str = "[kernel]";
 pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     perf_maps: HashMap<u32, PerfMap>,
+    plts: HashMap<PathBuf, Plt>,
 }
 
 impl Default for Symbolizer {
@@ -76,6 +79,7 @@ impl Symbolizer {
         Self {
             blaze,
             perf_maps: HashMap::new(),
+            plts: HashMap::new(),
         }
     }
 
@@ -87,12 +91,17 @@ impl Symbolizer {
     pub fn user(&mut self, path: &Path, offsets: &[u64]) -> Vec<Vec<Frame>> {
         let module = module_name(path);
         let source = Source::Elf(Elf::new(path));
-        let found = self.symbolize(&source, Input::FileOffset(offsets), path);
+        let found = symbolize(&self.blaze, &source, Input::FileOffset(offsets), path);
+        let plt = self
+            .plts
+            .entry(path.to_owned())
+            .or_insert_with(|| Plt::read(path));
         offsets
             .iter()
             .enumerate()
-            .map(|(i, &offset)| match found.get(i) {
-                Some(Symbolized::Sym(sym)) => chain(sym, &module, offset),
+            .map(|(i, &offset)| match (plt.name(offset), found.get(i)) {
+                (Some(stub), _) => vec![named(&stub, None, &module, offset)],
+                (None, Some(Symbolized::Sym(sym))) => chain(sym, &module, offset),
                 _ => vec![unnamed(&module, offset)],
             })
             .collect()
@@ -111,7 +120,12 @@ impl Symbolizer {
             ..Kernel::default()
         };
         let source = Source::Kernel(kernel);
-        let found = self.symbolize(&source, Input::AbsAddr(addrs), Path::new("/proc/kallsyms"));
+        let found = symbolize(
+            &self.blaze,
+            &source,
+            Input::AbsAddr(addrs),
+            Path::new("/proc/kallsyms"),
+        );
         addrs
             .iter()
             .enumerate()
@@ -137,15 +151,20 @@ impl Symbolizer {
             .map(|&addr| map.name(addr).map(str::to_owned))
             .collect()
     }
+}
 
-    /// blazesym's answer, one per input; empty if it failed as a whole
-    /// (the file is gone or no ELF file), which is logged.
-    fn symbolize(&self, source: &Source, input: Input<&[u64]>, what: &Path) -> Vec<Symbolized<'_>> {
-        self.blaze.symbolize(source, input).unwrap_or_else(|err| {
-            log::debug!("cannot symbolize in {}: {err}", what.display());
-            Vec::new()
-        })
-    }
+/// blazesym's answer, one per input; empty if it failed as a whole (the
+/// file is gone or no ELF file), which is logged.
+fn symbolize<'b>(
+    blaze: &'b blazesym::symbolize::Symbolizer,
+    source: &Source,
+    input: Input<&[u64]>,
+    what: &Path,
+) -> Vec<Symbolized<'b>> {
+    blaze.symbolize(source, input).unwrap_or_else(|err| {
+        log::debug!("cannot symbolize in {}: {err}", what.display());
+        Vec::new()
+    })
 }
 
 fn module_name(path: &Path) -> String {

@@ -13,7 +13,9 @@
  * runs of the same command with other ratios shift the shares for
  * `diff` to find. An environment variable rather than an argument, so
  * that the command lines, and the processes `diff` pairs by them, are
- * the same in both runs; the children inherit it. */
+ * the same in both runs; the children inherit it. A MILLIS of rN spins N
+ * rounds instead: a fixed amount of work, whose CPU time is the measure
+ * (bench/bench.py W8). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -55,14 +57,14 @@ static int parts_a = 3, parts_b = 1;
 #define PART 100000
 
 /* Rounds of `parts_a` parts spin_a to `parts_b` parts spin_b until
- * `millis` of CPU. Every call takes the same constant, as a single
+ * `millis` of CPU, or `rounds` of them. Every call takes the same constant, as a single
  * spin_a(300000) did: GCC still names the functions' clones
  * spin_a.constprop.0, as the guide shows them. */
-__attribute__((noinline)) static unsigned long work(double millis)
+__attribute__((noinline)) static unsigned long work(double millis, long rounds)
 {
 	unsigned long sum = 0;
 	double end = cpu_ms() + millis;
-	while (cpu_ms() < end) {
+	while (rounds > 0 ? rounds-- > 0 : cpu_ms() < end) {
 		for (int i = 0; i < parts_a; i++)
 			sum += spin_a(PART);
 		for (int i = 0; i < parts_b; i++)
@@ -73,7 +75,9 @@ __attribute__((noinline)) static unsigned long work(double millis)
 
 int main(int argc, char **argv)
 {
-	double millis = argc > 1 ? atof(argv[1]) : 1000;
+	const char *amount = argc > 1 ? argv[1] : "1000";
+	long rounds = amount[0] == 'r' ? atol(amount + 1) : 0;
+	double millis = rounds > 0 ? 0 : atof(amount);
 	int children = argc > 2 ? atoi(argv[2]) : 0;
 	const char *child_millis = argc > 3 ? argv[3] : "30";
 	const char *ratio = getenv("HOT_RATIO");
@@ -83,7 +87,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hot: HOT_RATIO=%s is no ratio A:B\n", ratio);
 		return 2;
 	}
-	sink = work(millis);
+	sink = work(millis, rounds);
 	for (int i = 0; i < children; i++) {
 		pid_t pid = fork();
 		if (pid == 0) {
