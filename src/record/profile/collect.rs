@@ -33,6 +33,10 @@ enum Told {
         child: Pid,
         at: u64,
     },
+    Exit {
+        pid: Pid,
+        at: u64,
+    },
     /// Everything up to here has been told: process it.
     Upto(u64),
 }
@@ -84,13 +88,19 @@ impl Collector {
     /// parent's mappings, which the kernel does not announce again (it
     /// announces execs itself, before the new program's mappings).
     pub fn event(&self, record: &Record) {
-        if let Record::Fork(fork) = record {
-            let _ = self.to.send(Told::Fork {
+        let told = match record {
+            Record::Fork(fork) => Told::Fork {
                 parent: fork.parent_pid,
                 child: fork.child_pid,
                 at: fork.timestamp,
-            });
-        }
+            },
+            Record::Exit(exit) => Told::Exit {
+                pid: exit.pid,
+                at: exit.timestamp,
+            },
+            _ => return,
+        };
+        let _ = self.to.send(told);
     }
 
     /// Every event up to `at` has been released.
@@ -112,10 +122,23 @@ impl Collector {
 
 /// One thing that happened, to be applied in time order.
 enum Happened {
-    Fork { parent: Pid, child: Pid },
+    Fork {
+        parent: Pid,
+        child: Pid,
+    },
     Seen(Seen),
     Sample(Sample),
+    /// A process that exited at `at`, applied [`FORGET_AFTER`] later.
+    Exit {
+        pid: Pid,
+        at: u64,
+    },
 }
+
+/// How long after its exit a process's mappings are forgotten: samples
+/// come on a ring of their own, and one the drain read late must still
+/// find them.
+const FORGET_AFTER: u64 = 1_000_000_000;
 
 impl Happened {
     /// Of things at the same time, the tree changes before the mappings,
@@ -125,6 +148,7 @@ impl Happened {
             Happened::Fork { .. } | Happened::Seen(Seen::Exec { .. }) => 0,
             Happened::Seen(_) => 1,
             Happened::Sample(_) => 2,
+            Happened::Exit { .. } => 3,
         }
     }
 }
@@ -197,6 +221,9 @@ impl Profiler {
                 Ok(Told::Fork { parent, child, at }) => {
                     self.wait(at, Happened::Fork { parent, child })
                 }
+                Ok(Told::Exit { pid, at }) => {
+                    self.wait(at.saturating_add(FORGET_AFTER), Happened::Exit { pid, at })
+                }
                 Ok(Told::Upto(at)) => {
                     self.read_mappings();
                     self.apply_upto(at);
@@ -244,6 +271,7 @@ impl Profiler {
                 Happened::Fork { parent, child } => self.spaces.fork(parent, child, time),
                 Happened::Seen(seen) => self.spaces.seen(seen),
                 Happened::Sample(sample) => self.count(sample),
+                Happened::Exit { pid, at } => self.spaces.exit(pid, at),
             }
         }
     }

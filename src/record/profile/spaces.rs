@@ -5,6 +5,10 @@
 //! Announcements arrive ring by ring, so out of time order across CPUs;
 //! everything is kept sorted by time and a fork is resolved only when
 //! asked, so the order of the calls does not matter.
+//!
+//! A process's history is forgotten once it has exited and no process
+//! forked from it still needs the mappings it was forked with: a suite
+//! of a million short processes keeps only the live ones'.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,6 +19,11 @@ use crate::event::Pid;
 #[derive(Debug, Default)]
 pub(crate) struct AddressSpaces {
     spaces: HashMap<Pid, Space>,
+    /// How many starts of other processes fork from each pid: its history
+    /// is kept while any does.
+    forked_from: HashMap<Pid, u32>,
+    /// Processes gone but still forked from, and when they exited.
+    retiring: HashMap<Pid, u64>,
 }
 
 /// One pid's history: the mappings it made, and where its address space
@@ -67,6 +76,58 @@ impl AddressSpaces {
             since: time,
             parent: Some(parent),
         });
+        *self.forked_from.entry(parent).or_default() += 1;
+    }
+
+    /// `pid` exited at `time`, and every sample it took has been placed:
+    /// its history up to then is forgotten once no process forked from
+    /// it needs it, and with it the claims its own forks held on its
+    /// ancestors'. A later process with the same pid keeps its own.
+    pub(crate) fn exit(&mut self, pid: Pid, time: u64) {
+        let mut gone = vec![(pid, time)];
+        while let Some((pid, time)) = gone.pop() {
+            if self.forked_from.get(&pid).is_some_and(|&n| n > 0) {
+                self.retiring.insert(pid, time);
+                continue;
+            }
+            self.retiring.remove(&pid);
+            self.forked_from.remove(&pid);
+            for parent in self.forget(pid, time) {
+                let Some(n) = self.forked_from.get_mut(&parent) else {
+                    continue;
+                };
+                *n = n.saturating_sub(1);
+                if let Some(&at) = self.retiring.get(&parent).filter(|_| *n == 0) {
+                    gone.push((parent, at));
+                }
+            }
+        }
+    }
+
+    /// Drops `pid`'s history up to `time`; the parents its dropped starts
+    /// forked from.
+    fn forget(&mut self, pid: Pid, time: u64) -> Vec<Pid> {
+        let Some(space) = self.spaces.get_mut(&pid) else {
+            return Vec::new();
+        };
+        let starts = space.starts.partition_point(|s| s.since <= time);
+        let parents = space
+            .starts
+            .drain(..starts)
+            .filter_map(|s| s.parent)
+            .collect();
+        let mappings = space.mappings.partition_point(|m| m.time <= time);
+        space.mappings.drain(..mappings);
+        if space.starts.is_empty() && space.mappings.is_empty() {
+            self.spaces.remove(&pid);
+        }
+        parents
+    }
+
+    /// How many processes have a history kept.
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.spaces.len()
     }
 
     /// A mapping made by `mapping.pid` at `mapping.time`.
@@ -279,6 +340,36 @@ mod tests {
         assert_eq!(spaces.mapping_at(1, 10, 0x5900).unwrap().path, "jit c");
         assert_eq!(spaces.mapping_at(1, 2, 0x1800).unwrap().path, "libfoo");
         assert!(spaces.mapping_at(1, 10, 0x4000).is_none());
+    }
+
+    #[test]
+    fn an_exited_process_is_forgotten_once_no_fork_of_it_needs_it() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 1);
+        spaces.add(mapping(1, 2, 0x1000, 0x2000, "sh"));
+        spaces.fork(1, 2, 3);
+        spaces.fork(2, 3, 4);
+        spaces.exit(1, 10);
+        spaces.exit(2, 11);
+        // The grandchild, still running, was forked with both histories.
+        assert_eq!(spaces.kept(), 3);
+        assert_eq!(paths(spaces.modules_at(3, 12)), ["sh"]);
+        spaces.exit(3, 13);
+        assert_eq!(spaces.kept(), 0);
+        assert_eq!(spaces.forked_from.len() + spaces.retiring.len(), 0);
+    }
+
+    #[test]
+    fn a_pid_used_again_keeps_its_own_history() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(5, 1);
+        spaces.add(mapping(5, 2, 0x1000, 0x2000, "old"));
+        spaces.exec(5, 20);
+        spaces.add(mapping(5, 21, 0x3000, 0x4000, "new"));
+        spaces.exit(5, 10);
+        assert_eq!(paths(spaces.modules_at(5, 30)), ["new"]);
+        spaces.exit(5, 30);
+        assert_eq!(spaces.kept(), 0);
     }
 
     #[test]
