@@ -693,6 +693,20 @@ pub struct Snapshot {
     /// talks to, the runner's end of a pipe.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outsiders: BTreeMap<String, Vec<Outsider>>,
+    /// The shared memory it maps that a futex wait of the snapshot lies
+    /// in: the processes that may hold a lock whose word names no owner.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<Mapped>,
+}
+
+/// A memory object a process maps shared: a `/dev/shm` file, a memfd, a
+/// shared anonymous mapping inherited over fork, System V memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Mapped {
+    /// Its device, as `/proc/PID/maps` shows it.
+    pub dev: u64,
+    /// Its inode.
+    pub ino: u64,
 }
 
 /// A process outside the recorded tree.
@@ -715,10 +729,14 @@ pub struct ThreadWait {
     /// The kernel function it sleeps in, if it sleeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wchan: Option<String>,
+    /// Its name (`/proc/PID/task/TID/comm`), read for the threads of a
+    /// futex wait: the waiters and the owners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The system call's number, on the recording machine's architecture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syscall: Option<i64>,
-    /// Its name, the same on every architecture (`read`, `epoll_pwait`).
+    /// The call's name, the same on every architecture (`read`, `epoll_pwait`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
     /// What the call waits on: empty when it waits for nothing the tree
@@ -778,8 +796,12 @@ pub enum WaitHow {
     Connect,
     /// A child to change state (wait4, waitid, a shell's SIGCHLD wait).
     Children,
-    /// A process to end: a pidfd polled for reading (asyncio, Go, systemd).
+    /// A process to end: a pidfd polled for reading (asyncio, Go, systemd);
+    /// or a thread: a join (futex on the thread's tid word).
     Exit,
+    /// A word in memory to change (futex, futex_waitv): a lock, a
+    /// semaphore, a condition, a thread to end.
+    Futex,
 }
 
 /// Who can end a wait, as far as the snapshot could tell.
@@ -817,6 +839,23 @@ pub enum Peer {
         /// The one process waited for, if only one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<Pid>,
+    },
+    /// A futex word: the thread its lock word or join names, and the
+    /// shared memory it lies in, whose other mappers may end the wait
+    /// when no thread is named.
+    Futex {
+        /// The thread that ends the wait, as the word says: a lock's
+        /// owner (PI and robust futexes, glibc's mutex owner field), or
+        /// the thread a join waits to end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<Pid>,
+        /// The shared memory object it lies in; absent for the process's
+        /// private memory.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shared: Option<Mapped>,
+        /// Where the word is in that object (or in the process's memory):
+        /// waiters on one word are waiters on one lock.
+        offset: u64,
     },
     /// Nobody proctrace can name, and why.
     Unresolved {

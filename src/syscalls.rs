@@ -46,6 +46,7 @@ pub const X86_64: &[(i64, &str)] = &[
     (307, "sendmmsg"),
     (326, "copy_file_range"),
     (441, "epoll_pwait2"),
+    (449, "futex_waitv"),
 ];
 
 /// arm64's numbers, the generic ones (include/uapi/asm-generic/unistd.h):
@@ -86,6 +87,7 @@ pub const AARCH64: &[(i64, &str)] = &[
     (269, "sendmmsg"),
     (285, "copy_file_range"),
     (441, "epoll_pwait2"),
+    (449, "futex_waitv"),
 ];
 
 /// The table of the architecture proctrace was built for.

@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+pub use futex::ThreadCycle;
+
 use super::testname::test_of;
 use crate::event::{
     Access, FdKind, Outsider, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow, WaitOn,
@@ -42,6 +44,9 @@ pub struct Hang {
     /// For each process, who waits for it on something it holds: the
     /// waiter, which of its waits, and the descriptors it is held through.
     pub waiters: Vec<Vec<(usize, usize, Vec<i32>)>>,
+    /// The cycles of threads of one process waiting for each other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_deadlocks: Vec<ThreadCycle>,
 }
 
 /// One process of a snapshot and what it waits for.
@@ -70,6 +75,9 @@ pub struct Blocked {
     pub waits: Vec<Wait>,
     /// What could not be read of it.
     pub notes: Vec<String>,
+    /// The names of its threads that futex waits are about, by tid.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub thread_names: BTreeMap<Pid, String>,
 }
 
 /// One wait of one thread, resolved.
@@ -92,6 +100,10 @@ pub struct Wait {
     /// by a process that kept its write end open, a lock it holds itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub own: Vec<i32>,
+    /// Its holders are only candidates: the other processes that map the
+    /// futex word it waits on, which records no owner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub candidates: bool,
 }
 
 /// One line of a chain: a process, or a group of alike processes that
@@ -195,10 +207,12 @@ impl Hang {
                         holders,
                         outsiders,
                         own,
+                        candidates: false,
                     }
                 })
                 .collect();
         }
+        futex::add_candidates(&mut blocked, &records);
         let mut hang = Hang {
             timestamp: first.timestamp,
             cause: first.cause,
@@ -207,9 +221,11 @@ impl Hang {
             culprits: Vec::new(),
             deadlocks: Vec::new(),
             waiters: Vec::new(),
+            thread_deadlocks: Vec::new(),
         };
         hang.waiters = hang.find_waiters();
         hang.deadlocks = hang.cycles();
+        hang.thread_deadlocks = futex::thread_cycles(&hang, &index);
         hang.culprits = hang.group(hang.culprit_positions());
         hang.chains = Chains::walk(&hang);
         Some(hang)
@@ -338,21 +354,7 @@ impl Hang {
     /// The strongly connected parts of more than one process (Tarjan's),
     /// each from its lowest pid.
     fn cycles(&self) -> Vec<Vec<usize>> {
-        let mut tarjan = Tarjan {
-            hang: self,
-            index: vec![None; self.processes.len()],
-            low: vec![0; self.processes.len()],
-            on_stack: vec![false; self.processes.len()],
-            stack: Vec::new(),
-            next: 0,
-            found: Vec::new(),
-        };
-        for at in 0..self.processes.len() {
-            if tarjan.index[at].is_none() {
-                tarjan.visit(at);
-            }
-        }
-        let mut found = tarjan.found;
+        let mut found = cycles_of(self.processes.len(), &|at| self.targets(at));
         for cycle in &mut found {
             cycle.sort_by_key(|&at| self.processes[at].pid);
         }
@@ -361,8 +363,28 @@ impl Hang {
     }
 }
 
+/// The strongly connected parts of more than one node of the graph of
+/// `nodes` nodes whose edges `targets` gives (Tarjan's).
+fn cycles_of(nodes: usize, targets: &dyn Fn(usize) -> Vec<usize>) -> Vec<Vec<usize>> {
+    let mut tarjan = Tarjan {
+        targets,
+        index: vec![None; nodes],
+        low: vec![0; nodes],
+        on_stack: vec![false; nodes],
+        stack: Vec::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for at in 0..nodes {
+        if tarjan.index[at].is_none() {
+            tarjan.visit(at);
+        }
+    }
+    tarjan.found
+}
+
 struct Tarjan<'h> {
-    hang: &'h Hang,
+    targets: &'h dyn Fn(usize) -> Vec<usize>,
     index: Vec<Option<usize>>,
     low: Vec<usize>,
     on_stack: Vec<bool>,
@@ -378,7 +400,7 @@ impl Tarjan<'_> {
         self.next += 1;
         self.stack.push(at);
         self.on_stack[at] = true;
-        for target in self.hang.targets(at) {
+        for target in (self.targets)(at) {
             match self.index[target] {
                 None => {
                     self.visit(target);
@@ -465,12 +487,12 @@ impl Chains<'_> {
         self.stack.pop();
     }
 
-    /// Targets not yet shown that wait for nobody fold into groups of
-    /// alike ones; the others stay one per line, in their order.
+    /// Targets not yet shown fold into groups of alike ones, which wait
+    /// for the same processes (1,000 waiters on one lock): the chain below
+    /// the first is theirs. The others stay one per line, in their order.
     fn fold(&self, targets: Vec<usize>) -> Vec<Vec<usize>> {
-        self.hang.group_where(targets, |t| {
-            !self.shown[t] && !self.stack.contains(&t) && self.hang.targets(t).is_empty()
-        })
+        self.hang
+            .group_where(targets, |t| !self.shown[t] && !self.stack.contains(&t))
     }
 }
 
@@ -503,6 +525,11 @@ fn describe(known: &Known, s: &Snapshot) -> Blocked {
         wchan: main.map_or_else(|| s.wchan.clone(), |m| m.wchan.clone()),
         waits: Vec::new(),
         notes: s.notes.clone(),
+        thread_names: s
+            .threads
+            .iter()
+            .filter_map(|t| Some((t.tid, t.name.clone()?)))
+            .collect(),
     }
 }
 
@@ -561,6 +588,7 @@ fn legacy_thread(s: &Snapshot) -> Option<ThreadWait> {
     Some(ThreadWait {
         tid: s.pid,
         state: s.state,
+        name: None,
         wchan: s.wchan.clone(),
         syscall: s.syscall,
         call: Some(call.to_owned()),
@@ -583,6 +611,8 @@ struct Index {
     sockets: HashMap<u64, Vec<(usize, i32)>>,
     children: HashMap<Pid, Vec<usize>>,
     pids: HashMap<Pid, usize>,
+    /// The process of each thread, by tid.
+    tids: HashMap<Pid, usize>,
 }
 
 impl Index {
@@ -592,9 +622,12 @@ impl Index {
             sockets: HashMap::new(),
             children: HashMap::new(),
             pids: HashMap::new(),
+            tids: HashMap::new(),
         };
         for (at, s) in snapshot.iter().enumerate() {
             index.pids.insert(s.pid, at);
+            let tids = s.threads.iter().map(|t| t.tid).chain([s.pid]);
+            index.tids.extend(tids.map(|tid| (tid, at)));
             if let Some(parent) = blocked[at].parent {
                 index.children.entry(parent).or_default().push(at);
             }
@@ -660,6 +693,10 @@ impl Index {
                 let children = self.children.get(&snapshot[at].pid).into_iter().flatten();
                 children.for_each(|&c| add(c, None));
             }
+            Peer::Futex { owner, .. } => {
+                let holder = owner.and_then(|tid| self.tids.get(&tid));
+                holder.into_iter().for_each(|&p| add(p, None));
+            }
             Peer::Unresolved { .. } => {}
         }
         let own = holders.remove(&at).unwrap_or_default();
@@ -674,5 +711,6 @@ fn waits_on_lock(s: &Snapshot, dev: u64, ino: u64) -> bool {
         .any(|w| matches!(w.peer, Peer::Lock { dev: d, ino: i, .. } if d == dev && i == ino))
 }
 
+mod futex;
 #[cfg(test)]
 mod tests;

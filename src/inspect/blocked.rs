@@ -10,6 +10,7 @@ use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::rc::Rc;
 
+use super::futex::{self, MapLine};
 use super::process::{ProcDir, Stat};
 use super::sockets::{netns_of, Sockets, UnixAddress};
 use crate::event::{FdKind, HeldFd, Peer, Pid, ThreadWait, WaitHow, WaitOn};
@@ -57,6 +58,9 @@ struct Reader<'a> {
     fds: &'a [HeldFd],
     machine: &'a Machine,
     mem: OnceCell<Option<File>>,
+    maps: OnceCell<Vec<MapLine>>,
+    /// Whether its tids are as proctrace sees them.
+    pidns_ours: OnceCell<bool>,
 }
 
 /// The threads of `pid` and what each waits on, with notes on what could
@@ -92,9 +96,11 @@ pub(super) fn threads(
         fds,
         machine,
         mem: OnceCell::new(),
+        maps: OnceCell::new(),
+        pidns_ours: OnceCell::new(),
     };
     let mut main_arg = None;
-    let threads = tids
+    let mut threads: Vec<ThreadWait> = tids
         .into_iter()
         .filter_map(|tid| match reader.thread(tid) {
             Ok((thread, first_arg)) => {
@@ -109,7 +115,29 @@ pub(super) fn threads(
             }
         })
         .collect();
+    name_futex_threads(dir, &mut threads);
     (threads, main_arg)
+}
+
+/// Names the threads of a futex wait that names a thread: the waiter
+/// and the owner, so that a chain of threads is told by name. Other
+/// threads are left unnamed, a read saved for each.
+fn name_futex_threads(dir: &ProcDir, threads: &mut [ThreadWait]) {
+    let mut named: Vec<Pid> = Vec::new();
+    for t in threads.iter() {
+        for on in &t.on {
+            if let Peer::Futex {
+                owner: Some(owner), ..
+            } = on.peer
+            {
+                named.extend([t.tid, owner]);
+            }
+        }
+    }
+    for t in threads.iter_mut().filter(|t| named.contains(&t.tid)) {
+        let comm = dir.read(&format!("task/{}/comm", t.tid));
+        t.name = comm.ok().map(|c| c.trim_end_matches('\n').to_owned());
+    }
 }
 
 /// A `/proc/PID/task/TID/syscall` line: the call and its six arguments,
@@ -160,6 +188,7 @@ impl Reader<'_> {
         let thread = ThreadWait {
             tid,
             state,
+            name: None,
             wchan,
             syscall: call.map(|(nr, _)| nr),
             call: name.map(str::to_owned),
@@ -209,6 +238,7 @@ impl Reader<'_> {
             "fcntl" if matches!(args[1], F_SETLKW | F_OFD_SETLKW) => {
                 self.lock(tid, fd).into_iter().collect()
             }
+            "futex" | "futex_waitv" => self.futex(name, args),
             "open" => self.fifo(args[0]).into_iter().collect(),
             "openat" => self.fifo(args[1]).into_iter().collect(),
             _ => Vec::new(),
@@ -483,6 +513,21 @@ impl Reader<'_> {
                 ino,
             },
         })
+    }
+
+    /// The futex words a futex(2) or futex_waitv(2) call waits on, with
+    /// the thread each names and the shared memory each lies in.
+    fn futex(&self, call: &str, args: [u64; 6]) -> Vec<WaitOn> {
+        let memory = |addr, len| self.memory(addr, len, "futex word").ok();
+        let words = futex::words(call, args, memory).into_iter();
+        let ours = || {
+            let pid = self.pid;
+            *self
+                .pidns_ours
+                .get_or_init(|| futex::in_our_pid_namespace(pid))
+        };
+        let on = words.filter_map(|word| futex::wait_on(word, self.dir, memory, &self.maps, ours));
+        on.collect()
     }
 
     /// The FIFO an open(2) at path `addr` waits on the other end of.

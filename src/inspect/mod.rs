@@ -6,6 +6,8 @@
 //! - `process`: a process's `/proc` directory and its stat line;
 //! - `fds`: the descriptors it holds;
 //! - `blocked`: what each of its threads is blocked in, and on what;
+//! - `futex`: the thread a futex word names, and the shared memory it
+//!   lies in;
 //! - `sockets`: the other end of a socket, from the kernel's socket
 //!   diagnostics and `/proc/net`;
 //! - `outsiders`: the processes outside the tree that hold what a wait
@@ -13,6 +15,7 @@
 
 mod blocked;
 mod fds;
+mod futex;
 mod outsiders;
 pub(crate) mod process;
 mod sockets;
@@ -25,7 +28,7 @@ use process::{Life, ProcDir, Stat};
 
 pub use fds::held_fds;
 
-use crate::event::{Fd, Peer, Pid, Snapshot, SnapshotCause};
+use crate::event::{Fd, Mapped, Peer, Pid, Snapshot, SnapshotCause};
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are
@@ -67,7 +70,35 @@ pub fn snapshot(
         snapshot.quiet = last_event(snapshot.pid).map_or(0, |at| now.saturating_sub(at));
     }
     name_outsiders(&mut taken, pids);
+    name_mappers(&mut taken);
     taken
+}
+
+/// Records, for each shared memory object a futex wait lies in, the
+/// processes that map it: those that may hold a lock whose word names no
+/// owner. Each process's maps are read only when there is such a wait.
+fn name_mappers(taken: &mut [Snapshot]) {
+    let ons = taken
+        .iter()
+        .flat_map(|s| s.threads.iter().flat_map(|t| &t.on));
+    let mut wanted: Vec<Mapped> = ons
+        .filter_map(|on| match on.peer {
+            Peer::Futex {
+                shared: Some(object),
+                owner: None,
+                ..
+            } => Some(object),
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    for s in taken.iter_mut() {
+        s.maps = futex::mapping(s.pid, &wanted);
+    }
 }
 
 /// Outsiders kept per wait, at most: a pipe of the CI runner may be
@@ -159,6 +190,7 @@ fn read(
         threads,
         notes,
         outsiders: Default::default(),
+        maps: Vec::new(),
     })
 }
 

@@ -6,9 +6,9 @@
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::hang::{Blocked, ChainLine, Hang, Seen, Wait};
+use crate::analysis::hang::{Blocked, ChainLine, Hang, Seen, ThreadCycle, Wait};
 use crate::analysis::hottest_stacks;
-use crate::event::{OnHang, Outsider, Peer, Snapshot, SnapshotCause, WaitHow};
+use crate::event::{OnHang, Outsider, Peer, Pid, Snapshot, SnapshotCause, WaitHow};
 use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::stacks::Profile;
@@ -139,6 +139,8 @@ fn lines_with(hang: &Hang, runs: &[&OnHang], profile: Option<&Profile>) -> Vec<S
     )];
     lines.extend(hang.chains.iter().map(|link| chain_line(hang, link)));
     lines.extend(hang.deadlocks.iter().map(|cycle| deadlock(hang, cycle)));
+    let threads = hang.thread_deadlocks.iter();
+    lines.extend(threads.map(|cycle| thread_deadlock(hang, cycle)));
     let mut shown = vec![false; runs.len()];
     for group in &hang.culprits {
         lines.push(culprit(hang, group));
@@ -379,8 +381,11 @@ fn wait_text(p: &Blocked, wait: &Wait) -> String {
     let thread = if wait.tid == p.pid {
         String::new()
     } else {
-        format!("thread {} ", wait.tid)
+        format!("{} ", thread(p, wait.tid))
     };
+    if matches!(wait.on.peer, Peer::Futex { .. }) {
+        return format!("{thread}{}", futex_text(p, wait));
+    }
     let single = wait.on.how == WaitHow::Exit
         || matches!(
             wait.call.as_str(),
@@ -420,6 +425,38 @@ fn wait_text(p: &Blocked, wait: &Wait) -> String {
     )
 }
 
+/// `thread 12 "worker"`: a thread, named when the snapshot read its name.
+fn thread(p: &Blocked, tid: Pid) -> String {
+    match p.thread_names.get(&tid) {
+        Some(name) => format!("thread {tid} \"{}\"", visible(name)),
+        None => format!("thread {tid}"),
+    }
+}
+
+/// `futex on the lock at 0x…, owned by its thread 12 "worker"`, `futex
+/// for its thread 12 "worker" to end`, `futex on the word at 0x… in
+/// /dev/shm/sem.x (it records no owner)`. The snapshot names exactly the
+/// owners that are threads of the waiter's own process: an owner without
+/// a holder or a name is outside the tree.
+fn futex_text(p: &Blocked, wait: &Wait) -> String {
+    let what = visible(&wait.on.what);
+    let call = &wait.call;
+    let Some(owner) = owner_of(wait) else {
+        return format!("{call} on {what} (it records no owner)");
+    };
+    let own = wait.holders.is_empty() && p.thread_names.contains_key(&owner);
+    let whose = match (own, wait.holders.is_empty()) {
+        (true, _) if owner == wait.tid => "itself".to_string(),
+        (true, _) => format!("its {}", thread(p, owner)),
+        (false, false) => format!("thread {owner}"),
+        (false, true) => format!("thread {owner}, outside the tree"),
+    };
+    match wait.on.how {
+        WaitHow::Exit => format!("{call} for {whose} to end"),
+        _ => format!("{call} on {what}, owned by {whose}"),
+    }
+}
+
 fn how(how: WaitHow) -> &'static str {
     match how {
         WaitHow::Read => "read",
@@ -429,6 +466,7 @@ fn how(how: WaitHow) -> &'static str {
         WaitHow::Connect => "connect",
         WaitHow::Children => "children",
         WaitHow::Exit => "exit",
+        WaitHow::Futex => "futex",
     }
 }
 
@@ -441,6 +479,7 @@ fn end_of(wait: &Wait) -> (String, &'static str) {
         (Peer::File { .. }, WaitHow::Write) => (format!("read end of {what}"), "writes"),
         (Peer::File { .. }, _) => (format!("other end of {what}"), "opens"),
         (Peer::Lock { .. }, _) => (format!("the {what}"), "waits for"),
+        (Peer::Futex { .. }, _) => (what.into_owned(), "waits for"),
         (_, WaitHow::Read) => (format!("the peer of {what}"), "reads"),
         (_, WaitHow::Write) => (format!("the peer of {what}"), "writes"),
         (_, _) => (format!("the listener of {what}"), "connects to"),
@@ -460,6 +499,7 @@ fn held_by(p: &Blocked) -> String {
     };
     let end = match (&wait.on.peer, waits.len()) {
         (Peer::Children { .. }, _) => return (if holders { ":" } else { "" }).into(),
+        (Peer::Futex { .. }, _) => return futex_held_by(&waits),
         (_, 2..) => "the other ends are",
         (Peer::File { .. }, _) => match wait.on.how {
             WaitHow::Read => "its write end is",
@@ -479,6 +519,19 @@ fn held_by(p: &Blocked) -> String {
         return format!("; {end} held only by itself, on {}", fd_list(&own));
     }
     format!("; {end} held by {}", outsiders(&waits))
+}
+
+/// The end of a chain line whose first wait is on a futex: the owner's
+/// process follows, or the candidates, or why nobody does.
+fn futex_held_by(waits: &[&Wait]) -> String {
+    let candidates = waits.iter().any(|w| w.candidates);
+    let holders = waits.iter().any(|w| !w.holders.is_empty());
+    match (candidates, holders) {
+        (true, true) => "; no owner is known, it may be held by:".into(),
+        (true, false) => "; no owner is known, and no other process of the tree that maps it is free to end the wait".into(),
+        (false, true) => "; held by:".into(),
+        (false, false) => String::new(),
+    }
 }
 
 /// Who outside the tree holds what `waits` are on, the first few named:
@@ -511,16 +564,78 @@ fn culprit(hang: &Hang, group: &[usize]) -> String {
         line.push_str(&format!(" (test \"{test}\")"));
     }
     line.push_str(&format!(", {}{}", doing(p), held_by(p)));
-    for (waiter, w, fds) in &hang.waiters[group[0]] {
-        let waiter = &hang.processes[*waiter];
-        let (end, verb) = end_of(&waiter.waits[*w]);
-        line.push_str(&format!(
-            "; holds {} ({end}) that {} {verb}",
-            fd_list(fds),
-            name(waiter)
-        ));
+    // Waiters on the same thing fold: 1,000 waiters on one lock.
+    let mut clauses: Vec<(String, String, Vec<usize>)> = Vec::new();
+    for (at, w, fds) in &hang.waiters[group[0]] {
+        let (what, verb) = holds(&hang.processes[*at].waits[*w], fds);
+        match clauses.iter_mut().find(|c| c.0 == what && c.1 == verb) {
+            Some(clause) => clause.2.push(*at),
+            None => clauses.push((what, verb, vec![*at])),
+        }
+    }
+    for (what, verb, waiters) in clauses {
+        for waiters in hang.group(waiters) {
+            let waiters = group_name(hang, &waiters);
+            line.push_str(&format!("; {what} that {waiters} {verb}"));
+        }
     }
     line
+}
+
+/// What a culprit holds that a waiter's `wait` is on, through `fds`, and
+/// the waiter's verb: `holds fd 3 (write end of pipe:[7])`, `reads`.
+fn holds(wait: &Wait, fds: &[i32]) -> (String, String) {
+    let (end, verb) = end_of(wait);
+    match &wait.on.peer {
+        Peer::Futex { .. } if wait.candidates => (
+            format!("maps {end}"),
+            format!(
+                "{verb} (no owner recorded: {})",
+                count(
+                    wait.holders.len(),
+                    "process of the tree maps it",
+                    "processes of the tree map it"
+                )
+            ),
+        ),
+        Peer::Futex { owner, .. } => {
+            let thread = owner.map(|tid| format!(" (its thread {tid})"));
+            (
+                format!("holds {end}{}", thread.unwrap_or_default()),
+                verb.into(),
+            )
+        }
+        _ => (format!("holds {} ({end})", fd_list(fds)), verb.into()),
+    }
+}
+
+/// `deadlock: 2 threads of 5000 prog wait for each other: thread 5001
+/// "a" (futex on the lock at 0x… held by its thread 5002 "b"); …`.
+fn thread_deadlock(hang: &Hang, cycle: &ThreadCycle) -> String {
+    let p = &hang.processes[cycle.process];
+    let members: Vec<String> = cycle
+        .tids
+        .iter()
+        .map(|&tid| {
+            let waits = p.waits.iter().filter(|w| w.tid == tid);
+            let waits = waits.filter(|w| owner_of(w).is_some_and(|o| cycle.tids.contains(&o)));
+            let waits: Vec<String> = waits.map(|w| futex_text(p, w)).collect();
+            format!("{} ({})", thread(p, tid), waits.join(" and "))
+        })
+        .collect();
+    let head = match cycle.tids.len() {
+        1 => format!("a thread of {} waits for itself", name(p)),
+        n => format!("{n} threads of {} wait for each other", name(p)),
+    };
+    format!("deadlock: {head}: {}", members.join("; "))
+}
+
+/// The thread a futex wait's word names.
+fn owner_of(wait: &Wait) -> Option<Pid> {
+    match wait.on.peer {
+        Peer::Futex { owner, .. } => owner,
+        _ => None,
+    }
 }
 
 /// `deadlock: A (blocked in …, waits for B); B (…, waits for A)`.

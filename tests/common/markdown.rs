@@ -44,6 +44,7 @@ pub fn assert_markdown(page: &str) {
             "> ",
             "… and ",
             "- **Culprit:** ",
+            "- **Deadlock:** ",
         ];
         assert!(
             line.is_empty() || ours.iter().any(|start| line.starts_with(start)),

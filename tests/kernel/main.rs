@@ -20,6 +20,7 @@ mod errors;
 mod faults;
 mod fds;
 mod flamegraph;
+mod futex;
 mod hang;
 mod hostile;
 mod html;

@@ -15,7 +15,7 @@ use proctrace::event::Pid;
 const TIMEOUT: &str = "3s";
 
 /// Records `argv` until the timeout; returns the run and `render -d hang`.
-fn hung(argv: &[&str]) -> (Run, String) {
+pub(crate) fn hung(argv: &[&str]) -> (Run, String) {
     hung_with(&[], argv)
 }
 
@@ -38,12 +38,12 @@ fn python(script: &str) -> (Run, String) {
 }
 
 /// The answer lines of a view that start with `kind`.
-fn answers<'a>(view: &'a str, kind: &str) -> Vec<&'a str> {
+pub(crate) fn answers<'a>(view: &'a str, kind: &str) -> Vec<&'a str> {
     view.lines().filter(|l| l.starts_with(kind)).collect()
 }
 
 /// The one culprit of `view`, which must be `pid`.
-fn the_culprit(view: &str, pid: Pid) -> &str {
+pub(crate) fn the_culprit(view: &str, pid: Pid) -> &str {
     let culprits = answers(view, "culprit: ");
     assert_eq!(culprits.len(), 1, "{view}");
     assert!(

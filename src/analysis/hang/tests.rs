@@ -34,6 +34,7 @@ fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) -> Snapshot
         threads: vec![ThreadWait {
             tid: pid,
             state: 'S',
+            name: None,
             wchan: None,
             syscall: Some(0),
             call: Some(call.into()),
@@ -41,6 +42,7 @@ fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) -> Snapshot
         }],
         notes: Vec::new(),
         outsiders: Default::default(),
+        maps: Vec::new(),
     }
 }
 

@@ -539,9 +539,11 @@ impl<'a> Trace<'a> {
             let Some(hang) = crate::analysis::hang::Hang::new(self.processes, &records) else {
                 continue;
             };
+            let threads = hang.thread_deadlocks.iter().map(|c| c.process);
+            let deadlocked = hang.deadlocks.concat().into_iter().chain(threads);
             let marks = [
                 ("proctrace.hang.culprit", hang.culprits.concat()),
-                ("proctrace.hang.deadlock", hang.deadlocks.concat()),
+                ("proctrace.hang.deadlock", deadlocked.collect()),
             ];
             for (key, positions) in marks {
                 for position in positions {
