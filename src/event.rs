@@ -14,8 +14,10 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod probes;
 mod stacks;
 
+pub use probes::{ProbeArgs, ProbeHits, ProbeKind, ProbePoint, ARG_TUPLES_KEPT};
 pub use stacks::{CpuProfile, CpuSamples, Frame, SampleClock, Stack};
 
 /// Version of the recording format written in [`Header::format_version`].
@@ -58,6 +60,10 @@ pub enum Record {
     Stack(Stack),
     /// How often a process was sampled in a stack.
     CpuSamples(CpuSamples),
+    /// How often a process hit a probe in a stack (`record --probe`).
+    ProbeHits(ProbeHits),
+    /// How often a process hit a USDT probe with some arguments.
+    ProbeArgs(ProbeArgs),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -152,6 +158,9 @@ pub struct Header {
     /// How the CPUs were sampled, with `record --cpu-profile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_profile: Option<CpuProfile>,
+    /// The probes attached, with `record --probe`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbePoint>,
 }
 
 /// A process created a new process. `timestamp` is taken before the child
@@ -917,6 +926,13 @@ pub struct Trailer {
     /// ring was full), or that could not be read.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lost_samples: u64,
+    /// Hits of the tree's processes on the probes, with `record --probe`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub probe_hits: u64,
+    /// Hits the kernel saw but could not deliver (the hits ring was
+    /// full), or that could not be read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_probe_hits: u64,
 }
 
 impl Record {
@@ -935,6 +951,8 @@ impl Record {
             Record::Frame(_) => "Frame",
             Record::Stack(_) => "Stack",
             Record::CpuSamples(_) => "CpuSamples",
+            Record::ProbeHits(_) => "ProbeHits",
+            Record::ProbeArgs(_) => "ProbeArgs",
             Record::Trailer(_) => "Trailer",
         }
     }
@@ -985,7 +1003,9 @@ impl Record {
             | Record::Trailer(_)
             | Record::Frame(_)
             | Record::Stack(_)
-            | Record::CpuSamples(_) => None,
+            | Record::CpuSamples(_)
+            | Record::ProbeHits(_)
+            | Record::ProbeArgs(_) => None,
         }
     }
 
@@ -1003,7 +1023,9 @@ impl Record {
             | Record::Trailer(_)
             | Record::Frame(_)
             | Record::Stack(_)
-            | Record::CpuSamples(_) => None,
+            | Record::CpuSamples(_)
+            | Record::ProbeHits(_)
+            | Record::ProbeArgs(_) => None,
         }
     }
 }

@@ -10,6 +10,7 @@
 #include "emit.bpf.h"
 #include "fds.bpf.h"
 #include "pidns.bpf.h"
+#include "probes.bpf.h"
 #include "profile.bpf.h"
 #include "resources.bpf.h"
 #include "setid.bpf.h"
@@ -40,6 +41,7 @@ struct exit_event _exit_event = {};
 struct id_event _id_event = {};
 struct exec_event _exec_event = {};
 struct sample_event _sample_event = {};
+struct hit_event _hit_event = {};
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;

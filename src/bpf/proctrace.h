@@ -43,6 +43,8 @@ enum event_kind {
 	EVENT_SETPGID = 5,
 	/* A CPU sample of a tracked thread, sent on the `samples` ring. */
 	EVENT_SAMPLE = 6,
+	/* A hit of a `--probe` by a tracked thread, sent on the `hits` ring. */
+	EVENT_HIT = 7,
 };
 
 /* Defaults of the sizes userspace may change before load, defined once here
@@ -66,7 +68,9 @@ enum loss_kind {
 	LOSS_TRACKING_FULL = 1,
 	/* The samples ring was full: a CPU sample was dropped. */
 	LOSS_SAMPLE = 2,
-	LOSS_KINDS = 3,
+	/* The hits ring was full: a probe's hit was dropped. */
+	LOSS_HIT = 3,
+	LOSS_KINDS = 4,
 };
 
 /* Kernel frames kept per sample: the kernel's own default for
@@ -228,6 +232,32 @@ struct sample_event {
 	__u32 stack_len;
 	__u32 _pad;
 	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	__u8 stack[SAMPLE_STACK_CAP];
+};
+
+/* USDT arguments kept per hit: libbpf reads up to 12, the probes people
+ * group by (CPython's, PostgreSQL's, nextest's) have at most 6. */
+#define PROBE_ARGS 6
+
+/* One hit of a probe (`record --probe`) by a tracked thread: which probe
+ * (its index among the attached ones), the USDT arguments, and where
+ * userspace wants stacks the user registers with the top of the user
+ * stack, unwound as a CPU sample's are. The first stack_len bytes of
+ * stack[] are sent, nothing after them. */
+struct hit_event {
+	/* header.pid: the process (thread group) that hit it. */
+	struct event_header header;
+	__s32 tid;
+	__u32 probe;
+	/* Entries of args[] read: the USDT's arguments, 0 for a uprobe. */
+	__u32 arg_count;
+	__u32 stack_len;
+	__s64 args[PROBE_ARGS];
+	/* As in sample_event; all 0 without stacks. */
+	__u64 ip;
+	__u64 sp;
+	__u64 fp;
+	__u64 lr;
 	__u8 stack[SAMPLE_STACK_CAP];
 };
 

@@ -57,15 +57,16 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct sa
 
 /* A copy that crosses into an unmapped page fails whole: where the
  * stack's end is not known, smaller copies are tried in turn. */
-#define TRY_COPY(sample, sp, n)                                               \
-	if (!bpf_probe_read_user((sample)->stack, (n), (void *)(sp)))          \
+#define TRY_COPY(stack, sp, n)                                                \
+	if (!bpf_probe_read_user((stack), (n), (void *)(sp)))                  \
 		return (n);
 
-/* Copies the top of the user stack at `sp`: up to the start of the
- * process's stack area for its main thread (whose end is known), else the
- * largest size that reads whole. Returns the bytes copied. */
-static __always_inline __u32 copy_stack(struct sample_event *sample, struct task_struct *task,
-					__u64 sp, bool main_thread)
+/* Copies the top of the user stack at `sp` into `stack` (SAMPLE_STACK_CAP
+ * bytes): up to the start of the process's stack area for its main thread
+ * (whose end is known), else the largest size that reads whole. Returns
+ * the bytes copied. A probe's hit copies it the same way. */
+static __always_inline __u32 copy_stack(__u8 *stack, struct task_struct *task, __u64 sp,
+					bool main_thread)
 {
 	__u64 len = SAMPLE_STACK_CAP;
 	__u64 start = BPF_CORE_READ(task, mm, start_stack);
@@ -75,13 +76,13 @@ static __always_inline __u32 copy_stack(struct sample_event *sample, struct task
 	barrier_var(len);
 	if (len > SAMPLE_STACK_CAP)
 		len = SAMPLE_STACK_CAP;
-	if (len && !bpf_probe_read_user(sample->stack, len, (void *)sp))
+	if (len && !bpf_probe_read_user(stack, len, (void *)sp))
 		return len;
-	TRY_COPY(sample, sp, 4096)
-	TRY_COPY(sample, sp, 2048)
-	TRY_COPY(sample, sp, 1024)
-	TRY_COPY(sample, sp, 512)
-	TRY_COPY(sample, sp, 256)
+	TRY_COPY(stack, sp, 4096)
+	TRY_COPY(stack, sp, 2048)
+	TRY_COPY(stack, sp, 1024)
+	TRY_COPY(stack, sp, 512)
+	TRY_COPY(stack, sp, 256)
 	return 0;
 }
 
@@ -90,7 +91,7 @@ static __always_inline void fill_user(struct bpf_perf_event_data *ctx,
 				      bool main_thread)
 {
 	if (user_regs(ctx, sample))
-		sample->stack_len = copy_stack(sample, task, sample->sp, main_thread);
+		sample->stack_len = copy_stack(sample->stack, task, sample->sp, main_thread);
 }
 
 SEC("perf_event")

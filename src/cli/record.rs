@@ -112,6 +112,18 @@ pub struct RecordArgs {
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99")]
     cpu_profile: Option<u32>,
+    /// Count the tree's hits of a function or USDT probe (repeatable):
+    /// `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION` or
+    /// `usdt:FILE:PROVIDER:NAME`, FILE a path or a library or program name (`libc`,
+    /// `python3`), FUNCTION and NAME may hold `*` and `?`. Attached for every process
+    /// before the command starts; only the tree's hits leave the kernel, each with its
+    /// user stack and USDT arguments. `render -d probes` and `-d probe-folded` show them.
+    #[arg(long = "probe", value_name = "SPEC")]
+    probes: Vec<String>,
+    /// With --probe: count hits and arguments only, without copying and unwinding
+    /// the stack at each (cheaper per hit).
+    #[arg(long, requires = "probes")]
+    no_probe_stacks: bool,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -200,6 +212,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .capture_fds(!args.no_fds)
         .env(args.env.iter().cloned())
         .cpu_profile(args.cpu_profile)
+        .probes(args.probes.iter().cloned(), !args.no_probe_stacks)
         .command_output(command_output.clone())
         .start();
     let recording = match recording {
@@ -292,6 +305,7 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
             totals.unwatched_32bit_execs
         );
     }
+    warn_probes(totals);
     output.result()?;
     if quiet {
         return Ok(());
@@ -307,6 +321,29 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
         output.name()
     );
     Ok(())
+}
+
+/// Hits past which a probe may dominate the run: each costs a trap into
+/// the kernel, a few microseconds with its stack (BENCHMARKS.md).
+const HOT_PROBE_HITS: u64 = 1_000_000;
+
+/// Says how many probe hits were dropped, and when probes fired so often
+/// that they may be most of what the run did.
+fn warn_probes(totals: &Trailer) {
+    if totals.lost_probe_hits > 0 {
+        eprintln!(
+            "proctrace: WARNING: {} probe hits were lost (the hits ring was full): the counts \
+             are short by that many; record with --no-probe-stacks, or narrow the probes",
+            totals.lost_probe_hits
+        );
+    }
+    if totals.probe_hits >= HOT_PROBE_HITS {
+        eprintln!(
+            "proctrace: WARNING: the probes fired {} times: each hit traps into the kernel, so \
+             they may dominate the run's time; narrow them, or record with --no-probe-stacks",
+            totals.probe_hits
+        );
+    }
 }
 
 /// The command's own status, as a shell would report it: the exit code, or

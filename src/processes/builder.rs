@@ -83,7 +83,9 @@ impl Builder {
             | Record::OnHang(_)
             | Record::Frame(_)
             | Record::Stack(_)
-            | Record::CpuSamples(_) => {}
+            | Record::CpuSamples(_)
+            | Record::ProbeHits(_)
+            | Record::ProbeArgs(_) => {}
         }
         Ok(Some(index as usize))
     }

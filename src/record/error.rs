@@ -149,12 +149,29 @@ pub enum RecordError {
         /// The OS error.
         source: io::Error,
     },
-    /// The CPU profile's samples come through a ring buffer.
-    #[error("the CPU profile needs the ring buffer (Linux 5.8+), not the perf buffer")]
+    /// The CPU profile's samples and the probes' hits come through ring
+    /// buffers.
+    #[error("the CPU profile and --probe need the ring buffer (Linux 5.8+), not the perf buffer")]
     ProfileNeedsRing,
     /// The CPU profile cannot follow the tree's executable mappings.
     #[error("following the tree's executable mappings for the CPU profile: {0}")]
     Mappings(#[from] crate::record::profile::WatchError),
+    /// A `--probe` names no file, function or USDT probe there is.
+    #[error(transparent)]
+    Probe(#[from] crate::record::probes::ProbeError),
+    /// A `--probe` could not be attached.
+    #[error("--probe {probe:?}: attaching {at}: {source}")]
+    ProbeAttach {
+        /// The spec as given.
+        probe: String,
+        /// The point of it that failed.
+        at: String,
+        /// libbpf's error.
+        source: Box<libbpf_rs::Error>,
+    },
+    /// Probes tell which one fired by their attachment's cookie.
+    #[error("--probe needs Linux 5.15 or later (BPF cookies), or a kernel built with uprobes")]
+    ProbesNeedCookies,
     /// The BTF file given with --btf cannot be used.
     #[error("BTF file {}", path.display())]
     BtfFile {

@@ -36,6 +36,7 @@ mod launch;
 mod lineage;
 mod load;
 mod notice;
+pub mod probes;
 mod profile;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -96,6 +97,8 @@ pub struct Recorder {
     command_output: Option<PathBuf>,
     policy: LingerPolicy,
     kernel: KernelConfig,
+    /// The `--probe` specs, resolved at start.
+    probe_specs: Vec<String>,
 }
 
 impl Default for KernelConfig {
@@ -117,6 +120,8 @@ impl Default for KernelConfig {
                 .collect(),
             detach_in_child: false,
             cpu_profile: None,
+            probes: Vec::new(),
+            probe_stacks: true,
         }
     }
 }
@@ -146,6 +151,7 @@ impl Recorder {
             command_output: None,
             policy: LingerPolicy::default(),
             kernel: KernelConfig::default(),
+            probe_specs: Vec::new(),
         }
     }
 
@@ -334,12 +340,50 @@ impl Recorder {
         self
     }
 
+    /// Attaches probes to functions and USDT probes (`--probe` specs,
+    /// `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
+    /// `usdt:FILE:PROVIDER:NAME`), for all processes, counting the hits of
+    /// the tree only: each process's hits per probe and stack, and the
+    /// USDT arguments, sent after the last event as
+    /// [`ProbeHits`](crate::event::ProbeHits) and
+    /// [`ProbeArgs`](crate::event::ProbeArgs) records; the header lists
+    /// the probes. With `stacks`, each hit's user stack is unwound as a
+    /// CPU sample's is. The specs are resolved when the recording starts:
+    /// a missing file or function is a [`RecordError::Probe`].
+    ///
+    /// ```no_run
+    /// use proctrace::record::Recorder;
+    /// use proctrace::stacks::Profile;
+    ///
+    /// # fn main() -> Result<(), proctrace::record::RecordError> {
+    /// let recording = Recorder::command(["make", "test"])
+    ///     .probes(["uprobe:libc:malloc".to_owned()], true)
+    ///     .start()?;
+    /// let probes = recording.header().probes.clone();
+    /// let mut profile = Profile::default();
+    /// for record in recording.events() {
+    ///     let _event = profile.take(record);
+    /// }
+    /// recording.finish()?;
+    /// for hits in &profile.probe_hits {
+    ///     println!("{} {} {}", hits.pid, probes[hits.probe as usize].label(), hits.count);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn probes(mut self, specs: impl IntoIterator<Item = String>, stacks: bool) -> Self {
+        self.probe_specs = specs.into_iter().collect();
+        self.kernel.probe_stacks = stacks;
+        self
+    }
+
     /// Loads the BPF program, starts the command and returns once its first
     /// exec is under way.
-    pub fn start(self) -> Result<LiveRecording, RecordError> {
+    pub fn start(mut self) -> Result<LiveRecording, RecordError> {
         if let Some(hz) = self.kernel.cpu_profile {
             load::check_rate(hz)?;
         }
+        self.kernel.probes = probes::resolve(&self.probe_specs)?;
         let (prepared, command) = match &self.target {
             Target::Command(argv) => {
                 let command = argv
@@ -401,6 +445,7 @@ impl Recorder {
             syscall_hook: started.syscall_hook,
             cpus: online_cpus(),
             cpu_profile: started.cpu_profile,
+            probes: self.kernel.probes.iter().map(|p| p.point.clone()).collect(),
         };
         Ok(LiveRecording {
             header,

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::event::{CpuSamples, Frame, Pid, Record};
+use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, Record};
 
 /// The profile of a recording made with `record --cpu-profile`; empty for
 /// any other.
@@ -13,6 +13,10 @@ pub struct Profile {
     stacks: HashMap<u32, Vec<u32>>,
     /// Samples per process and stack, in the order they were written.
     pub samples: Vec<CpuSamples>,
+    /// Probe hits per process, probe and stack (`record --probe`).
+    pub probe_hits: Vec<ProbeHits>,
+    /// USDT hits per process, probe and arguments.
+    pub probe_args: Vec<ProbeArgs>,
 }
 
 impl Profile {
@@ -27,6 +31,8 @@ impl Profile {
                 self.stacks.insert(stack.id, stack.frames);
             }
             Record::CpuSamples(samples) => self.samples.push(samples),
+            Record::ProbeHits(hits) => self.probe_hits.push(hits),
+            Record::ProbeArgs(args) => self.probe_args.push(args),
             other => return Some(other),
         }
         None

@@ -596,13 +596,14 @@ impl Run {
             "profile lines interleaved\n{}",
             ctx()
         );
-        if self.header().cpu_profile.is_none() {
+        if self.header().cpu_profile.is_none() && self.header().probes.is_empty() {
             assert!(
                 lines.is_empty(),
-                "profile lines without a profile\n{}",
+                "profile lines without a profile or probes\n{}",
                 ctx()
             );
         }
+        let probes = self.header().probes.len() as u32;
         let (mut frames, mut stacks) = (BTreeSet::new(), BTreeSet::new());
         let known: BTreeSet<Pid> = self
             .events()
@@ -610,7 +611,7 @@ impl Run {
             .filter_map(Record::pid)
             .chain([self.root()])
             .collect();
-        let mut samples = 0;
+        let (mut samples, mut hits) = (0, 0);
         for line in lines {
             match line {
                 Record::Frame(f) => assert!(frames.insert(f.id), "frame {} twice\n{}", f.id, ctx()),
@@ -633,10 +634,27 @@ impl Run {
                     assert!(c.count > 0 && c.first <= c.last, "{c:?}\n{}", ctx());
                     samples += c.count;
                 }
+                Record::ProbeHits(h) => {
+                    assert!(
+                        h.stack.is_none_or(|s| stacks.contains(&s)),
+                        "{h:?}: no such stack\n{}",
+                        ctx()
+                    );
+                    assert!(h.probe < probes, "{h:?}: no such probe\n{}", ctx());
+                    assert!(known.contains(&h.pid), "{h:?}: not of the tree\n{}", ctx());
+                    assert!(h.count > 0 && h.first <= h.last, "{h:?}\n{}", ctx());
+                    hits += h.count;
+                }
+                Record::ProbeArgs(a) => {
+                    assert!(a.probe < probes, "{a:?}: no such probe\n{}", ctx());
+                    assert!(known.contains(&a.pid), "{a:?}: not of the tree\n{}", ctx());
+                    assert!(a.count > 0, "{a:?}\n{}", ctx());
+                }
                 _ => unreachable!(),
             }
         }
         assert_eq!(samples, self.trailer().samples, "{}", ctx());
+        assert_eq!(hits, self.trailer().probe_hits, "{}", ctx());
     }
 
     /// The invariants every finished recording satisfies.
@@ -979,6 +997,10 @@ impl Drop for Tmpfs {
 pub fn is_profile(record: &Record) -> bool {
     matches!(
         record,
-        Record::Frame(_) | Record::Stack(_) | Record::CpuSamples(_)
+        Record::Frame(_)
+            | Record::Stack(_)
+            | Record::CpuSamples(_)
+            | Record::ProbeHits(_)
+            | Record::ProbeArgs(_)
     )
 }

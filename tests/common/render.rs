@@ -128,6 +128,7 @@ impl Synthetic {
             syscall_hook: None,
             cpus: Some(2),
             cpu_profile: None,
+            probes: Vec::new(),
         };
         Synthetic {
             records: vec![Record::Header(header)],

@@ -80,8 +80,8 @@ fn perf_shares(program: &str, args: &[&str]) -> BTreeMap<String, f64> {
     shares
 }
 
-/// `proctrace record ARGS -- true`, which must fail: its stderr and status.
-fn refused(args: &[&str]) -> (Option<i32>, String) {
+/// `proctrace record ARGS -- true`, which must fail: its status and stderr.
+pub fn refused(args: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(recorder_bin())
         .args(["record", "-o"])

@@ -29,6 +29,7 @@ mod library;
 mod live;
 mod otlp;
 mod perfetto;
+mod probes;
 mod record;
 mod resources;
 mod signals;

@@ -6,8 +6,8 @@ use std::mem::size_of;
 use plain::Plain;
 
 use crate::bpf::types::{
-    event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, id_event, resources,
-    sample_event,
+    event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, hit_event, id_event,
+    resources, sample_event,
 };
 use crate::event::{
     Exec, Exit, Fd, FdKind, Fork, Pid, RawBytes, Record, Resources, SetPgid, SetSid, UsedBefore,
@@ -22,6 +22,7 @@ unsafe impl Plain for exit_event {}
 unsafe impl Plain for resources {}
 unsafe impl Plain for id_event {}
 unsafe impl Plain for sample_event {}
+unsafe impl Plain for hit_event {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.
@@ -75,6 +76,50 @@ pub fn decode_sample(data: &[u8], start: u64) -> Result<Sample, Malformed> {
         kernel: e.kernel[..frames].to_vec(),
         regs: [e.ip, e.sp, e.fp, e.lr],
         stack: stack.to_vec(),
+    })
+}
+
+/// One hit of a probe as the kernel sent it: a sample of the user stack
+/// (no kernel stack: a uprobe fires in user mode), and which probe, with
+/// its USDT arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// The thread, its registers and stack copy (all 0 and empty when
+    /// recorded without stacks).
+    pub sample: Sample,
+    /// The probe's id.
+    pub probe: u32,
+    /// The USDT arguments read (none for a uprobe).
+    pub args: Vec<i64>,
+}
+
+/// Decodes a record of the hits ring; `start` as for [`decode`].
+pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
+    let fixed = std::mem::offset_of!(hit_event, stack);
+    let malformed = || Malformed {
+        len: data.len(),
+        kind: event_kind::EVENT_HIT.0,
+    };
+    let mut e = hit_event::default();
+    let head = data.get(..fixed).ok_or_else(malformed)?;
+    // SAFETY: a plain C struct of integers, valid for any bytes.
+    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
+    bytes[..fixed].copy_from_slice(head);
+    let stack = data
+        .get(fixed..fixed + e.stack_len as usize)
+        .ok_or_else(malformed)?;
+    let args = (e.arg_count as usize).min(e.args.len());
+    Ok(Hit {
+        sample: Sample {
+            pid: e.header.pid,
+            tid: e.tid,
+            timestamp: e.header.timestamp.saturating_sub(start),
+            kernel: Vec::new(),
+            regs: [e.ip, e.sp, e.fp, e.lr],
+            stack: stack.to_vec(),
+        },
+        probe: e.probe,
+        args: e.args[..args].to_vec(),
     })
 }
 

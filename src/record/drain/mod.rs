@@ -3,7 +3,7 @@
 
 mod decode;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::os::fd::BorrowedFd;
@@ -29,8 +29,8 @@ use super::profile::{mapped_now, Collector, MmapWatch};
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
 use crate::inspect;
-pub(crate) use decode::Sample;
-use decode::{decode, decode_sample};
+use decode::{decode, decode_hit, decode_sample};
+pub(crate) use decode::{Hit, Sample};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -88,8 +88,9 @@ pub fn run(
         }
         None => None,
     };
-    let collector = match probe.cpu_profile {
-        Some(_) => match Collector::start(start_ns) {
+    let stacks = probe.cpu_profile.is_some() || !config.probes.is_empty();
+    let collector = match stacks {
+        true => match Collector::start(start_ns) {
             Ok(collector) => Some(collector),
             Err(err) => {
                 let error = RecordError::system("starting the profile's thread")(err);
@@ -97,7 +98,7 @@ pub fn run(
                 return Ok(Trailer::default());
             }
         },
-        None => None,
+        false => None,
     };
     let mut drain = Drain {
         start_ns,
@@ -110,6 +111,7 @@ pub fn run(
         reorder: RefCell::default(),
         env_names: config.env_names.clone(),
         collector,
+        probing: !config.probes.is_empty(),
     };
     let totals = drain.run(&target)?;
     Ok(drain.finish_profile(totals))
@@ -126,8 +128,11 @@ struct Drain<'a, 'obj> {
     outputs: Outputs,
     reorder: RefCell<Reorder>,
     env_names: Vec<String>,
-    /// The CPU profile's thread, with `--cpu-profile`.
+    /// The thread that unwinds and counts stacks, with `--cpu-profile`
+    /// or `--probe`.
     collector: Option<Collector>,
+    /// Whether probes were attached (`--probe`): their ring is read.
+    probing: bool,
 }
 
 enum Buffer<'cb> {
@@ -266,19 +271,26 @@ impl Drain<'_, '_> {
             (Ok(sample), Some(collector)) => collector.sample(sample),
             _ => *malformed.borrow_mut() += 1,
         };
+        let unread_hits = Cell::new(0u64);
+        let on_hit = |data: &[u8]| match (decode_hit(data, start_ns), &self.collector) {
+            (Ok(hit), Some(collector)) => collector.hit(hit),
+            _ => unread_hits.set(unread_hits.get() + 1),
+        };
         // Perf events are installed in the map when the buffer opens: open
         // it before the command starts, or its first exec has nowhere to go.
-        let started = self.open_buffer(on_record, on_sample).and_then(|buffer| {
-            let tracked = self.probe.tracked_map()?;
-            if self.policy.subreaper {
-                become_subreaper()?;
-            }
-            let seed = |pid| {
-                self.probe.track(pid)?;
-                self.watch_mappings(pid)
-            };
-            Ok((buffer, tracked, target.start(self.probe, seed)?))
-        });
+        let started = self
+            .open_buffer(on_record, on_sample, on_hit)
+            .and_then(|buffer| {
+                let tracked = self.probe.tracked_map()?;
+                if self.policy.subreaper {
+                    become_subreaper()?;
+                }
+                let seed = |pid| {
+                    self.probe.track(pid)?;
+                    self.watch_mappings(pid)
+                };
+                Ok((buffer, tracked, target.start(self.probe, seed)?))
+            });
         let (buffer, tracked, root) = match started {
             Ok(ok) => ok,
             Err(err) => {
@@ -332,6 +344,7 @@ impl Drain<'_, '_> {
         (totals.lost_buffer_full, totals.lost_tracking_full) = self.probe.losses();
         totals.unwatched_32bit_execs = self.probe.unwatched_32bit_execs();
         totals.malformed = *malformed.borrow();
+        totals.lost_probe_hits = unread_hits.get();
         totals.lost = totals.lost_buffer_full + totals.lost_tracking_full + totals.malformed;
         totals.end_timestamp = monotonic_ns().saturating_sub(start_ns);
         Ok(totals)
@@ -645,6 +658,8 @@ impl Drain<'_, '_> {
         let collected = collector.finish();
         totals.samples = collected.samples;
         totals.lost_samples = self.probe.lost_samples();
+        totals.probe_hits = collected.hits;
+        totals.lost_probe_hits += self.probe.lost_hits();
         if collected.lost_mappings > 0 {
             log::warn!(
                 "{} executable mappings were not announced (their ring was full): frames in them are [unknown]",
@@ -660,11 +675,13 @@ impl Drain<'_, '_> {
     }
 
     /// Opens the events buffer, and with a CPU profile the samples ring,
-    /// read in the same wait. The samples need the ring buffer (5.8+).
+    /// with probes the hits ring, read in the same wait. The samples and
+    /// hits need the ring buffer (5.8+).
     fn open_buffer<'cb>(
         &self,
         mut on_record: impl FnMut(&[u8]) + 'cb,
         mut on_sample: impl FnMut(&[u8]) + 'cb,
+        mut on_hit: impl FnMut(&[u8]) + 'cb,
     ) -> Result<Buffer<'cb>, RecordError>
     where
         Self: 'cb,
@@ -690,6 +707,14 @@ impl Drain<'_, '_> {
                             0
                         })
                         .map_err(RecordError::bpf("opening the samples ring"))?;
+                }
+                if self.probing {
+                    builder
+                        .add(&self.probe.skel.maps.hits, move |data: &[u8]| {
+                            on_hit(data);
+                            0
+                        })
+                        .map_err(RecordError::bpf("opening the probe hits ring"))?;
                 }
                 builder.build().map(Buffer::Ring).map_err(error)
             }

@@ -16,6 +16,10 @@ use crate::record::RecordError;
 /// (the drain reads it every 50 ms); a page where nothing samples.
 const SAMPLES_RING_BYTES: u32 = 8 << 20;
 
+/// The probes' hits ring: a thousand hits with their stack copies between
+/// two reads of it (every 50 ms); a page without probes.
+const HITS_RING_BYTES: u32 = 16 << 20;
+
 /// The initial PID namespace's inode (include/linux/proc_ns.h).
 pub(super) const PROC_PID_INIT_INO: u32 = 0xEFFF_FFFC;
 
@@ -61,6 +65,14 @@ pub(super) fn configure(
         page_size()
     };
     rodata.sample_wakeup_bytes = u64::from(samples_bytes / 2);
+    let probing = !config.probes.is_empty();
+    let hits_bytes = if probing {
+        HITS_RING_BYTES
+    } else {
+        page_size()
+    };
+    rodata.hit_wakeup_bytes = u64::from(hits_bytes / 2);
+    rodata.hit_stacks = config.probe_stacks;
 
     let map_error = RecordError::bpf("sizing the BPF maps");
     let tracked = &mut open.maps.tracked;
@@ -94,8 +106,14 @@ pub(super) fn configure(
         .samples
         .set_max_entries(samples_bytes)
         .map_err(RecordError::bpf("sizing the samples ring"))?;
+    open.maps
+        .hits
+        .set_max_entries(hits_bytes)
+        .map_err(RecordError::bpf("sizing the probe hits ring"))?;
     let progs = &mut open.progs;
     progs.cpu_sample.set_autoload(config.cpu_profile.is_some());
+    progs.probe_uprobe.set_autoload(probing);
+    progs.probe_usdt.set_autoload(probing);
     for (btf, raw, wanted) in [
         (&mut progs.fork_btf, &mut progs.fork_raw, true),
         (&mut progs.exec_btf, &mut progs.exec_raw, !looped),

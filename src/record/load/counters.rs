@@ -90,6 +90,11 @@ impl Probe<'_> {
         self.lost(loss_kind::LOSS_SAMPLE)
     }
 
+    /// Probe hits the kernel saw but could not hand over so far.
+    pub fn lost_hits(&self) -> u64 {
+        self.lost(loss_kind::LOSS_HIT)
+    }
+
     /// Losses of `kind` so far, on every CPU.
     fn lost(&self, kind: loss_kind) -> u64 {
         let per_cpu = self

@@ -9,7 +9,8 @@
 //! - [`counters`]: the kernel side's counters and the tracked map, read
 //!   and written while the recording runs;
 //! - [`checks`]: privileges and the PID namespace, checked first;
-//! - [`sampling`]: the CPU profile's perf events, one per CPU.
+//! - [`sampling`]: the CPU profile's perf events, one per CPU;
+//! - [`probes`]: the `--probe` uprobes and USDT probes.
 
 mod attach;
 mod checks;
@@ -21,6 +22,7 @@ mod cut_cache;
 mod exec_apart;
 mod memory;
 mod preload;
+mod probes;
 mod sampling;
 pub(super) mod tracefs;
 
@@ -34,6 +36,7 @@ use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
 
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, CpuProfile, SyscallHook};
+use crate::record::probes::Resolved;
 use crate::record::{Degraded, RecordError};
 use attach::{attach_sched, attach_syscalls, attach_tracepoints, detach_in_child};
 use checks::{check_privileges, pid_namespace, raise_memlock_limit};
@@ -95,6 +98,10 @@ pub struct KernelConfig {
     pub detach_in_child: bool,
     /// Samples per second of the CPU profile; `None`: no profile.
     pub cpu_profile: Option<u32>,
+    /// The probes to attach (`--probe`), resolved.
+    pub probes: Vec<Resolved>,
+    /// Copy the user stack at each probe hit, to unwind.
+    pub probe_stacks: bool,
 }
 
 /// The loaded and attached program.
@@ -151,6 +158,9 @@ pub fn load<'obj>(
         check_btf(path)?;
     } else if !kernel_btf {
         return Err(RecordError::NoBtf);
+    }
+    if !config.probes.is_empty() && !probes::kernel_has_cookies() {
+        return Err(RecordError::ProbesNeedCookies);
     }
     raise_memlock_limit();
 
@@ -313,6 +323,7 @@ fn load_with<'obj>(
         }
         None => None,
     };
+    links.extend(probes::attach(&skel, &config.probes)?);
     let mut slow_links = Vec::new();
     let mut warnings = Vec::new();
     let attached = match tracepoints {

@@ -14,8 +14,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::mmaps::{Mapping, MmapWatch, Seen};
 use super::spaces::AddressSpaces;
-use crate::event::{CpuSamples, Frame, Pid, Record, Stack};
-use crate::record::drain::Sample;
+use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, Record, Stack, ARG_TUPLES_KEPT};
+use crate::record::drain::{Hit, Sample};
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
 
@@ -28,6 +28,7 @@ enum Told {
     /// those it has already.
     Watch(MmapWatch, Vec<Mapping>),
     Sample(Sample),
+    Hit(Hit),
     Fork {
         parent: Pid,
         child: Pid,
@@ -53,10 +54,13 @@ pub(crate) struct Collector {
 
 /// What the profile's thread made of the recording.
 pub(crate) struct Collected {
-    /// Frame, Stack and CpuSamples records, each frame and stack once.
+    /// Frame, Stack, CpuSamples, ProbeHits and ProbeArgs records, each
+    /// frame and stack once.
     pub records: Vec<Record>,
     /// Samples counted.
     pub samples: u64,
+    /// Probe hits counted.
+    pub hits: u64,
     /// Mappings the kernel could not announce (its ring was full): frames
     /// in them are `[unknown]`.
     pub lost_mappings: u64,
@@ -82,6 +86,11 @@ impl Collector {
     /// A sample, as soon as it is read.
     pub fn sample(&self, sample: Sample) {
         let _ = self.to.send(Told::Sample(sample));
+    }
+
+    /// A probe's hit, as soon as it is read.
+    pub fn hit(&self, hit: Hit) {
+        let _ = self.to.send(Told::Hit(hit));
     }
 
     /// A released event of the tree: a fork starts a process with its
@@ -115,9 +124,21 @@ impl Collector {
         self.thread.join().unwrap_or_else(|_| Collected {
             records: Vec::new(),
             samples: 0,
+            hits: 0,
             lost_mappings: 0,
         })
     }
+}
+
+/// Counts one more at time `at` under `key`.
+fn count_at<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, Count>, key: K, at: u64) {
+    let count = counts.entry(key).or_insert(Count {
+        count: 0,
+        first: at,
+        last: at,
+    });
+    count.count += 1;
+    count.last = at;
 }
 
 /// One thing that happened, to be applied in time order.
@@ -128,6 +149,7 @@ enum Happened {
     },
     Seen(Seen),
     Sample(Sample),
+    Hit(Hit),
     /// A process that exited at `at`, applied [`FORGET_AFTER`] later.
     Exit {
         pid: Pid,
@@ -136,8 +158,8 @@ enum Happened {
 }
 
 /// How long after its exit a process's mappings are forgotten: samples
-/// come on a ring of their own, and one the drain read late must still
-/// find them.
+/// and probe hits come on rings of their own, and one the drain read late
+/// must still find them.
 const FORGET_AFTER: u64 = 1_000_000_000;
 
 impl Happened {
@@ -147,7 +169,7 @@ impl Happened {
         match self {
             Happened::Fork { .. } | Happened::Seen(Seen::Exec { .. }) => 0,
             Happened::Seen(_) => 1,
-            Happened::Sample(_) => 2,
+            Happened::Sample(_) | Happened::Hit(_) => 2,
             Happened::Exit { .. } => 3,
         }
     }
@@ -192,6 +214,19 @@ struct Profiler {
     module_ids: HashMap<Arc<str>, u32>,
     counts: HashMap<(Pid, Vec<Place>), Count>,
     samples: u64,
+    /// Hits by process, probe and stack (empty without stacks).
+    hit_counts: HashMap<(Pid, u32, Vec<Place>), Count>,
+    /// USDT hits by process, probe and arguments; past the bound of
+    /// tuples kept, by process and probe only.
+    arg_counts: HashMap<(Pid, u32), ArgTuples>,
+    hits: u64,
+}
+
+/// One process's hits of one USDT probe by their arguments.
+#[derive(Default)]
+struct ArgTuples {
+    kept: HashMap<Vec<i64>, u64>,
+    other: u64,
 }
 
 impl Profiler {
@@ -207,6 +242,9 @@ impl Profiler {
             module_ids: HashMap::new(),
             counts: HashMap::new(),
             samples: 0,
+            hit_counts: HashMap::new(),
+            arg_counts: HashMap::new(),
+            hits: 0,
         }
     }
 
@@ -218,6 +256,7 @@ impl Profiler {
                     mapped.into_iter().for_each(|m| self.spaces.add(m));
                 }
                 Ok(Told::Sample(sample)) => self.wait(sample.timestamp, Happened::Sample(sample)),
+                Ok(Told::Hit(hit)) => self.wait(hit.sample.timestamp, Happened::Hit(hit)),
                 Ok(Told::Fork { parent, child, at }) => {
                     self.wait(at, Happened::Fork { parent, child })
                 }
@@ -271,6 +310,7 @@ impl Profiler {
                 Happened::Fork { parent, child } => self.spaces.fork(parent, child, time),
                 Happened::Seen(seen) => self.spaces.seen(seen),
                 Happened::Sample(sample) => self.count(sample),
+                Happened::Hit(hit) => self.count_hit(hit),
                 Happened::Exit { pid, at } => self.spaces.exit(pid, at),
             }
         }
@@ -278,6 +318,32 @@ impl Profiler {
 
     /// Unwinds one sample and counts its stack, leaf first.
     fn count(&mut self, sample: Sample) {
+        let places = self.unwind(&sample);
+        self.samples += 1;
+        count_at(&mut self.counts, (sample.pid, places), sample.timestamp);
+    }
+
+    /// Counts one hit of a probe, in its stack and by its arguments.
+    fn count_hit(&mut self, hit: Hit) {
+        let places = self.unwind(&hit.sample);
+        self.hits += 1;
+        let (pid, at) = (hit.sample.pid, hit.sample.timestamp);
+        count_at(&mut self.hit_counts, (pid, hit.probe, places), at);
+        if !hit.args.is_empty() {
+            let tuples = self.arg_counts.entry((pid, hit.probe)).or_default();
+            if let Some(count) = tuples.kept.get_mut(&hit.args) {
+                *count += 1;
+            } else if tuples.kept.len() < ARG_TUPLES_KEPT {
+                tuples.kept.insert(hit.args, 1);
+            } else {
+                tuples.other += 1;
+            }
+        }
+    }
+
+    /// The frames of a sample, the running one first: its kernel stack,
+    /// then its user stack unwound against the mappings of the time.
+    fn unwind(&mut self, sample: &Sample) -> Vec<Place> {
         let mut places: Vec<Place> = sample
             .kernel
             .iter()
@@ -297,18 +363,11 @@ impl Profiler {
                 .unwinder
                 .unwind(&modules, &regs, &sample.stack, MAX_USER_FRAMES);
             for (i, addr) in addrs.into_iter().enumerate() {
-                let place = self.place(&sample, lookup_address(addr, i == 0));
+                let place = self.place(sample, lookup_address(addr, i == 0));
                 places.push(place);
             }
         }
-        self.samples += 1;
-        let count = self.counts.entry((sample.pid, places)).or_insert(Count {
-            count: 0,
-            first: sample.timestamp,
-            last: sample.timestamp,
-        });
-        count.count += 1;
-        count.last = sample.timestamp;
+        places
     }
 
     /// Where `addr` of the sampled process was: a file offset in the
@@ -345,23 +404,20 @@ impl Profiler {
 
     /// Names every place once and writes the profile's records.
     fn finish(self) -> Collected {
-        let names = Names::of(&self.modules, self.counts.keys().flat_map(|(_, p)| p));
-        let mut stacks: HashMap<Vec<u32>, u32> = HashMap::new();
+        let places = self.counts.keys().flat_map(|(_, p)| p);
+        let hit_places = self.hit_counts.keys().flat_map(|(_, _, p)| p);
+        let names = Names::of(&self.modules, places.chain(hit_places));
+        let mut stacks = StackIds::default();
         // Places that name the same functions are one stack.
         let mut merged: HashMap<(Pid, u32), Count> = HashMap::new();
         for ((pid, places), count) in &self.counts {
-            // Leaf first as unwound; the record's stacks start at the root.
-            let frames: Vec<u32> = places
-                .iter()
-                .rev()
-                .flat_map(|place| names.frames(place))
-                .collect();
-            let next = stacks.len() as u32;
-            let stack = *stacks.entry(frames).or_insert(next);
-            merged
-                .entry((*pid, stack))
-                .and_modify(|sum| sum.merge(count))
-                .or_insert(*count);
+            let stack = stacks.of(&names, places);
+            merge(&mut merged, (*pid, stack), count);
+        }
+        let mut merged_hits: HashMap<(Pid, u32, Option<u32>), Count> = HashMap::new();
+        for ((pid, probe, places), count) in &self.hit_counts {
+            let stack = (!places.is_empty()).then(|| stacks.of(&names, places));
+            merge(&mut merged_hits, (*pid, *probe, stack), count);
         }
         let mut samples: Vec<CpuSamples> = merged
             .into_iter()
@@ -374,21 +430,95 @@ impl Profiler {
             })
             .collect();
         samples.sort_by(|a, b| (a.pid, b.count, a.stack).cmp(&(b.pid, a.count, b.stack)));
-        let mut stacks: Vec<Stack> = stacks
+        let mut hits: Vec<ProbeHits> = merged_hits
             .into_iter()
-            .map(|(frames, id)| Stack { id, frames })
+            .map(|((pid, probe, stack), count)| ProbeHits {
+                pid,
+                probe,
+                stack,
+                count: count.count,
+                first: count.first,
+                last: count.last,
+            })
             .collect();
-        stacks.sort_by_key(|s| s.id);
+        hits.sort_by(|a, b| {
+            (a.pid, a.probe, b.count, a.stack).cmp(&(b.pid, b.probe, a.count, b.stack))
+        });
         let mut records: Vec<Record> = names.table.into_iter().map(Record::Frame).collect();
-        records.extend(stacks.into_iter().map(Record::Stack));
+        records.extend(stacks.into_records());
         records.extend(samples.into_iter().map(Record::CpuSamples));
+        records.extend(hits.into_iter().map(Record::ProbeHits));
+        records.extend(arg_records(self.arg_counts).map(Record::ProbeArgs));
         let lost_mappings: u64 = self.watches.iter().map(|w| w.lost() + w.garbled()).sum();
         Collected {
             records,
             samples: self.samples,
+            hits: self.hits,
             lost_mappings,
         }
     }
+}
+
+fn merge<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, Count>, key: K, count: &Count) {
+    counts
+        .entry(key)
+        .and_modify(|sum| sum.merge(count))
+        .or_insert(*count);
+}
+
+/// The stacks of the recording, each numbered once by its frames.
+#[derive(Default)]
+struct StackIds(HashMap<Vec<u32>, u32>);
+
+impl StackIds {
+    /// The id of the stack of `places` (leaf first, as unwound; the
+    /// record's stacks start at the root).
+    fn of(&mut self, names: &Names, places: &[Place]) -> u32 {
+        let frames: Vec<u32> = places
+            .iter()
+            .rev()
+            .flat_map(|place| names.frames(place))
+            .collect();
+        let next = self.0.len() as u32;
+        *self.0.entry(frames).or_insert(next)
+    }
+
+    fn into_records(self) -> impl Iterator<Item = Record> {
+        let mut stacks: Vec<Stack> = self
+            .0
+            .into_iter()
+            .map(|(frames, id)| Stack { id, frames })
+            .collect();
+        stacks.sort_by_key(|s| s.id);
+        stacks.into_iter().map(Record::Stack)
+    }
+}
+
+/// The USDT hits by arguments, most frequent first per process and probe,
+/// the tuples past the bound in one record of their own.
+fn arg_records(counts: HashMap<(Pid, u32), ArgTuples>) -> impl Iterator<Item = ProbeArgs> {
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by_key(|(key, _)| *key);
+    counts.into_iter().flat_map(|((pid, probe), tuples)| {
+        let mut kept: Vec<(Vec<i64>, u64)> = tuples.kept.into_iter().collect();
+        kept.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
+        let other = (tuples.other > 0).then_some(ProbeArgs {
+            pid,
+            probe,
+            args: Vec::new(),
+            other: true,
+            count: tuples.other,
+        });
+        kept.into_iter()
+            .map(move |(args, count)| ProbeArgs {
+                pid,
+                probe,
+                args,
+                other: false,
+                count,
+            })
+            .chain(other)
+    })
 }
 
 fn module_of(mapping: &Mapping) -> Module {

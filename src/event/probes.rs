@@ -1,0 +1,90 @@
+//! The probes' lines (`record --probe`): what was probed, and how often
+//! each process hit each probe in each stack and with each USDT argument
+//! tuple. The stacks and frames are the CPU profile's, shared.
+
+use serde::{Deserialize, Serialize};
+
+use super::Pid;
+
+/// How a probe is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ProbeKind {
+    /// The entry of a function (or an offset into it).
+    Uprobe,
+    /// The return of a function.
+    Uretprobe,
+    /// A static probe a program ships (`<sys/sdt.h>`'s USDT).
+    Usdt,
+}
+
+/// One attached probe, in the header: a spec with a wildcard is one per
+/// match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbePoint {
+    /// Its number, which [`ProbeHits`] and [`ProbeArgs`] refer to.
+    pub id: u32,
+    /// The `--probe` it came from, as given.
+    pub spec: String,
+    /// How it is attached.
+    pub kind: ProbeKind,
+    /// The file attached to, resolved (`libc` becomes the path the tree
+    /// maps).
+    pub file: String,
+    /// The function (with its `+OFFSET`), or the USDT's `PROVIDER:NAME`.
+    pub name: String,
+}
+
+impl ProbePoint {
+    /// The probe as people read it: `uprobe:libc.so.6:malloc`.
+    pub fn label(&self) -> String {
+        let kind = match self.kind {
+            ProbeKind::Uprobe => "uprobe",
+            ProbeKind::Uretprobe => "uretprobe",
+            ProbeKind::Usdt => "usdt",
+        };
+        let file = self.file.rsplit('/').next().unwrap_or(&self.file);
+        format!("{kind}:{file}:{}", self.name)
+    }
+}
+
+/// How often one process hit one probe in one stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeHits {
+    /// The process (any of its threads).
+    pub pid: Pid,
+    /// The [`ProbePoint`] id.
+    pub probe: u32,
+    /// The [`Stack`](super::Stack) id at the hits; absent when recorded
+    /// without stacks, or where none could be unwound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<u32>,
+    /// Hits there.
+    pub count: u64,
+    /// The first and last of them (nanoseconds since the start).
+    pub first: u64,
+    /// See `first`.
+    pub last: u64,
+}
+
+/// How often one process hit one USDT probe with one tuple of arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeArgs {
+    /// The process (any of its threads).
+    pub pid: Pid,
+    /// The [`ProbePoint`] id.
+    pub probe: u32,
+    /// The arguments, as signed numbers; empty for the hits past the
+    /// recorder's bound of distinct tuples (`other`).
+    pub args: Vec<i64>,
+    /// The hits whose tuple was not kept apart: the recorder keeps at
+    /// most [`ARG_TUPLES_KEPT`] per probe and process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub other: bool,
+    /// Hits with these arguments.
+    pub count: u64,
+}
+
+/// Distinct argument tuples a recording keeps per probe and process.
+pub const ARG_TUPLES_KEPT: usize = 1000;

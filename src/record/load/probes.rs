@@ -1,0 +1,62 @@
+//! Attaching the `--probe` points: uprobes by file offset, USDT probes by
+//! provider and name (libbpf reads the notes, sets the semaphores and
+//! works out where each argument is), all for every process: the program
+//! keeps the tree's hits only. The cookie of each attachment is the
+//! probe's id.
+
+use libbpf_rs::{Link, ProgramType, UprobeOpts, UsdtOpts};
+
+use crate::bpf::ProctraceSkel;
+use crate::event::ProbeKind;
+use crate::record::probes::{Place, Resolved};
+use crate::record::RecordError;
+
+/// Every process, not one: the tree's are picked in the kernel.
+const ALL_PROCESSES: i32 = -1;
+
+/// Attaches every point, in order; the first that fails ends it.
+pub(super) fn attach(
+    skel: &ProctraceSkel<'_>,
+    points: &[Resolved],
+) -> Result<Vec<Link>, RecordError> {
+    points.iter().map(|point| attach_one(skel, point)).collect()
+}
+
+fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, RecordError> {
+    let cookie = u64::from(resolved.point.id);
+    let attached = match &resolved.place {
+        Place::Offset(offset) => skel.progs.probe_uprobe.attach_uprobe_with_opts(
+            ALL_PROCESSES,
+            &resolved.file,
+            *offset as usize,
+            UprobeOpts {
+                cookie,
+                retprobe: resolved.point.kind == ProbeKind::Uretprobe,
+                ..Default::default()
+            },
+        ),
+        Place::Usdt { provider, name } => skel.progs.probe_usdt.attach_usdt_with_opts(
+            ALL_PROCESSES,
+            &resolved.file,
+            provider,
+            name,
+            UsdtOpts {
+                cookie,
+                ..Default::default()
+            },
+        ),
+    };
+    attached.map_err(|source| RecordError::ProbeAttach {
+        probe: resolved.point.spec.clone(),
+        at: resolved.point.label(),
+        source: Box::new(source),
+    })
+}
+
+/// Whether this kernel gives programs their attachment's cookie (5.15),
+/// which says which probe fired.
+pub(super) fn kernel_has_cookies() -> bool {
+    ProgramType::Kprobe
+        .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_get_attach_cookie)
+        .unwrap_or(false)
+}

@@ -1,0 +1,211 @@
+//! Probes on the tree (`record --probe`): the specs people write, the
+//! files, functions and USDT probes they name, resolved before anything
+//! loads so that a typo is one clear line; attaching them is the loader's
+//! work, counting their hits the profile's thread's.
+//!
+//! - [`spec`]: `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
+//!   `usdt:FILE:PROVIDER:NAME`, parsed;
+//! - [`files`]: a library or program name to the file the tree maps;
+//! - [`symbols`]: a function (or a pattern) to file offsets;
+//! - [`usdt`]: the USDT probes a file ships (`.note.stapsdt`).
+
+mod files;
+mod spec;
+mod symbols;
+pub mod usdt;
+
+use std::path::PathBuf;
+
+pub use spec::{ProbeSpec, Target};
+
+use crate::event::{ProbeKind, ProbePoint};
+
+/// Probes attached at the most, all specs together: each is a perf event
+/// and a slot of libbpf's USDT tables (256 by default).
+pub const MAX_PROBES: usize = 256;
+
+/// Why a `--probe` cannot be attached.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The spec does not parse.
+    #[error("--probe {spec:?}: {why}")]
+    Malformed {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No such file, and no library or program of that name.
+    #[error("--probe {spec:?}: no file {file:?} (not a path, nor a library in ld.so.cache, nor a program on PATH)")]
+    NoFile {
+        /// The spec as given.
+        spec: String,
+        /// Its FILE.
+        file: String,
+    },
+    /// The file cannot be read as an ELF object.
+    #[error("--probe {spec:?}: reading {}: {why}", file.display())]
+    Unreadable {
+        /// The spec as given.
+        spec: String,
+        /// The file it resolved to.
+        file: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+    /// The file has no function or USDT probe by that name.
+    #[error("--probe {spec:?}: {} has no {what} {name:?}", file.display())]
+    NotFound {
+        /// The spec as given.
+        spec: String,
+        /// The file it resolved to.
+        file: PathBuf,
+        /// `function` or `USDT probe`.
+        what: &'static str,
+        /// The function or probe (pattern) looked for.
+        name: String,
+    },
+    /// A pattern matched more than can be attached.
+    #[error("--probe {spec:?}: {matched} matches in {}, past the {MAX_PROBES} probes proctrace attaches: narrow the pattern", file.display())]
+    TooMany {
+        /// The spec as given.
+        spec: String,
+        /// The file it resolved to.
+        file: PathBuf,
+        /// How many points it matched.
+        matched: usize,
+    },
+}
+
+/// One place to attach to: a point of a spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// What the recording's header says of it.
+    pub point: ProbePoint,
+    /// The file to attach to.
+    pub file: PathBuf,
+    /// Where: the file offset of the function (uprobes), or the USDT's
+    /// provider and name for libbpf to find.
+    pub place: Place,
+}
+
+/// See [`Resolved::place`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A file offset.
+    Offset(u64),
+    /// A USDT probe.
+    Usdt {
+        /// Its provider.
+        provider: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// Resolves every spec to the points it attaches to, numbered in order.
+pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
+    let mut resolved = Vec::new();
+    for text in specs {
+        let spec = ProbeSpec::parse(text)?;
+        let file = files::find(&spec.file).ok_or_else(|| ProbeError::NoFile {
+            spec: text.clone(),
+            file: spec.file.clone(),
+        })?;
+        let unreadable = |why: String| ProbeError::Unreadable {
+            spec: text.clone(),
+            file: file.clone(),
+            why,
+        };
+        let places: Vec<(String, Place)> = match &spec.target {
+            Target::Function { pattern, offset } => symbols::functions(&file, pattern)
+                .map_err(unreadable)?
+                .into_iter()
+                .map(|(name, at)| {
+                    let name = match offset {
+                        0 => name,
+                        n => format!("{name}+{n:#x}"),
+                    };
+                    (name, Place::Offset(at + offset))
+                })
+                .collect(),
+            Target::Usdt { provider, name } => usdt::matching(&file, provider, name)
+                .map_err(unreadable)?
+                .into_iter()
+                .map(|(provider, name)| {
+                    (format!("{provider}:{name}"), Place::Usdt { provider, name })
+                })
+                .collect(),
+        };
+        if places.is_empty() {
+            return Err(ProbeError::NotFound {
+                spec: text.clone(),
+                file,
+                what: match spec.kind {
+                    ProbeKind::Usdt => "USDT probe",
+                    _ => "function",
+                },
+                name: spec.target.to_string(),
+            });
+        }
+        if resolved.len() + places.len() > MAX_PROBES {
+            return Err(ProbeError::TooMany {
+                spec: text.clone(),
+                file,
+                matched: places.len(),
+            });
+        }
+        for (name, place) in places {
+            let point = ProbePoint {
+                id: resolved.len() as u32,
+                spec: text.clone(),
+                kind: spec.kind,
+                file: file.display().to_string(),
+                name,
+            };
+            resolved.push(Resolved {
+                point,
+                file: file.clone(),
+                place,
+            });
+        }
+    }
+    Ok(resolved)
+}
+
+/// Whether `name` matches `pattern`, whose `*` stands for any run of
+/// characters and `?` for one.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((&c, rest)) => n
+                .split_first()
+                .is_some_and(|(&d, tail)| (c == b'?' || c == d) && go(rest, tail)),
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// Whether `pattern` has a wildcard.
+pub(crate) fn is_pattern(pattern: &str) -> bool {
+    pattern.contains(['*', '?'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_as_shells_do() {
+        assert!(glob_match("mall*", "malloc"));
+        assert!(glob_match("*alloc", "malloc"));
+        assert!(glob_match("m?lloc", "malloc"));
+        assert!(glob_match("malloc", "malloc"));
+        assert!(!glob_match("malloc", "malloc2"));
+        assert!(!glob_match("m*x", "malloc"));
+        assert!(glob_match("*", ""));
+    }
+}

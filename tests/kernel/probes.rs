@@ -1,0 +1,188 @@
+//! Probes on the tree (`record --probe`): uprobes, uretprobes and USDT
+//! probes counted per process, with the stacks at the hits and the USDT
+//! arguments, checked against programs whose answers are known; hits of
+//! processes outside the tree never leave the kernel.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use proctrace::event::ProbeKind;
+use proctrace::stacks::Profile;
+
+use crate::common::*;
+use crate::cpu_profile::refused;
+
+/// Rounds of tests/workloads/probed.c: that many mallocs from allocate().
+const ROUNDS: i64 = 1000;
+
+/// A loop outside the tree running the same program, all along: none of
+/// its hits may leave the kernel.
+struct Outsider(std::process::Child);
+
+impl Outsider {
+    fn start(program: &str) -> Outsider {
+        let script = format!("while :; do {program} 50; done");
+        Outsider(
+            Command::new("sh")
+                .args(["-c", &script])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The recording's probe lines, read back as a library user would.
+fn profile_of(run: &Run) -> Profile {
+    let mut profile = Profile::default();
+    for record in run.profile_lines() {
+        assert!(profile.take(record.clone()).is_none(), "{record:?}");
+    }
+    profile
+}
+
+/// Hits of probe `id` whose stack passes through `function`, and all.
+fn hits_through(profile: &Profile, id: u32, function: &str) -> (u64, u64) {
+    let hits = profile.probe_hits.iter().filter(|h| h.probe == id);
+    hits.fold((0, 0), |(through, all), h| {
+        let frames = h.stack.map(|s| profile.stack(s)).unwrap_or_default();
+        let passes = frames
+            .iter()
+            .any(|f| f.function.as_deref() == Some(function));
+        (through + if passes { h.count } else { 0 }, all + h.count)
+    })
+}
+
+#[test]
+fn malloc_hits_through_a_known_function_are_counted_exactly() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let outsider = Outsider::start(program);
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&[
+        "--probe",
+        "uprobe:libc:malloc",
+        "--probe",
+        "uretprobe:libc:malloc",
+        "--probe",
+        &format!("usdt:{program}:proctrace_test:round"),
+        "--probe",
+        &format!("usdt:{program}:proctrace_test:done"),
+    ]);
+    let run = record_with(&opts, &[program, &ROUNDS.to_string()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let probes = &run.header().probes;
+    let kinds: Vec<ProbeKind> = probes.iter().map(|p| p.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ProbeKind::Uprobe,
+            ProbeKind::Uretprobe,
+            ProbeKind::Usdt,
+            ProbeKind::Usdt
+        ]
+    );
+    assert!(probes[0].file.contains("libc.so"), "{probes:?}");
+    let profile = profile_of(&run);
+    let outside = outsider.0.id() as i32;
+    assert!(
+        profile.probe_hits.iter().all(|h| h.pid == run.root()),
+        "a hit of a process other than the root (the outsider is {outside})"
+    );
+    for (id, what) in [(0, "malloc"), (1, "malloc's return")] {
+        let (through, _) = hits_through(&profile, id, "allocate");
+        assert_eq!(through, ROUNDS as u64, "{what} through allocate");
+        let (from_main, _) = hits_through(&profile, id, "main");
+        assert_eq!(from_main, ROUNDS as u64, "{what}: the stacks reach main");
+    }
+    // The USDT arguments: (i, ROUNDS) once each, then (sum, -7) once.
+    let args_of = |id: u32| -> BTreeMap<Vec<i64>, u64> {
+        profile
+            .probe_args
+            .iter()
+            .filter(|a| a.probe == id)
+            .map(|a| (a.args.clone(), a.count))
+            .collect()
+    };
+    let expected: BTreeMap<Vec<i64>, u64> = (0..ROUNDS).map(|i| (vec![i, ROUNDS], 1)).collect();
+    assert_eq!(args_of(2), expected);
+    let sum = ROUNDS * (ROUNDS - 1) / 2;
+    assert_eq!(args_of(3), BTreeMap::from([(vec![sum, -7], 1)]));
+    assert_eq!(
+        hits_through(&profile, 2, "allocate"),
+        (ROUNDS as u64, ROUNDS as u64)
+    );
+    assert_eq!(run.trailer().lost_probe_hits, 0);
+}
+
+#[test]
+fn hits_are_counted_without_stacks_too() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&[
+        "--no-probe-stacks",
+        "--probe",
+        &format!("usdt:{program}:proctrace_test:r*"),
+        "--probe",
+        &format!("uprobe:{program}:alloc*"),
+    ]);
+    let run = record_with(&opts, &[program, "300"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let names: Vec<&str> = run
+        .header()
+        .probes
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["proctrace_test:round", "allocate"]);
+    let profile = profile_of(&run);
+    let count = |id| -> u64 {
+        let hits = profile.probe_hits.iter().filter(|h| h.probe == id);
+        hits.map(|h| {
+            assert_eq!(h.stack, None, "{h:?}");
+            h.count
+        })
+        .sum()
+    };
+    assert_eq!((count(0), count(1)), (300, 1));
+}
+
+#[test]
+fn bad_probes_are_one_clear_line() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let usdt_missing = format!("usdt:{program}:proctrace_test:nope");
+    for (spec, says) in [
+        ("uprobe:/no/such/file:main", "no file \"/no/such/file\""),
+        ("uprobe:libno-such-lib:f", "no file \"libno-such-lib\""),
+        (
+            "uprobe:libc:no_such_function_at_all",
+            "has no function \"no_such_function_at_all\"",
+        ),
+        (
+            usdt_missing.as_str(),
+            "has no USDT probe \"proctrace_test:nope\"",
+        ),
+        ("kprobe:libc:malloc", "unknown probe type \"kprobe\""),
+        ("uprobe:libc", "expected FILE:FUNCTION"),
+        ("uprobe:libc:*", "past the 256 probes"),
+    ] {
+        let (code, stderr) = refused(&["--probe", spec]);
+        assert_ne!(code, Some(0), "{spec}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{spec}: one line:\n{stderr}");
+        assert!(stderr.contains(says), "{spec}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{spec:?}")),
+            "{spec}: names it: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

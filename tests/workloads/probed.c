@@ -1,0 +1,37 @@
+// cflags: -O2 -fomit-frame-pointer -fno-inline
+/* Probes with known answers (`record --probe`): allocate() calls malloc
+ * exactly N times and nothing else in the program does after main starts
+ * counting; each round fires the USDT probe proctrace_test:round with
+ * its number and N, and proctrace_test:done once with the sum 0+..+N-1
+ * and a negative constant. Built without frame pointers, as distributions
+ * build: the stacks at the hits unwind through .eh_frame.
+ *
+ *   probed N
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sdt.h>
+
+/* Kept from being optimised away: the pointers go somewhere. */
+void *volatile sink;
+
+void allocate(long n)
+{
+	long sum = 0;
+
+	for (long i = 0; i < n; i++) {
+		sink = malloc(16 + i);
+		free(sink);
+		DTRACE_PROBE2(proctrace_test, round, i, n);
+		sum += i;
+	}
+	DTRACE_PROBE2(proctrace_test, done, sum, -7);
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 0;
+
+	allocate(n);
+	return 0;
+}
