@@ -144,14 +144,25 @@ pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<SampledSt
 /// its first event, its exec (running proctrace's code until then): it
 /// is the first process of that pid to start after them.
 pub fn sampled_process(processes: &Processes, samples: &CpuSamples) -> Option<usize> {
+    process_between(processes, samples.pid, samples.first, samples.last)
+}
+
+/// The process of `pid` that something seen from `first` to `last` (a
+/// line of samples, of probe hits) was of; see [`sampled_process`].
+pub(crate) fn process_between(
+    processes: &Processes,
+    pid: Pid,
+    first: u64,
+    last: u64,
+) -> Option<usize> {
     processes
-        .find(samples.pid, samples.first)
-        .or_else(|| processes.find(samples.pid, samples.last))
+        .find(pid, first)
+        .or_else(|| processes.find(pid, last))
         .or_else(|| {
             let later = processes
                 .all()
                 .enumerate()
-                .filter(|(_, p)| p.pid == samples.pid && p.start() >= samples.last);
+                .filter(|(_, p)| p.pid == pid && p.start() >= last);
             later.min_by_key(|(_, p)| p.start()).map(|(i, _)| i)
         })
 }
@@ -163,7 +174,7 @@ pub fn sampled_program(processes: &Processes, samples: &CpuSamples) -> String {
     program_of(processes, index, samples.pid)
 }
 
-fn program_of(processes: &Processes, index: Option<usize>, pid: Pid) -> String {
+pub(crate) fn program_of(processes: &Processes, index: Option<usize>, pid: Pid) -> String {
     match index.and_then(|i| processes.get(i).program()) {
         Some(program) => program.to_owned(),
         None => format!("<pid {pid}>"),

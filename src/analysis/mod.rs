@@ -5,6 +5,9 @@
 //! - [`hotspots`]: where the CPU went inside the processes, by function
 //!   (`record --cpu-profile`); [`sampled_stacks`]: the sampled stacks
 //!   with their processes and tests, for the flame graphs.
+//! - [`probe_uses`]: the hits of each probe (`record --probe`) per test,
+//!   command and process, and its USDT arguments; [`hit_stacks`]: the
+//!   stacks at the hits.
 //! - [`critical_path`]: where the run's wall time went, link by link.
 //! - [`outlived`]: the processes that outlived the process that started
 //!   them, with or without `record --linger`.
@@ -25,6 +28,7 @@ mod failures;
 pub mod hang;
 mod holders;
 mod outlived;
+mod probes;
 mod programs;
 pub mod testname;
 mod usage;
@@ -37,5 +41,6 @@ pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
 pub use holders::{held, Held, HeldFile, Holder, Others};
 pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
+pub use probes::{hit_stacks, probe_uses, probed_processes, HitStack, ProbeUse};
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};

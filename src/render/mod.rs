@@ -22,6 +22,8 @@ pub mod otlp;
 mod perfetto;
 #[cfg(feature = "pprof")]
 mod pprof;
+mod probe_folded;
+mod probes;
 mod profile;
 mod sequential;
 mod summary;
@@ -96,6 +98,12 @@ pub enum Mode {
     /// and `test`. Binary: to a file (`-o`) or a pipe.
     #[cfg(feature = "pprof")]
     Pprof,
+    /// The probes' hits (`record --probe`): per probe, per test, per
+    /// command and per process, and the most frequent USDT arguments.
+    Probes,
+    /// The stacks at the probes' hits, collapsed
+    /// (`test;program;main;f;uprobe:libc.so.6:malloc 12`).
+    ProbeFolded,
     /// OpenTelemetry traces as OTLP/JSON: one span per process, one
     /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
     /// per line, each ready to POST to a collector's `/v1/traces`; in the
@@ -179,6 +187,8 @@ pub fn render(
         Mode::CpuFlamegraph => cpu_flamegraph::render,
         #[cfg(feature = "pprof")]
         Mode::Pprof => pprof::render,
+        Mode::Probes => probes::render,
+        Mode::ProbeFolded => probe_folded::render,
         Mode::Otlp => otlp::render,
     };
     render(recording, options, out)

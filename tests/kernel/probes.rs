@@ -186,3 +186,55 @@ fn bad_probes_are_one_clear_line() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[test]
+fn the_views_count_per_probe_and_say_which_were_never_hit() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&[
+        "--probe",
+        &format!("uprobe:{program}:allocate"),
+        "--probe",
+        &format!("usdt:{program}:proctrace_test:round"),
+        "--probe",
+        "uprobe:libc:getpid",
+    ]);
+    let run = record_with(&opts, &[program, "40"]);
+    let path = run.dir.path().join("rec.ndjson");
+    let text = crate::hang::render_as(&path, "probes");
+    assert!(
+        text.starts_with("Probes: 3 attached, 41 hits of 1 process, 0 lost\n"),
+        "{text}"
+    );
+    assert!(text.contains("\nuprobe:probed:allocate: 1 hit\n"), "{text}");
+    assert!(
+        text.contains("\nusdt:probed:proctrace_test:round: 40 hits\n"),
+        "{text}"
+    );
+    assert!(text.contains("  arguments (10 of 40):\n"), "{text}");
+    assert!(text.contains("    … 30 more with 30 hits\n"), "{text}");
+    assert!(
+        text.contains("\nuprobe:libc.so.6:getpid: no process of the tree hit it\n"),
+        "{text}"
+    );
+    let folded = crate::hang::render_as(&path, "probe-folded");
+    // Root first, the probe last, one line per stack: main;allocate then
+    // the probe (what glibc runs before main varies by version).
+    let lines: Vec<(&str, &str)> = folded
+        .lines()
+        .map(|line| line.rsplit_once(' ').expect("STACK COUNT"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{folded}");
+    for ((stack, count), (probe, hits)) in lines.iter().zip([
+        ("uprobe:probed:allocate", "1"),
+        ("usdt:probed:proctrace_test:round", "40"),
+    ]) {
+        assert!(stack.starts_with("probed;"), "{folded}");
+        assert!(
+            stack.ends_with(&format!(";main;allocate;{probe}")),
+            "{folded}"
+        );
+        assert_eq!(*count, hits, "{folded}");
+    }
+}

@@ -3,10 +3,10 @@
 //! loads so that a typo is one clear line; attaching them is the loader's
 //! work, counting their hits the profile's thread's.
 //!
-//! - [`spec`]: `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
+//! - `spec`: `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
 //!   `usdt:FILE:PROVIDER:NAME`, parsed;
-//! - [`files`]: a library or program name to the file the tree maps;
-//! - [`symbols`]: a function (or a pattern) to file offsets;
+//! - `files`: a library or program name to the file the tree maps;
+//! - `symbols`: a function (or a pattern) to file offsets;
 //! - [`usdt`]: the USDT probes a file ships (`.note.stapsdt`).
 
 mod files;

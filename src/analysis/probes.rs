@@ -1,0 +1,155 @@
+//! The probes' hits (`record --probe`), summed up: per probe, its hits
+//! per test, per command and per process, and its most frequent USDT
+//! argument tuples; and the stacks at the hits, each with its process,
+//! test and program, which `probe-folded` collapses.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::cpu::{process_between, program_of};
+use super::testname::test_of;
+use crate::event::{Pid, ProbeHits, ProbePoint};
+use crate::processes::Processes;
+use crate::stacks::Profile;
+
+/// One probe's hits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeUse {
+    /// The probe as attached.
+    pub probe: ProbePoint,
+    /// Hits in all; 0 when no process of the tree hit it.
+    pub hits: u64,
+    /// Per test, most hits first; empty when no runner named tests.
+    pub by_test: Vec<(String, u64)>,
+    /// Per program, most hits first.
+    pub by_command: Vec<(String, u64)>,
+    /// Per process (pid and program), most hits first.
+    pub by_process: Vec<(Pid, String, u64)>,
+    /// The USDT argument tuples, most frequent first, over all processes;
+    /// `None` stands for the tuples the recorder did not keep apart.
+    pub args: Vec<(Option<Vec<i64>>, u64)>,
+}
+
+/// Every probe of the recording with its hits, in the order attached.
+pub fn probe_uses(
+    probes: &[ProbePoint],
+    profile: &Profile,
+    processes: &Processes,
+) -> Vec<ProbeUse> {
+    let mut uses: Vec<Tally> = probes.iter().map(|_| Tally::default()).collect();
+    for hits in &profile.probe_hits {
+        let Some(tally) = uses.get_mut(hits.probe as usize) else {
+            continue;
+        };
+        let (process, program) = process_of(processes, hits);
+        tally.hits = tally.hits.saturating_add(hits.count);
+        add(&mut tally.by_command, program.clone(), hits.count);
+        add(&mut tally.by_process, (hits.pid, program), hits.count);
+        if let Some(test) = process.and_then(|i| test_of(processes, i)) {
+            add(&mut tally.by_test, test, hits.count);
+        }
+    }
+    for args in &profile.probe_args {
+        if let Some(tally) = uses.get_mut(args.probe as usize) {
+            let tuple = (!args.other).then(|| args.args.clone());
+            add(&mut tally.args, tuple, args.count);
+        }
+    }
+    probes
+        .iter()
+        .zip(uses)
+        .map(|(probe, tally)| ProbeUse {
+            probe: probe.clone(),
+            hits: tally.hits,
+            by_test: most_first(tally.by_test),
+            by_command: most_first(tally.by_command),
+            by_process: most_first(tally.by_process)
+                .into_iter()
+                .map(|((pid, program), n)| (pid, program, n))
+                .collect(),
+            args: most_first(tally.args),
+        })
+        .collect()
+}
+
+/// One process's hits of one probe in one stack, with what the flame
+/// graphs fold them under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HitStack {
+    /// Its test, where a runner names one.
+    pub test: Option<String>,
+    /// What the process ran.
+    pub program: String,
+    /// The functions, the outermost caller first (none without stacks).
+    pub frames: Vec<String>,
+    /// The probe ([`ProbePoint::label`]).
+    pub probe: String,
+    /// Hits there.
+    pub hits: u64,
+}
+
+/// Every line of hits, in the order the recording has them.
+pub fn hit_stacks(
+    probes: &[ProbePoint],
+    profile: &Profile,
+    processes: &Processes,
+) -> Vec<HitStack> {
+    let labels: Vec<String> = probes.iter().map(ProbePoint::label).collect();
+    let mut tests: HashMap<usize, Option<String>> = HashMap::new();
+    profile
+        .probe_hits
+        .iter()
+        .filter_map(|hits| {
+            let probe = labels.get(hits.probe as usize)?.clone();
+            let (process, program) = process_of(processes, hits);
+            let test = process.and_then(|i| {
+                tests
+                    .entry(i)
+                    .or_insert_with(|| test_of(processes, i))
+                    .clone()
+            });
+            let frames = hits.stack.map(|s| profile.stack(s)).unwrap_or_default();
+            Some(HitStack {
+                test,
+                program,
+                frames: frames.iter().map(|f| f.label()).collect(),
+                probe,
+                hits: hits.count,
+            })
+        })
+        .collect()
+}
+
+fn process_of(processes: &Processes, hits: &ProbeHits) -> (Option<usize>, String) {
+    let index = process_between(processes, hits.pid, hits.first, hits.last);
+    (index, program_of(processes, index, hits.pid))
+}
+
+#[derive(Default)]
+struct Tally {
+    hits: u64,
+    by_test: HashMap<String, u64>,
+    by_command: HashMap<String, u64>,
+    by_process: HashMap<(Pid, String), u64>,
+    args: HashMap<Option<Vec<i64>>, u64>,
+}
+
+fn add<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, u64>, key: K, n: u64) {
+    let count = counts.entry(key).or_default();
+    // Saturating: a hostile recording's counts may add up past u64.
+    *count = count.saturating_add(n);
+}
+
+/// Most first, ties in the keys' order.
+fn most_first<K: Ord>(counts: HashMap<K, u64>) -> Vec<(K, u64)> {
+    let mut list: Vec<(K, u64)> = counts.into_iter().collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    list
+}
+
+/// Processes with at least one hit of any probe.
+pub fn probed_processes(profile: &Profile) -> usize {
+    let pids: HashSet<Pid> = profile.probe_hits.iter().map(|h| h.pid).collect();
+    pids.len()
+}

@@ -1,0 +1,109 @@
+//! `probes`: the probes' hits (`record --probe`): per probe its hits, then
+//! per test, per command and per process, and its most frequent USDT
+//! argument tuples. A probe no process of the tree hit says so; every
+//! list is cut short and says what it left out.
+
+use std::io::{self, Write};
+
+use super::Options;
+use crate::analysis::{probe_uses, probed_processes, ProbeUse};
+use crate::recording::Recording;
+use crate::text::{count, shorten, visible};
+
+/// Entries listed per list.
+const TOP: usize = 10;
+
+/// Writes every probe's hits.
+pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
+    let probes = recording.header.as_ref().map_or(&[][..], |h| &h.probes[..]);
+    if probes.is_empty() {
+        return writeln!(
+            out,
+            "no probes: record with --probe SPEC to count a function's or USDT probe's hits"
+        );
+    }
+    let profile = &recording.profile;
+    let trailer = recording.trailer.as_ref();
+    let total: u64 = profile
+        .probe_hits
+        .iter()
+        .fold(0, |s, h| s.saturating_add(h.count));
+    writeln!(
+        out,
+        "Probes: {} attached, {} of {}, {} lost",
+        probes.len(),
+        count(total, "hit", "hits"),
+        count(probed_processes(profile) as u64, "process", "processes"),
+        trailer.map_or(0, |t| t.lost_probe_hits)
+    )?;
+    for used in probe_uses(probes, profile, &recording.processes) {
+        writeln!(out)?;
+        write_probe(out, &used, options)?;
+    }
+    Ok(())
+}
+
+fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Result<()> {
+    let label = visible(&used.probe.label()).into_owned();
+    if used.hits == 0 {
+        return writeln!(out, "{label}: no process of the tree hit it");
+    }
+    writeln!(out, "{label}: {}", count(used.hits, "hit", "hits"))?;
+    write_list(out, "by test", &used.by_test, options)?;
+    write_list(out, "by command", &used.by_command, options)?;
+    let processes: Vec<(String, u64)> = used
+        .by_process
+        .iter()
+        .map(|(pid, program, n)| (format!("{pid} {program}"), *n))
+        .collect();
+    write_list(out, "by process", &processes, options)?;
+    let args: Vec<(String, u64)> = used
+        .args
+        .iter()
+        .map(|(tuple, n)| {
+            let text = match tuple {
+                Some(values) => {
+                    let values: Vec<String> = values.iter().map(i64::to_string).collect();
+                    format!("({})", values.join(", "))
+                }
+                None => "(the other tuples, not kept apart)".to_owned(),
+            };
+            (text, *n)
+        })
+        .collect();
+    write_list(out, "arguments", &args, options)
+}
+
+/// A list's first entries, and what it left out; nothing for an empty one.
+fn write_list(
+    out: &mut dyn Write,
+    what: &str,
+    entries: &[(String, u64)],
+    options: Options,
+) -> io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {what} ({} of {}):",
+        TOP.min(entries.len()),
+        entries.len()
+    )?;
+    for (name, n) in entries.iter().take(TOP) {
+        let line = format!("    {n:>10}  {}", visible(name));
+        writeln!(out, "{}", shorten(&line, options.width))?;
+    }
+    if entries.len() > TOP {
+        let rest = entries[TOP..]
+            .iter()
+            .fold(0u64, |s, (_, n)| s.saturating_add(*n));
+        writeln!(
+            out,
+            "    … {} more with {}",
+            entries.len() - TOP,
+            count(rest, "hit", "hits")
+        )?;
+    }
+    Ok(())
+}
