@@ -17,7 +17,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 mod probes;
 mod stacks;
 
-pub use probes::{ProbeArgs, ProbeHits, ProbeKind, ProbePoint, ARG_TUPLES_KEPT};
+pub use probes::{
+    latency_bucket, ProbeArgs, ProbeHits, ProbeKind, ProbeLatency, ProbePoint, ARG_TUPLES_KEPT,
+};
 pub use stacks::{CpuProfile, CpuSamples, Frame, SampleClock, Stack};
 
 /// Version of the recording format written in [`Header::format_version`].
@@ -64,6 +66,8 @@ pub enum Record {
     ProbeHits(ProbeHits),
     /// How often a process hit a USDT probe with some arguments.
     ProbeArgs(ProbeArgs),
+    /// How long a process's calls of a function took, uprobe to uretprobe.
+    ProbeLatency(ProbeLatency),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -953,6 +957,7 @@ impl Record {
             Record::CpuSamples(_) => "CpuSamples",
             Record::ProbeHits(_) => "ProbeHits",
             Record::ProbeArgs(_) => "ProbeArgs",
+            Record::ProbeLatency(_) => "ProbeLatency",
             Record::Trailer(_) => "Trailer",
         }
     }
@@ -1005,7 +1010,8 @@ impl Record {
             | Record::Stack(_)
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
-            | Record::ProbeArgs(_) => None,
+            | Record::ProbeArgs(_)
+            | Record::ProbeLatency(_) => None,
         }
     }
 
@@ -1025,7 +1031,8 @@ impl Record {
             | Record::Stack(_)
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
-            | Record::ProbeArgs(_) => None,
+            | Record::ProbeArgs(_)
+            | Record::ProbeLatency(_) => None,
         }
     }
 }

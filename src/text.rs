@@ -174,6 +174,17 @@ pub fn glance(ns: u64) -> String {
     }
 }
 
+/// A short duration to three digits, down to the nanosecond, for the
+/// times of single calls: `850 ns`, `12.3 µs`, `4.1 ms`, `2.0 s`.
+pub fn precise(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.1} s", ns as f64 / 1e9),
+    }
+}
+
 /// `fd 3` or `fds 1, 2, 4`.
 pub fn fd_list(fds: &[i32]) -> String {
     let numbers: Vec<String> = fds.iter().map(i32::to_string).collect();

@@ -3,13 +3,13 @@
 //! argument tuples; and the stacks at the hits, each with its process,
 //! test and program, which `probe-folded` collapses.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
 use super::cpu::{process_between, program_of};
 use super::testname::test_of;
-use crate::event::{Pid, ProbeHits, ProbePoint};
+use crate::event::{Pid, ProbeHits, ProbeLatency, ProbePoint};
 use crate::processes::Processes;
 use crate::stacks::Profile;
 
@@ -29,6 +29,32 @@ pub struct ProbeUse {
     /// The USDT argument tuples, most frequent first, over all processes;
     /// `None` stands for the tuples the recorder did not keep apart.
     pub args: Vec<(Option<Vec<i64>>, u64)>,
+    /// How long the calls took, where a uretprobe of the same function
+    /// was attached too.
+    pub latency: Option<Latency>,
+}
+
+/// The calls of a function, uprobe to uretprobe, over every process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Latency {
+    /// The uretprobe's id.
+    pub ret: u32,
+    /// Calls that returned.
+    pub calls: u64,
+    /// Shortest and longest, in nanoseconds.
+    pub min: u64,
+    /// See `min`.
+    pub max: u64,
+    /// The median, 90th and 99th percentiles: the lower bound of the
+    /// histogram bucket each falls in (within 12.5% of it).
+    pub p50: u64,
+    /// See `p50`.
+    pub p90: u64,
+    /// See `p50`.
+    pub p99: u64,
+    /// Calls per power of two of nanoseconds: `(from, count)`, shortest
+    /// first, empty powers left out.
+    pub histogram: Vec<(u64, u64)>,
 }
 
 /// Every probe of the recording with its hits, in the order attached.
@@ -50,6 +76,13 @@ pub fn probe_uses(
             add(&mut tally.by_test, test, hits.count);
         }
     }
+    let mut latencies: HashMap<u32, (u32, Vec<&ProbeLatency>)> = HashMap::new();
+    for latency in &profile.probe_latency {
+        let entry = latencies
+            .entry(latency.probe)
+            .or_insert((latency.ret, Vec::new()));
+        entry.1.push(latency);
+    }
     for args in &profile.probe_args {
         if let Some(tally) = uses.get_mut(args.probe as usize) {
             let tuple = (!args.other).then(|| args.args.clone());
@@ -69,8 +102,57 @@ pub fn probe_uses(
                 .map(|((pid, program), n)| (pid, program, n))
                 .collect(),
             args: most_first(tally.args),
+            latency: latencies
+                .get(&probe.id)
+                .and_then(|(ret, lines)| latency(*ret, lines)),
         })
         .collect()
+}
+
+/// The calls of `lines` (one per process) merged.
+fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
+    let mut buckets: BTreeMap<u64, u64> = BTreeMap::new();
+    for line in lines {
+        for &[lower, n] in &line.buckets {
+            let count = buckets.entry(lower).or_default();
+            *count = count.saturating_add(n);
+        }
+    }
+    let calls = buckets.values().fold(0u64, |s, n| s.saturating_add(*n));
+    if calls == 0 {
+        return None;
+    }
+    let percentile = |q: u64| {
+        let rank = (calls.saturating_mul(q)).div_ceil(100).max(1);
+        let mut seen = 0u64;
+        buckets
+            .iter()
+            .find(|(_, n)| {
+                seen = seen.saturating_add(**n);
+                seen >= rank
+            })
+            .map_or(0, |(lower, _)| *lower)
+    };
+    let mut histogram: BTreeMap<u64, u64> = BTreeMap::new();
+    for (lower, n) in &buckets {
+        let power = if *lower == 0 {
+            0
+        } else {
+            1 << (63 - lower.leading_zeros())
+        };
+        let count = histogram.entry(power).or_default();
+        *count = count.saturating_add(*n);
+    }
+    Some(Latency {
+        ret,
+        calls,
+        min: lines.iter().map(|l| l.min).min().unwrap_or(0),
+        max: lines.iter().map(|l| l.max).max().unwrap_or(0),
+        p50: percentile(50),
+        p90: percentile(90),
+        p99: percentile(99),
+        histogram: histogram.into_iter().collect(),
+    })
 }
 
 /// One process's hits of one probe in one stack, with what the flame

@@ -88,3 +88,54 @@ pub struct ProbeArgs {
 
 /// Distinct argument tuples a recording keeps per probe and process.
 pub const ARG_TUPLES_KEPT: usize = 1000;
+
+/// The times one process spent in one function, from each hit of a
+/// `uprobe` to the hit of its `uretprobe` on the same thread, where both
+/// were attached to the function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeLatency {
+    /// The process (any of its threads).
+    pub pid: Pid,
+    /// The uprobe's [`ProbePoint`] id.
+    pub probe: u32,
+    /// The uretprobe's.
+    pub ret: u32,
+    /// Calls that returned.
+    pub count: u64,
+    /// The shortest and longest, in nanoseconds.
+    pub min: u64,
+    /// See `min`.
+    pub max: u64,
+    /// `[LOWER, COUNT]`: calls that took from LOWER ns up to the next
+    /// bucket's lower bound ([`latency_bucket`]), shortest first.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// The lower bound of the latency histogram's bucket `ns` falls in: the
+/// value itself below 8 ns, then 8 buckets per power of two, so a
+/// bucket's bounds are within 12.5% of each other.
+pub fn latency_bucket(ns: u64) -> u64 {
+    if ns < 8 {
+        return ns;
+    }
+    let shift = 63 - ns.leading_zeros() - 3;
+    (ns >> shift) << shift
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_are_within_an_eighth() {
+        assert_eq!(latency_bucket(5), 5);
+        assert_eq!(latency_bucket(8), 8);
+        assert_eq!(latency_bucket(17), 16);
+        assert_eq!(latency_bucket(19), 18);
+        assert_eq!(latency_bucket(1_000_000), 983_040);
+        for ns in [9u64, 100, 12_345, 1 << 40, u64::MAX] {
+            let lower = latency_bucket(ns);
+            assert!(lower <= ns && ns - lower <= lower / 8, "{ns}: {lower}");
+        }
+    }
+}

@@ -85,7 +85,8 @@ impl Builder {
             | Record::Stack(_)
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
-            | Record::ProbeArgs(_) => {}
+            | Record::ProbeArgs(_)
+            | Record::ProbeLatency(_) => {}
         }
         Ok(Some(index as usize))
     }

@@ -6,9 +6,9 @@
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::{probe_uses, probed_processes, ProbeUse};
+use crate::analysis::{probe_uses, probed_processes, Latency, ProbeUse};
 use crate::recording::Recording;
-use crate::text::{count, shorten, visible};
+use crate::text::{count, precise, shorten, visible};
 
 /// Entries listed per list.
 const TOP: usize = 10;
@@ -39,6 +39,10 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     for used in probe_uses(probes, profile, &recording.processes) {
         writeln!(out)?;
         write_probe(out, &used, options)?;
+        if let Some(latency) = &used.latency {
+            let ret = probes.get(latency.ret as usize).map(|p| p.label());
+            write_latency(out, latency, ret.as_deref().unwrap_or("its return"))?;
+        }
     }
     Ok(())
 }
@@ -72,6 +76,35 @@ fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Re
         })
         .collect();
     write_list(out, "arguments", &args, options)
+}
+
+/// Widest bar of the latency histogram.
+const BAR: u64 = 40;
+
+/// The calls' percentiles, then their histogram by power of two.
+fn write_latency(out: &mut dyn Write, latency: &Latency, ret: &str) -> io::Result<()> {
+    writeln!(
+        out,
+        "  latency to {}: {}, min {}, p50 {}, p90 {}, p99 {}, max {}",
+        visible(ret),
+        count(latency.calls, "call", "calls"),
+        precise(latency.min),
+        precise(latency.p50),
+        precise(latency.p90),
+        precise(latency.p99),
+        precise(latency.max)
+    )?;
+    let most = latency.histogram.iter().map(|(_, n)| *n).max().unwrap_or(1);
+    for (from, n) in &latency.histogram {
+        let width = (n.saturating_mul(BAR)).div_ceil(most.max(1)) as usize;
+        writeln!(
+            out,
+            "    {:>9} {n:>10} {}",
+            format!("{}+", precise(*from)),
+            "█".repeat(width)
+        )?;
+    }
+    Ok(())
 }
 
 /// A list's first entries, and what it left out; nothing for an empty one.

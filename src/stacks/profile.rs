@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, Record};
+use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record};
 
 /// The profile of a recording made with `record --cpu-profile`; empty for
 /// any other.
@@ -17,6 +17,8 @@ pub struct Profile {
     pub probe_hits: Vec<ProbeHits>,
     /// USDT hits per process, probe and arguments.
     pub probe_args: Vec<ProbeArgs>,
+    /// Calls per process from a uprobe to its uretprobe, by time taken.
+    pub probe_latency: Vec<ProbeLatency>,
 }
 
 impl Profile {
@@ -33,6 +35,7 @@ impl Profile {
             Record::CpuSamples(samples) => self.samples.push(samples),
             Record::ProbeHits(hits) => self.probe_hits.push(hits),
             Record::ProbeArgs(args) => self.probe_args.push(args),
+            Record::ProbeLatency(latency) => self.probe_latency.push(latency),
             other => return Some(other),
         }
         None

@@ -645,6 +645,12 @@ impl Run {
                     assert!(h.count > 0 && h.first <= h.last, "{h:?}\n{}", ctx());
                     hits += h.count;
                 }
+                Record::ProbeLatency(l) => {
+                    assert!(l.probe < probes && l.ret < probes, "{l:?}\n{}", ctx());
+                    assert!(known.contains(&l.pid), "{l:?}: not of the tree\n{}", ctx());
+                    let calls: u64 = l.buckets.iter().map(|[_, n]| n).sum();
+                    assert!(calls == l.count && l.min <= l.max, "{l:?}\n{}", ctx());
+                }
                 Record::ProbeArgs(a) => {
                     assert!(a.probe < probes, "{a:?}: no such probe\n{}", ctx());
                     assert!(known.contains(&a.pid), "{a:?}: not of the tree\n{}", ctx());
@@ -1002,5 +1008,6 @@ pub fn is_profile(record: &Record) -> bool {
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
             | Record::ProbeArgs(_)
+            | Record::ProbeLatency(_)
     )
 }

@@ -238,3 +238,30 @@ fn the_views_count_per_probe_and_say_which_were_never_hit() {
         assert_eq!(*count, hits, "{folded}");
     }
 }
+
+#[test]
+fn a_uprobe_and_its_uretprobe_time_each_call() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&[
+        "--probe",
+        &format!("uprobe:{program}:nap"),
+        "--probe",
+        &format!("uretprobe:{program}:nap"),
+    ]);
+    let run = record_with(&opts, &[program, "0", "5"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let profile = profile_of(&run);
+    let [latency] = &profile.probe_latency[..] else {
+        panic!("one line of calls: {:?}", profile.probe_latency);
+    };
+    assert_eq!((latency.probe, latency.ret, latency.count), (0, 1, 5));
+    // nanosleep sleeps at least what it is asked for.
+    assert!(latency.min >= 20_000_000, "{latency:?}");
+    let text = crate::hang::render_as(&run.dir.path().join("rec.ndjson"), "probes");
+    assert!(
+        text.contains("  latency to uretprobe:probed:nap: 5 calls, min "),
+        "{text}"
+    );
+}

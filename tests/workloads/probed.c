@@ -6,11 +6,14 @@
  * and a negative constant. Built without frame pointers, as distributions
  * build: the stacks at the hits unwind through .eh_frame.
  *
- *   probed N
+ * Then nap() sleeps NAPS times 20 ms: calls that take at least that long.
+ *
+ *   probed N [NAPS]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/sdt.h>
+#include <time.h>
 
 /* Kept from being optimised away: the pointers go somewhere. */
 void *volatile sink;
@@ -28,10 +31,21 @@ void allocate(long n)
 	DTRACE_PROBE2(proctrace_test, done, sum, -7);
 }
 
+void nap(void)
+{
+	struct timespec nap = {0, 20 * 1000 * 1000};
+
+	while (nanosleep(&nap, &nap))
+		;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 0;
+	long naps = argc > 2 ? atol(argv[2]) : 0;
 
 	allocate(n);
+	for (long i = 0; i < naps; i++)
+		nap();
 	return 0;
 }

@@ -25,6 +25,7 @@ use super::hooks::{Hooks, OnHangCommand, Reaped};
 use super::lineage::Lineage;
 use super::load::{self, KernelConfig, Probe};
 use super::notice::Notice;
+use super::probes::latency_pairs;
 use super::profile::{mapped_now, Collector, MmapWatch};
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
@@ -90,7 +91,7 @@ pub fn run(
     };
     let stacks = probe.cpu_profile.is_some() || !config.probes.is_empty();
     let collector = match stacks {
-        true => match Collector::start(start_ns) {
+        true => match Collector::start(start_ns, latency_pairs(&points(&config))) {
             Ok(collector) => Some(collector),
             Err(err) => {
                 let error = RecordError::system("starting the profile's thread")(err);
@@ -115,6 +116,10 @@ pub fn run(
     };
     let totals = drain.run(&target)?;
     Ok(drain.finish_profile(totals))
+}
+
+fn points(config: &KernelConfig) -> Vec<crate::event::ProbePoint> {
+    config.probes.iter().map(|p| p.point.clone()).collect()
 }
 
 struct Drain<'a, 'obj> {

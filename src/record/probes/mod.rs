@@ -174,6 +174,24 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
     Ok(resolved)
 }
 
+/// The (uprobe, uretprobe) ids attached to the same function of the same
+/// file: the time between their hits on a thread is a call's.
+pub fn latency_pairs(points: &[ProbePoint]) -> Vec<(u32, u32)> {
+    let entries = points.iter().filter(|p| p.kind == ProbeKind::Uprobe);
+    entries
+        .flat_map(|entry| {
+            points
+                .iter()
+                .filter(|ret| {
+                    ret.kind == ProbeKind::Uretprobe
+                        && ret.file == entry.file
+                        && ret.name == entry.name
+                })
+                .map(|ret| (entry.id, ret.id))
+        })
+        .collect()
+}
+
 /// Whether `name` matches `pattern`, whose `*` stands for any run of
 /// characters and `?` for one.
 pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {

@@ -5,7 +5,7 @@
 //! taken, and counts stacks per process. At the end it names every frame
 //! once and hands back the profile's records.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -14,7 +14,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::mmaps::{Mapping, MmapWatch, Seen};
 use super::spaces::AddressSpaces;
-use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, Record, Stack, ARG_TUPLES_KEPT};
+use crate::event::{
+    latency_bucket, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record, Stack,
+    ARG_TUPLES_KEPT,
+};
 use crate::record::drain::{Hit, Sample};
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
@@ -68,12 +71,13 @@ pub(crate) struct Collected {
 
 impl Collector {
     /// Starts the thread; `start` is the monotonic time the recording
-    /// began, which the mappings' times are made relative to.
-    pub fn start(start: u64) -> std::io::Result<Collector> {
+    /// began, which the mappings' times are made relative to; `pairs` the
+    /// (uprobe, uretprobe) ids whose hits time calls.
+    pub fn start(start: u64, pairs: Vec<(u32, u32)>) -> std::io::Result<Collector> {
         let (to, told) = crossbeam_channel::unbounded();
         let thread = std::thread::Builder::new()
             .name("proctrace-profile".into())
-            .spawn(move || Profiler::new(start).run(told))?;
+            .spawn(move || Profiler::new(start, Calls::new(pairs)).run(told))?;
         Ok(Collector { to, thread })
     }
 
@@ -220,6 +224,98 @@ struct Profiler {
     /// tuples kept, by process and probe only.
     arg_counts: HashMap<(Pid, u32), ArgTuples>,
     hits: u64,
+    calls: Calls,
+}
+
+/// Calls timed from a uprobe's hit to its uretprobe's on the same thread.
+struct Calls {
+    /// Each uretprobe's uprobe.
+    entry_of: HashMap<u32, u32>,
+    /// The uprobes that have a uretprobe.
+    timed: HashSet<u32>,
+    /// The entries not yet returned from, by thread and uprobe, the
+    /// innermost last (recursion nests).
+    open: HashMap<(Pid, u32), Vec<u64>>,
+    /// The calls that returned, per process and uprobe.
+    took: HashMap<(Pid, u32), Took>,
+}
+
+/// Calls that cannot return before their callers do: a thread deeper than
+/// this in one function forgets its outermost entries.
+const MAX_OPEN_CALLS: usize = 4096;
+
+/// One process's returned calls of one function: its uretprobe, and the
+/// times as [`ProbeLatency`] has them, the buckets by lower bound.
+struct Took {
+    ret: u32,
+    count: u64,
+    min: u64,
+    max: u64,
+    buckets: BTreeMap<u64, u64>,
+}
+
+impl Calls {
+    fn new(pairs: Vec<(u32, u32)>) -> Calls {
+        Calls {
+            timed: pairs.iter().map(|&(entry, _)| entry).collect(),
+            entry_of: pairs.into_iter().map(|(entry, ret)| (ret, entry)).collect(),
+            open: HashMap::new(),
+            took: HashMap::new(),
+        }
+    }
+
+    /// Follows one hit, in time order.
+    fn hit(&mut self, hit: &Hit) {
+        let (pid, tid, at) = (hit.sample.pid, hit.sample.tid, hit.sample.timestamp);
+        if self.timed.contains(&hit.probe) {
+            let open = self.open.entry((tid, hit.probe)).or_default();
+            if open.len() == MAX_OPEN_CALLS {
+                open.remove(0);
+            }
+            open.push(at);
+        }
+        let Some(&entry) = self.entry_of.get(&hit.probe) else {
+            return;
+        };
+        // A return whose entry was before the recording is not timed.
+        let Some(since) = self.open.get_mut(&(tid, entry)).and_then(Vec::pop) else {
+            return;
+        };
+        let ns = at.saturating_sub(since);
+        let took = self.took.entry((pid, entry)).or_insert(Took {
+            ret: hit.probe,
+            count: 0,
+            min: ns,
+            max: ns,
+            buckets: BTreeMap::new(),
+        });
+        took.count += 1;
+        took.min = took.min.min(ns);
+        took.max = took.max.max(ns);
+        *took.buckets.entry(latency_bucket(ns)).or_default() += 1;
+    }
+
+    fn into_records(self) -> Vec<ProbeLatency> {
+        let mut records: Vec<ProbeLatency> = self
+            .took
+            .into_iter()
+            .map(|((pid, probe), took)| ProbeLatency {
+                pid,
+                probe,
+                ret: took.ret,
+                count: took.count,
+                min: took.min,
+                max: took.max,
+                buckets: took
+                    .buckets
+                    .into_iter()
+                    .map(|(lower, n)| [lower, n])
+                    .collect(),
+            })
+            .collect();
+        records.sort_by_key(|r| (r.pid, r.probe));
+        records
+    }
 }
 
 /// One process's hits of one USDT probe by their arguments.
@@ -230,7 +326,7 @@ struct ArgTuples {
 }
 
 impl Profiler {
-    fn new(start: u64) -> Profiler {
+    fn new(start: u64, calls: Calls) -> Profiler {
         Profiler {
             watches: Vec::new(),
             start,
@@ -245,6 +341,7 @@ impl Profiler {
             hit_counts: HashMap::new(),
             arg_counts: HashMap::new(),
             hits: 0,
+            calls,
         }
     }
 
@@ -327,6 +424,7 @@ impl Profiler {
     fn count_hit(&mut self, hit: Hit) {
         let places = self.unwind(&hit.sample);
         self.hits += 1;
+        self.calls.hit(&hit);
         let (pid, at) = (hit.sample.pid, hit.sample.timestamp);
         count_at(&mut self.hit_counts, (pid, hit.probe, places), at);
         if !hit.args.is_empty() {
@@ -449,6 +547,12 @@ impl Profiler {
         records.extend(samples.into_iter().map(Record::CpuSamples));
         records.extend(hits.into_iter().map(Record::ProbeHits));
         records.extend(arg_records(self.arg_counts).map(Record::ProbeArgs));
+        records.extend(
+            self.calls
+                .into_records()
+                .into_iter()
+                .map(Record::ProbeLatency),
+        );
         let lost_mappings: u64 = self.watches.iter().map(|w| w.lost() + w.garbled()).sum();
         Collected {
             records,
