@@ -18,7 +18,8 @@ mod probes;
 mod stacks;
 
 pub use probes::{
-    latency_bucket, ProbeArgs, ProbeHits, ProbeKind, ProbeLatency, ProbePoint, ARG_TUPLES_KEPT,
+    latency_bucket, ArgValue, ProbeArgs, ProbeHits, ProbeKind, ProbeLatency, ProbePoint,
+    ARG_TUPLES_KEPT,
 };
 pub use stacks::{CpuProfile, CpuSamples, Frame, SampleClock, Stack};
 

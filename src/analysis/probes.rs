@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::cpu::{process_between, program_of};
 use super::testname::test_of;
-use crate::event::{Pid, ProbeHits, ProbeLatency, ProbePoint};
+use crate::event::{ArgValue, Pid, ProbeHits, ProbeLatency, ProbePoint};
 use crate::processes::Processes;
 use crate::stacks::Profile;
 
@@ -28,7 +28,7 @@ pub struct ProbeUse {
     pub by_process: Vec<(Pid, String, u64)>,
     /// The USDT argument tuples, most frequent first, over all processes;
     /// `None` stands for the tuples the recorder did not keep apart.
-    pub args: Vec<(Option<Vec<i64>>, u64)>,
+    pub args: Vec<(Option<Vec<ArgValue>>, u64)>,
     /// How long the calls took, where a uretprobe of the same function
     /// was attached too.
     pub latency: Option<Latency>,
@@ -214,7 +214,7 @@ struct Tally {
     by_test: HashMap<String, u64>,
     by_command: HashMap<String, u64>,
     by_process: HashMap<(Pid, String), u64>,
-    args: HashMap<Option<Vec<i64>>, u64>,
+    args: HashMap<Option<Vec<ArgValue>>, u64>,
 }
 
 fn add<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, u64>, key: K, n: u64) {

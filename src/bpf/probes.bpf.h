@@ -31,6 +31,15 @@ struct {
 	__type(value, struct hit_event);
 } hit_scratch SEC(".maps");
 
+/* Per probe, bit i: its USDT argument i is a pointer to a C string
+ * (written by userspace before the hits can come). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PROBES);
+	__type(key, __u32);
+	__type(value, __u32);
+} probe_strings SEC(".maps");
+
 /* Copy the registers and the top of the user stack at each hit. */
 const volatile bool hit_stacks = false;
 /* Buffered hit bytes past which userspace is woken at once (half the
@@ -40,15 +49,21 @@ const volatile __u64 hit_wakeup_bytes = 0;
 static __always_inline void read_usdt_args(struct pt_regs *ctx, struct hit_event *hit)
 {
 	long count = bpf_usdt_arg_cnt(ctx);
+	__u32 *strings = bpf_map_lookup_elem(&probe_strings, &hit->probe);
+	__u32 mask = strings ? *strings : 0;
 	long value;
 	__u32 i;
 
 	hit->arg_count = 0;
+	hit->string_mask = 0;
 	for (i = 0; i < PROBE_ARGS; i++) {
 		if (i >= count || bpf_usdt_arg(ctx, i, &value))
 			break;
 		hit->args[i] = value;
 		hit->arg_count = i + 1;
+		if (i < PROBE_STRING_ARGS && (mask & (1 << i)) &&
+		    bpf_probe_read_user_str(hit->strings[i], PROBE_STRING_CAP, (void *)value) > 0)
+			hit->string_mask |= 1 << i;
 	}
 }
 

@@ -2,6 +2,8 @@
 //! each process hit each probe in each stack and with each USDT argument
 //! tuple. The stacks and frames are the CPU profile's, shared.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use super::Pid;
@@ -75,15 +77,35 @@ pub struct ProbeArgs {
     pub pid: Pid,
     /// The [`ProbePoint`] id.
     pub probe: u32,
-    /// The arguments, as signed numbers; empty for the hits past the
-    /// recorder's bound of distinct tuples (`other`).
-    pub args: Vec<i64>,
+    /// The arguments: numbers, or the C strings that pointers pointed
+    /// to; empty for the hits past the recorder's bound of distinct
+    /// tuples (`other`).
+    pub args: Vec<ArgValue>,
     /// The hits whose tuple was not kept apart: the recorder keeps at
     /// most [`ARG_TUPLES_KEPT`] per probe and process.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub other: bool,
     /// Hits with these arguments.
     pub count: u64,
+}
+
+/// One USDT argument of a hit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ArgValue {
+    /// A number, signed.
+    Number(i64),
+    /// The C string a pointer argument pointed to (its first 63 bytes).
+    Text(String),
+}
+
+impl fmt::Display for ArgValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgValue::Number(n) => write!(f, "{n}"),
+            ArgValue::Text(text) => write!(f, "{text:?}"),
+        }
+    }
 }
 
 /// Distinct argument tuples a recording keeps per probe and process.

@@ -151,7 +151,7 @@ pub enum RecordError {
     },
     /// The CPU profile's samples and the probes' hits come through ring
     /// buffers.
-    #[error("the CPU profile and --probe need the ring buffer (Linux 5.8+), not the perf buffer")]
+    #[error("--cpu-profile or --probe needs the ring buffer (Linux 5.8+), not the perf buffer")]
     ProfileNeedsRing,
     /// The CPU profile cannot follow the tree's executable mappings.
     #[error("following the tree's executable mappings for the CPU profile: {0}")]

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::{probe_uses, probed_processes, Latency, ProbeUse};
+use crate::event::ArgValue;
 use crate::recording::Recording;
 use crate::text::{count, precise, shorten, visible};
 
@@ -67,7 +68,7 @@ fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Re
         .map(|(tuple, n)| {
             let text = match tuple {
                 Some(values) => {
-                    let values: Vec<String> = values.iter().map(i64::to_string).collect();
+                    let values: Vec<String> = values.iter().map(ArgValue::to_string).collect();
                     format!("({})", values.join(", "))
                 }
                 None => "(the other tuples, not kept apart)".to_owned(),

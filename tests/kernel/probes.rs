@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use proctrace::event::ProbeKind;
+use proctrace::event::{ArgValue, ProbeKind};
 use proctrace::stacks::Profile;
 
 use crate::common::*;
@@ -75,6 +75,8 @@ fn malloc_hits_through_a_known_function_are_counted_exactly() {
         &format!("usdt:{program}:proctrace_test:round"),
         "--probe",
         &format!("usdt:{program}:proctrace_test:done"),
+        "--probe",
+        &format!("usdt:{program}:proctrace_test:named"),
     ]);
     let run = record_with(&opts, &[program, &ROUNDS.to_string()]);
     assert_eq!(run.code(), 0, "{}", run.stderr);
@@ -85,6 +87,7 @@ fn malloc_hits_through_a_known_function_are_counted_exactly() {
         [
             ProbeKind::Uprobe,
             ProbeKind::Uretprobe,
+            ProbeKind::Usdt,
             ProbeKind::Usdt,
             ProbeKind::Usdt
         ]
@@ -103,7 +106,7 @@ fn malloc_hits_through_a_known_function_are_counted_exactly() {
         assert_eq!(from_main, ROUNDS as u64, "{what}: the stacks reach main");
     }
     // The USDT arguments: (i, ROUNDS) once each, then (sum, -7) once.
-    let args_of = |id: u32| -> BTreeMap<Vec<i64>, u64> {
+    let args_of = |id: u32| -> BTreeMap<Vec<ArgValue>, u64> {
         profile
             .probe_args
             .iter()
@@ -111,10 +114,20 @@ fn malloc_hits_through_a_known_function_are_counted_exactly() {
             .map(|a| (a.args.clone(), a.count))
             .collect()
     };
-    let expected: BTreeMap<Vec<i64>, u64> = (0..ROUNDS).map(|i| (vec![i, ROUNDS], 1)).collect();
+    let numbers = |values: &[i64]| values.iter().map(|&n| ArgValue::Number(n)).collect();
+    let expected: BTreeMap<Vec<ArgValue>, u64> =
+        (0..ROUNDS).map(|i| (numbers(&[i, ROUNDS]), 1)).collect();
     assert_eq!(args_of(2), expected);
     let sum = ROUNDS * (ROUNDS - 1) / 2;
-    assert_eq!(args_of(3), BTreeMap::from([(vec![sum, -7], 1)]));
+    assert_eq!(args_of(3), BTreeMap::from([(numbers(&[sum, -7]), 1)]));
+    // A pointer argument is read as the string it points to.
+    assert_eq!(
+        args_of(4),
+        BTreeMap::from([(
+            vec![ArgValue::Text("allocate".into()), ArgValue::Number(ROUNDS)],
+            1
+        )])
+    );
     assert_eq!(
         hits_through(&profile, 2, "allocate"),
         (ROUNDS as u64, ROUNDS as u64)
@@ -174,6 +187,8 @@ fn bad_probes_are_one_clear_line() {
         ("kprobe:libc:malloc", "unknown probe type \"kprobe\""),
         ("uprobe:libc", "expected FILE:FUNCTION"),
         ("uprobe:libc:*", "past the 256 probes"),
+        ("uprobe:/bin/true:no_such_function", "has no function"),
+        ("uprobe:/etc/passwd:main", "not an ELF program or library"),
     ] {
         let (code, stderr) = refused(&["--probe", spec]);
         assert_ne!(code, Some(0), "{spec}: {stderr}");
@@ -185,6 +200,10 @@ fn bad_probes_are_one_clear_line() {
         );
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    let (code, stderr) = refused(&["--perf-buffer", "--probe", "uprobe:libc:malloc"]);
+    assert_ne!(code, Some(0), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs the ring buffer"), "{stderr}");
 }
 
 #[test]
@@ -264,4 +283,74 @@ fn a_uprobe_and_its_uretprobe_time_each_call() {
         text.contains("  latency to uretprobe:probed:nap: 5 calls, min "),
         "{text}"
     );
+}
+
+/// Counts the calls of each function with CPython's own profiler hook,
+/// and prints them: the oracle for `python:function__entry`. (With a
+/// profiler set, CPython enters every call through the path that fires
+/// the probe; without one, 3.11 and later fire it only for calls from C.)
+const PYTHON_CALLS: &str = r#"
+import sys
+from collections import Counter
+
+def square(n):
+    return n * n
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+calls = Counter()
+
+def profile(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename == __file__:
+        calls[frame.f_code.co_name] += 1
+
+sys.setprofile(profile)
+list(map(square, range(7)))
+sorted(range(5), key=square)
+fib(9)
+sys.setprofile(None)
+for name, count in sorted(calls.items()):
+    print(name, count)
+"#;
+
+#[test]
+fn python_function_entries_match_the_interpreters_own_count() {
+    let python = std::path::Path::new("/usr/bin/python3");
+    let has_probes = proctrace::record::probes::usdt::probes(python)
+        .is_ok_and(|p| p.iter().any(|p| p.name == "function__entry"));
+    if !prerequisite(has_probes, "Debian's python3, built with USDT probes") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("calls.py");
+    std::fs::write(&script, PYTHON_CALLS).unwrap();
+    let oracle = Command::new(python).arg(&script).output().unwrap();
+    let oracle: BTreeMap<String, u64> = String::from_utf8(oracle.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (name, count) = line.split_once(' ').unwrap();
+            (name.to_owned(), count.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(oracle.get("fib"), Some(&109), "{oracle:?}");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--probe", "usdt:/usr/bin/python3:python:function__entry"]);
+    let run = record_with(&opts, &[python.to_str().unwrap(), script.to_str().unwrap()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    // The probe's arguments: the file, the function, the line.
+    let file = ArgValue::Text(script.to_str().unwrap().to_owned());
+    let mut counted: BTreeMap<String, u64> = BTreeMap::new();
+    for args in &profile_of(&run).probe_args {
+        if let [path, ArgValue::Text(function), _] = &args.args[..] {
+            if *path == file {
+                *counted.entry(function.clone()).or_default() += args.count;
+            }
+        }
+    }
+    // What the hook cannot see: the module itself, run before it is set,
+    // and the hook, which the interpreter calls from C at every event.
+    counted.retain(|name, _| oracle.contains_key(name));
+    assert_eq!(counted, oracle);
 }

@@ -3,7 +3,9 @@
  * exactly N times and nothing else in the program does after main starts
  * counting; each round fires the USDT probe proctrace_test:round with
  * its number and N, and proctrace_test:done once with the sum 0+..+N-1
- * and a negative constant. Built without frame pointers, as distributions
+ * and a negative constant, and proctrace_test:named once with a string
+ * (the function's name) and N unsigned, which <sys/sdt.h> writes alike
+ * (8@): the string is read as one, N stays a number. Built without frame pointers, as distributions
  * build: the stacks at the hits unwind through .eh_frame.
  *
  * Then nap() sleeps NAPS times 20 ms: calls that take at least that long.
@@ -12,6 +14,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/sdt.h>
 #include <time.h>
 
@@ -29,6 +32,11 @@ void allocate(long n)
 		sum += i;
 	}
 	DTRACE_PROBE2(proctrace_test, done, sum, -7);
+	/* On the stack: a page the kernel can read without faulting it in. */
+	char name[16];
+
+	strcpy(name, __func__);
+	DTRACE_PROBE2(proctrace_test, named, name, (unsigned long)n);
 }
 
 void nap(void)

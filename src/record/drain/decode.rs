@@ -10,7 +10,8 @@ use crate::bpf::types::{
     resources, sample_event,
 };
 use crate::event::{
-    Exec, Exit, Fd, FdKind, Fork, Pid, RawBytes, Record, Resources, SetPgid, SetSid, UsedBefore,
+    ArgValue, Exec, Exit, Fd, FdKind, Fork, Pid, RawBytes, Record, Resources, SetPgid, SetSid,
+    UsedBefore,
 };
 use crate::text::shell_join;
 
@@ -90,7 +91,7 @@ pub struct Hit {
     /// The probe's id.
     pub probe: u32,
     /// The USDT arguments read (none for a uprobe).
-    pub args: Vec<i64>,
+    pub args: Vec<ArgValue>,
 }
 
 /// Decodes a record of the hits ring; `start` as for [`decode`].
@@ -108,7 +109,14 @@ pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
     let stack = data
         .get(fixed..fixed + e.stack_len as usize)
         .ok_or_else(malformed)?;
-    let args = (e.arg_count as usize).min(e.args.len());
+    let count = (e.arg_count as usize).min(e.args.len());
+    let args = (0..count)
+        .map(|i| {
+            let read = e.string_mask & (1 << i) != 0;
+            let text = e.strings.get(i).filter(|_| read).and_then(|s| c_text(s));
+            text.map_or(ArgValue::Number(e.args[i]), ArgValue::Text)
+        })
+        .collect();
     Ok(Hit {
         sample: Sample {
             pid: e.header.pid,
@@ -119,8 +127,22 @@ pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
             stack: stack.to_vec(),
         },
         probe: e.probe,
-        args: e.args[..args].to_vec(),
+        args,
     })
+}
+
+/// The text of a C string the kernel read, if it is text: a pointer to
+/// anything else reads as bytes that are not, and stays a number. The
+/// skeleton's types make C's `char` an `i8` on every architecture (the
+/// BPF target's), though Rust's `c_char` is `u8` on aarch64.
+fn c_text(bytes: &[i8]) -> Option<String> {
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    let text = String::from_utf8(bytes).ok()?;
+    (!text.is_empty() && !text.chars().any(char::is_control)).then_some(text)
 }
 
 /// Decodes one record; `start` is the monotonic time the recording began,

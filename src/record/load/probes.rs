@@ -4,7 +4,7 @@
 //! keeps the tree's hits only. The cookie of each attachment is the
 //! probe's id.
 
-use libbpf_rs::{Link, ProgramType, UprobeOpts, UsdtOpts};
+use libbpf_rs::{Link, MapCore, MapFlags, ProgramType, UprobeOpts, UsdtOpts};
 
 use crate::bpf::ProctraceSkel;
 use crate::event::ProbeKind;
@@ -14,11 +14,25 @@ use crate::record::RecordError;
 /// Every process, not one: the tree's are picked in the kernel.
 const ALL_PROCESSES: i32 = -1;
 
-/// Attaches every point, in order; the first that fails ends it.
+/// Attaches every point, in order; the first that fails ends it. The
+/// USDT probes' string arguments are set first: the first hit may come at
+/// once.
 pub(super) fn attach(
     skel: &ProctraceSkel<'_>,
     points: &[Resolved],
 ) -> Result<Vec<Link>, RecordError> {
+    for point in points {
+        if let Place::Usdt { strings, .. } = point.place {
+            skel.maps
+                .probe_strings
+                .update(
+                    &point.point.id.to_ne_bytes(),
+                    &strings.to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .map_err(RecordError::bpf("setting the probes' string arguments"))?;
+        }
+    }
     points.iter().map(|point| attach_one(skel, point)).collect()
 }
 
@@ -35,7 +49,7 @@ fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, Rec
                 ..Default::default()
             },
         ),
-        Place::Usdt { provider, name } => skel.progs.probe_usdt.attach_usdt_with_opts(
+        Place::Usdt { provider, name, .. } => skel.progs.probe_usdt.attach_usdt_with_opts(
             ALL_PROCESSES,
             &resolved.file,
             provider,

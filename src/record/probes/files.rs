@@ -71,8 +71,9 @@ fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Whether `path` is an ELF file of this machine's word size and
-/// architecture: the cache lists 32-bit libraries beside the native ones.
-fn native(path: &Path) -> bool {
+/// architecture: the cache lists 32-bit libraries beside the native ones,
+/// and PATH has scripts (pyenv's shims) where programs are expected.
+pub(super) fn native(path: &Path) -> bool {
     let mut bytes = [0u8; 20];
     let read = fs::File::open(path).and_then(|mut file| file.read_exact(&mut bytes));
     // e_ident[EI_CLASS] == ELFCLASS64, and e_machine.

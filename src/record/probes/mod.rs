@@ -21,7 +21,8 @@ pub use spec::{ProbeSpec, Target};
 use crate::event::{ProbeKind, ProbePoint};
 
 /// Probes attached at the most, all specs together: each is a perf event
-/// and a slot of libbpf's USDT tables (256 by default).
+/// and a slot of libbpf's USDT tables (256 by default); proctrace.h's
+/// MAX_PROBES sizes the kernel's table of them.
 pub const MAX_PROBES: usize = 256;
 
 /// Why a `--probe` cannot be attached.
@@ -101,6 +102,8 @@ pub enum Place {
         provider: String,
         /// Its name.
         name: String,
+        /// Bit i: argument i is read as a C string where it points to one.
+        strings: u32,
     },
 }
 
@@ -118,6 +121,12 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
             file: file.clone(),
             why,
         };
+        if !files::native(&file) {
+            return Err(unreadable(
+                "not an ELF program or library of this machine (a script? name the file it runs)"
+                    .into(),
+            ));
+        }
         let places: Vec<(String, Place)> = match &spec.target {
             Target::Function { pattern, offset } => symbols::functions(&file, pattern)
                 .map_err(unreadable)?
@@ -133,8 +142,16 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
             Target::Usdt { provider, name } => usdt::matching(&file, provider, name)
                 .map_err(unreadable)?
                 .into_iter()
-                .map(|(provider, name)| {
-                    (format!("{provider}:{name}"), Place::Usdt { provider, name })
+                .map(|(provider, name, strings)| {
+                    let label = format!("{provider}:{name}");
+                    (
+                        label,
+                        Place::Usdt {
+                            provider,
+                            name,
+                            strings,
+                        },
+                    )
                 })
                 .collect(),
         };

@@ -4,13 +4,17 @@
 //! `proctrace probes` lists, and what `usdt:` specs are checked against;
 //! libbpf reads the same notes to attach.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
 use object::{Object, ObjectSection};
 
 use super::{glob_match, is_pattern};
+
+/// The arguments the kernel reads as strings (proctrace.h's
+/// PROBE_STRING_ARGS).
+const STRING_ARGS: usize = 3;
 
 /// The note type of a USDT probe (`NT_STAPSDT`).
 const NT_STAPSDT: u32 = 3;
@@ -42,25 +46,42 @@ pub fn probes(file: &Path) -> Result<Vec<UsdtProbe>, String> {
 }
 
 /// The distinct `(provider, name)` pairs of `file` that `provider` and the
-/// name pattern `name` match, in order.
+/// name pattern `name` match, in order, each with its [`string_args`].
 pub(super) fn matching(
     file: &Path,
     provider: &str,
     name: &str,
-) -> Result<Vec<(String, String)>, String> {
-    let pairs: BTreeSet<(String, String)> = probes(file)?
+) -> Result<Vec<(String, String, u32)>, String> {
+    let mut pairs: BTreeMap<(String, String), u32> = BTreeMap::new();
+    for probe in probes(file)? {
+        let wanted = if is_pattern(name) {
+            glob_match(name, &probe.name)
+        } else {
+            probe.name == name
+        };
+        if probe.provider == provider && wanted {
+            let mask = string_args(&probe.args);
+            // Every site of the probe must pass a pointer there.
+            *pairs.entry((probe.provider, probe.name)).or_insert(mask) &= mask;
+        }
+    }
+    Ok(pairs
         .into_iter()
-        .filter(|p| {
-            p.provider == provider
-                && if is_pattern(name) {
-                    glob_match(name, &p.name)
-                } else {
-                    p.name == name
-                }
-        })
-        .map(|p| (p.provider, p.name))
-        .collect();
-    Ok(pairs.into_iter().collect())
+        .map(|((provider, name), mask)| (provider, name, mask))
+        .collect())
+}
+
+/// Bit i set where argument i may point to a C string: `<sys/sdt.h>`
+/// writes a pointer as an unsigned 8-byte value (`8@%rbx`), numbers as
+/// signed ones (`-8@`, `-4@`) unless declared unsigned. Only the first
+/// [`STRING_ARGS`] are read as strings.
+fn string_args(specs: &str) -> u32 {
+    specs
+        .split_whitespace()
+        .take(STRING_ARGS)
+        .enumerate()
+        .filter(|(_, spec)| spec.starts_with("8@"))
+        .fold(0, |mask, (i, _)| mask | 1 << i)
 }
 
 fn parse_notes(mut notes: &[u8], little: bool) -> Vec<UsdtProbe> {
@@ -152,6 +173,8 @@ mod tests {
                 args: "-4@%eax 8@%rdx".into(),
             }
         );
+        assert_eq!(string_args(&probes[0].args), 0b10);
+        assert_eq!(string_args("8@%rbp 8@%r12 -4@%eax"), 0b11);
         // Cut short: no probe, no panic.
         assert!(parse_notes(&twice[..20], true).is_empty());
     }

@@ -15,8 +15,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use super::mmaps::{Mapping, MmapWatch, Seen};
 use super::spaces::AddressSpaces;
 use crate::event::{
-    latency_bucket, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record, Stack,
-    ARG_TUPLES_KEPT,
+    latency_bucket, ArgValue, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record,
+    Stack, ARG_TUPLES_KEPT,
 };
 use crate::record::drain::{Hit, Sample};
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
@@ -321,7 +321,7 @@ impl Calls {
 /// One process's hits of one USDT probe by their arguments.
 #[derive(Default)]
 struct ArgTuples {
-    kept: HashMap<Vec<i64>, u64>,
+    kept: HashMap<Vec<ArgValue>, u64>,
     other: u64,
 }
 
@@ -604,7 +604,7 @@ fn arg_records(counts: HashMap<(Pid, u32), ArgTuples>) -> impl Iterator<Item = P
     let mut counts: Vec<_> = counts.into_iter().collect();
     counts.sort_by_key(|(key, _)| *key);
     counts.into_iter().flat_map(|((pid, probe), tuples)| {
-        let mut kept: Vec<(Vec<i64>, u64)> = tuples.kept.into_iter().collect();
+        let mut kept: Vec<(Vec<ArgValue>, u64)> = tuples.kept.into_iter().collect();
         kept.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
         let other = (tuples.other > 0).then_some(ProbeArgs {
             pid,
