@@ -8,6 +8,7 @@ mod files;
 mod ingest;
 mod live;
 mod narration;
+mod probes;
 mod record;
 mod render;
 mod session;
@@ -48,6 +49,9 @@ enum Command {
     Export(export::ExportArgs),
     /// Open a recording in the full-screen view, at any moment of the run.
     View(view::ViewArgs),
+    /// List the USDT probes of a binary or library, or of every file a live process maps,
+    /// as `record --probe` specs with their argument specs.
+    Probes(probes::ProbesArgs),
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Print the man page, proctrace(1), or write every page into a directory.
@@ -63,6 +67,7 @@ impl Cli {
             Command::Ingest(args) => ingest::run(args),
             Command::Diff(args) => diff::run(args),
             Command::View(args) => view::run(args),
+            Command::Probes(args) => probes::run(args),
             #[cfg(feature = "otlp")]
             Command::Export(args) => export::run(args),
             Command::Completions(args) => docs::completions(args),

@@ -354,3 +354,56 @@ fn python_function_entries_match_the_interpreters_own_count() {
     counted.retain(|name, _| oracle.contains_key(name));
     assert_eq!(counted, oracle);
 }
+
+/// `proctrace probes ARGS`: its status, stdout and stderr.
+fn list(target: &str) -> (Option<i32>, String, String) {
+    let out = Command::new(proctrace_bin())
+        .args(["probes", target])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (out.status.code(), text(out.stdout), text(out.stderr))
+}
+
+#[test]
+fn probes_lists_a_binarys_usdt_probes_and_a_live_processs() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let names = |stdout: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .map(|line| line.split_whitespace().next().unwrap().to_owned())
+            .collect()
+    };
+    let expected: Vec<String> = ["round", "done", "named"]
+        .iter()
+        .map(|name| format!("usdt:{program}:proctrace_test:{name}"))
+        .collect();
+    let (code, stdout, stderr) = list(program);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(names(&stdout), expected, "{stdout}");
+    // A live process: every file it maps, its program's probes among them.
+    let mut napping = Command::new(program).args(["0", "100"]).spawn().unwrap();
+    let pid = napping.id().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let listed = loop {
+        let (code, stdout, _) = list(&pid);
+        if code == Some(0) || std::time::Instant::now() > deadline {
+            break stdout;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let _ = napping.kill();
+    let _ = napping.wait();
+    assert_eq!(names(&listed), expected, "{listed}");
+    for (target, says) in [
+        ("/etc/passwd", "not an ELF program or library"),
+        ("no-such-program-here", "no such process, and no such file"),
+    ] {
+        let (code, stdout, stderr) = list(target);
+        assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}

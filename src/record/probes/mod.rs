@@ -79,6 +79,82 @@ pub enum ProbeError {
     },
 }
 
+/// What `proctrace probes` lists cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListError {
+    /// Neither a file nor a live process.
+    #[error("{target:?}: no such process, and no such file (nor a library in ld.so.cache, nor a program on PATH)")]
+    NoTarget {
+        /// The target as given.
+        target: String,
+    },
+    /// A file that cannot be read as ELF.
+    #[error("reading {}: {why}", file.display())]
+    Unreadable {
+        /// The file.
+        file: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+}
+
+/// The USDT probes of a file (a path, a library or program name), or of
+/// every file a live process (a pid) maps, file by file; files without
+/// probes are left out.
+pub fn list_usdt(target: &str) -> Result<Vec<(PathBuf, Vec<usdt::UsdtProbe>)>, ListError> {
+    let no_target = || ListError::NoTarget {
+        target: target.to_owned(),
+    };
+    // (the file to read, the file to name): a process's files are read
+    // through its root, as it sees them.
+    let files: Vec<(PathBuf, PathBuf)> = match target.parse::<u32>() {
+        Ok(pid) => mapped_files(pid).ok_or_else(no_target)?,
+        Err(_) => {
+            let file = files::find(target).ok_or_else(no_target)?;
+            vec![(file.clone(), file)]
+        }
+    };
+    let mut listed = Vec::new();
+    for (read, name) in files {
+        let unreadable = |why: String| ListError::Unreadable {
+            file: name.clone(),
+            why,
+        };
+        if !files::native(&read) {
+            return Err(unreadable(NOT_ELF.into()));
+        }
+        let probes = usdt::probes(&read).map_err(unreadable)?;
+        if !probes.is_empty() {
+            listed.push((name, probes));
+        }
+    }
+    Ok(listed)
+}
+
+/// Why a file that is not a native ELF object has no functions or probes.
+const NOT_ELF: &str =
+    "not an ELF program or library of this machine (a script? name the file it runs)";
+
+/// The files a live process maps code from, each once, in address order:
+/// where to read each, and its name.
+fn mapped_files(pid: u32) -> Option<Vec<(PathBuf, PathBuf)>> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let mut files: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let executable = fields.nth(1).is_some_and(|perms| perms.contains('x'));
+        let path = fields.nth(3).filter(|path| path.starts_with('/'));
+        if let Some(path) = path.filter(|_| executable) {
+            let name = PathBuf::from(path);
+            if !files.iter().any(|(_, known)| *known == name) {
+                files.push((PathBuf::from(format!("/proc/{pid}/root{path}")), name));
+            }
+        }
+    }
+    Some(files)
+}
+
 /// One place to attach to: a point of a spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
@@ -122,10 +198,7 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
             why,
         };
         if !files::native(&file) {
-            return Err(unreadable(
-                "not an ELF program or library of this machine (a script? name the file it runs)"
-                    .into(),
-            ));
+            return Err(unreadable(NOT_ELF.into()));
         }
         let places: Vec<(String, Place)> = match &spec.target {
             Target::Function { pattern, offset } => symbols::functions(&file, pattern)
