@@ -15,7 +15,9 @@
 //! along, for the flame graphs of the whole run, of each test and of each
 //! process: each process's alike stacks merged, the [`MAX_STACKS`]
 //! heaviest of them, function names stored once. The page says what was
-//! left out and draws it as one frame, so every share stays true.
+//! left out and draws it as one frame, so every share stays true. A
+//! recording made with `record --probe` lists its probes' hits among the
+//! run's facts (`render -d probes` has them per test and per process).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -25,7 +27,7 @@ use serde::{Serialize, Serializer};
 
 use super::cpu::headline;
 use super::Options;
-use crate::analysis::{programs, sampled_stacks, Peak};
+use crate::analysis::{probe_uses, programs, sampled_stacks, Peak};
 use crate::event::{Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
@@ -69,6 +71,18 @@ struct Report<'a> {
     processes: Rows<'a>,
     /// The CPU profile; `None` for a recording made without one.
     cpu: Option<CpuReport>,
+    /// The probes (`record --probe`) and their hits, in the order attached.
+    probes: Vec<ProbeFact>,
+}
+
+/// One probe's hits, for the page's facts.
+#[derive(Serialize)]
+struct ProbeFact {
+    /// `uprobe:libc.so.6:malloc`.
+    label: String,
+    hits: u64,
+    /// Processes that hit it.
+    processes: usize,
 }
 
 /// The rows, made as they are serialized.
@@ -214,7 +228,20 @@ fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> 
             cpu_samples,
         },
         cpu,
+        probes: probe_facts(recording),
     }
+}
+
+fn probe_facts(recording: &Recording) -> Vec<ProbeFact> {
+    let probes = recording.header.as_ref().map_or(&[][..], |h| &h.probes[..]);
+    probe_uses(probes, &recording.profile, &recording.processes)
+        .into_iter()
+        .map(|used| ProbeFact {
+            label: used.probe.label(),
+            hits: used.hits,
+            processes: used.by_process.len(),
+        })
+        .collect()
 }
 
 /// A process's row and a stack of it: its program, then its functions.

@@ -703,6 +703,13 @@
     fact("Lost events", data.lost === null ? "unknown" : String(data.lost), data.lost ? "bad" : "");
     if (data.interrupted) fact("Recording", "interrupted", "bad");
     if (cpu) fact("CPU profile", samplesText(cpu.samples), "", () => showCpu(""));
+    // `record --probe`: each probe's hits, or that no process of the tree hit it.
+    for (const probe of data.probes || []) {
+      fact("Probe " + probe.label, probe.hits
+        ? thousands(probe.hits) + (probe.hits === 1 ? " hit" : " hits") + " by " + probe.processes +
+          (probe.processes === 1 ? " process" : " processes")
+        : "no process of the tree hit it");
+    }
     if (data.kernel) fact("Kernel", data.kernel);
   }
 

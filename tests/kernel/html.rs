@@ -20,11 +20,11 @@ use crate::common::{big_recording, matching, process_count, record_demo, render,
 
 /// What the page reported in `#status`.
 #[derive(Debug)]
-struct Status {
+pub(crate) struct Status {
     attributes: HashMap<String, String>,
     text: String,
     /// The whole page as the browser left it.
-    dom: String,
+    pub dom: String,
 }
 
 impl Status {
@@ -38,7 +38,7 @@ impl Status {
 }
 
 /// Loads `page` and reads its status; asserts it started without errors.
-fn load(page: &Path, fragment: &str) -> Status {
+pub(crate) fn load(page: &Path, fragment: &str) -> Status {
     let dom = chromium(page, fragment, &["--dump-dom"]);
     let start = dom
         .find(r#"<div id="status""#)

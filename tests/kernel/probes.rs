@@ -407,3 +407,29 @@ fn probes_lists_a_binarys_usdt_probes_and_a_live_processs() {
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+#[test]
+fn the_html_report_lists_each_probes_hits() {
+    if !crate::browser::have_chromium() {
+        return;
+    }
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&[
+        "--probe",
+        &format!("usdt:{program}:proctrace_test:round"),
+        "--probe",
+        "uprobe:libc:getpid",
+    ]);
+    let run = record_with(&opts, &[program, "1500"]);
+    let page = run.dir.path().join("report.html");
+    render(&run.dir.path().join("rec.ndjson"), "html", &page);
+    let dom = crate::html::load(&page, "").dom;
+    for fact in [
+        "<dt>Probe usdt:probed:proctrace_test:round</dt><dd>1,500 hits by 1 process</dd>",
+        "<dt>Probe uprobe:libc.so.6:getpid</dt><dd>no process of the tree hit it</dd>",
+    ] {
+        assert!(dom.contains(fact), "{fact} not in the page");
+    }
+}
