@@ -46,7 +46,8 @@ pub struct Latency {
     /// See `min`.
     pub max: u64,
     /// The median, 90th and 99th percentiles: the lower bound of the
-    /// histogram bucket each falls in (within 12.5% of it).
+    /// histogram bucket each falls in (within 12.5% of it), never below
+    /// `min` nor above `max`.
     pub p50: u64,
     /// See `p50`.
     pub p90: u64,
@@ -143,14 +144,18 @@ fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
         let count = histogram.entry(power).or_default();
         *count = count.saturating_add(*n);
     }
+    let min = lines.iter().map(|l| l.min).min().unwrap_or(0);
+    let max = lines.iter().map(|l| l.max).max().unwrap_or(0).max(min);
+    // A bucket's lower bound may be below the shortest call in it.
+    let within = |ns: u64| ns.clamp(min, max);
     Some(Latency {
         ret,
         calls,
-        min: lines.iter().map(|l| l.min).min().unwrap_or(0),
-        max: lines.iter().map(|l| l.max).max().unwrap_or(0),
-        p50: percentile(50),
-        p90: percentile(90),
-        p99: percentile(99),
+        min,
+        max,
+        p50: within(percentile(50)),
+        p90: within(percentile(90)),
+        p99: within(percentile(99)),
         histogram: histogram.into_iter().collect(),
     })
 }
