@@ -938,6 +938,10 @@ pub struct Trailer {
     /// full), or that could not be read.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lost_probe_hits: u64,
+    /// Of `probe_hits`, those counted without their stacks: they came
+    /// faster than the recorder could unwind them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stackless_probe_hits: u64,
 }
 
 impl Record {

@@ -337,6 +337,13 @@ fn warn_probes(totals: &Trailer) {
             totals.lost_probe_hits
         );
     }
+    if totals.stackless_probe_hits > 0 {
+        eprintln!(
+            "proctrace: WARNING: {} probe hits were counted without their stacks: they came \
+             faster than they could be unwound; record with --no-probe-stacks, or narrow the probes",
+            totals.stackless_probe_hits
+        );
+    }
     if totals.probe_hits >= HOT_PROBE_HITS {
         eprintln!(
             "proctrace: WARNING: the probes fired {} times: each hit traps into the kernel, so \

@@ -664,6 +664,7 @@ impl Drain<'_, '_> {
         totals.samples = collected.samples;
         totals.lost_samples = self.probe.lost_samples();
         totals.probe_hits = collected.hits;
+        totals.stackless_probe_hits = collected.stackless_hits;
         totals.lost_probe_hits += self.probe.lost_hits();
         if collected.lost_mappings > 0 {
             log::warn!(

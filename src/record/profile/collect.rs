@@ -49,10 +49,16 @@ enum Told {
 /// rings for them are small, and a build maps thousands of files.
 const READ_MAPPINGS_EVERY: Duration = Duration::from_millis(10);
 
+/// Messages waiting for the profile's thread past which hits lose their
+/// stacks: 32 MiB of stack copies.
+const MAX_BACKLOG: usize = 4096;
+
 /// A handle on the profile's thread.
 pub(crate) struct Collector {
     to: Sender<Told>,
     thread: JoinHandle<Collected>,
+    /// Hits counted without their stacks (see [`Collector::hit`]).
+    stackless: std::cell::Cell<u64>,
 }
 
 /// What the profile's thread made of the recording.
@@ -67,6 +73,9 @@ pub(crate) struct Collected {
     /// Mappings the kernel could not announce (its ring was full): frames
     /// in them are `[unknown]`.
     pub lost_mappings: u64,
+    /// Probe hits counted without their stacks: they came faster than
+    /// they could be unwound.
+    pub stackless_hits: u64,
 }
 
 impl Collector {
@@ -78,7 +87,11 @@ impl Collector {
         let thread = std::thread::Builder::new()
             .name("proctrace-profile".into())
             .spawn(move || Profiler::new(start, Calls::new(pairs)).run(told))?;
-        Ok(Collector { to, thread })
+        Ok(Collector {
+            to,
+            thread,
+            stackless: std::cell::Cell::new(0),
+        })
     }
 
     /// Reads the mappings `watch` announces from now on, after `mapped`,
@@ -93,7 +106,14 @@ impl Collector {
     }
 
     /// A probe's hit, as soon as it is read.
-    pub fn hit(&self, hit: Hit) {
+    pub fn hit(&self, mut hit: Hit) {
+        // A hot probe outruns the unwinding: past the backlog, a hit is
+        // counted without its stack rather than held in memory.
+        if self.to.len() > MAX_BACKLOG && !hit.sample.stack.is_empty() {
+            hit.sample.stack = Vec::new();
+            hit.sample.regs = [0; 4];
+            self.stackless.set(self.stackless.get() + 1);
+        }
         let _ = self.to.send(Told::Hit(hit));
     }
 
@@ -125,12 +145,17 @@ impl Collector {
     pub fn finish(self) -> Collected {
         let _ = self.to.send(Told::Upto(u64::MAX));
         drop(self.to);
-        self.thread.join().unwrap_or_else(|_| Collected {
+        let collected = self.thread.join().unwrap_or_else(|_| Collected {
             records: Vec::new(),
             samples: 0,
             hits: 0,
             lost_mappings: 0,
-        })
+            stackless_hits: 0,
+        });
+        Collected {
+            stackless_hits: self.stackless.get(),
+            ..collected
+        }
     }
 }
 
@@ -559,6 +584,7 @@ impl Profiler {
             samples: self.samples,
             hits: self.hits,
             lost_mappings,
+            stackless_hits: 0,
         }
     }
 }
