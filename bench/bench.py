@@ -24,6 +24,9 @@ W8 profile the recorded command's own CPU time (a fixed amount of work: hot.c
            with --cpu-profile=99 and =999, and under perf record -F 99|999
            --call-graph dwarf, interleaved: ratios, the recorder's own CPU,
            output bytes per second of profiled CPU (issue #38).
+W9 probes  a loop of malloc/free timing itself, bare, recorded without a
+           probe, with `--probe uprobe:libc:malloc --no-probe-stacks` and
+           with the stacks: the cost of a hit (issue #39).
 """
 
 import argparse
@@ -66,6 +69,28 @@ W5_GOALS = {"fexit": 1.03, "tracepoint": 1.20, "sys-exit": None}
 
 # W6: CPython's own tests of processes, signals and the OS interface, one
 # file after another, as a real suite that spawns, signals and waits.
+# W9: mallocs per run, and the loop that times them itself.
+W9_CALLS = 100_000
+W9_SOURCE = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+void *volatile sink;
+int main(int argc, char **argv)
+{
+	long n = atol(argv[1]);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (long i = 0; i < n; i++) {
+		sink = malloc(32);
+		free(sink);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("%ld\n", (b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec);
+	return 0;
+}
+"""
+
 W6_TESTS = ["test_subprocess", "test_os", "test_signal", "test_posix", "test_pty",
             "test_wait4", "test_popen"]
 
@@ -369,6 +394,52 @@ class Bench:
             "hooks": {h: {"ratio": median([r[h] / r["base"] for r in rows]),
                           "ns_per_syscall": median([(r[h] - r["base"]) / 2e6 * 1e9 for r in rows])}
                       for h in hooks},
+        }
+
+    def w9(self):
+        """The cost of a probe's hit: the loop's own time per call, bare and
+        under each way of recording, interleaved; the hits counted must be
+        the calls (at least: the C library's start-up calls malloc too)."""
+        n = self.args.rounds
+        src = os.path.join(self.tmp, "w9.c")
+        prog = os.path.join(self.tmp, "w9")
+        with open(src, "w") as f:
+            f.write(W9_SOURCE)
+        subprocess.run(["cc", "-O2", "-o", prog, src], check=True)
+        out = os.path.join(self.tmp, "w9.ndjson")
+        probe = ["--probe", "uprobe:libc:malloc"]
+        runs = {
+            "bare": [],
+            "record": [self.pt, "record", "-q", "-o", out, "--"],
+            "probe": [self.pt, "record", "-q", "-o", out, *probe, "--no-probe-stacks", "--"],
+            "probe_stacks": [self.pt, "record", "-q", "-o", out, *probe, "--"],
+        }
+        log(f"W9 probes: {n} rounds of {W9_CALLS} mallocs, " + ", ".join(runs))
+        rows = []
+        for i in range(n):
+            row = {}
+            for name, prefix in runs.items():
+                done = subprocess.run([*prefix, prog, str(W9_CALLS)], capture_output=True,
+                                      text=True, check=True)
+                row[name] = int(done.stdout.split()[-1]) / 1e9
+                if name.startswith("probe"):
+                    _, _, _, trailer = read_recording(out)
+                    assert trailer.get("probe_hits", 0) >= W9_CALLS, trailer
+                    row[f"{name}_lost"] = trailer.get("lost_probe_hits", 0)
+            rows.append(row)
+            log(f"  round {i}: " + ", ".join(f"{k} {v:.4f}" for k, v in row.items()))
+        # The fastest round of each: a loop of a few milliseconds bare is
+        # easily doubled by one preemption on a loaded machine, which a
+        # median of ratios would carry.
+        fastest = {name: min(r[name] for r in rows) for name in runs}
+        kinds = ["record", "probe", "probe_stacks"]
+        self.results["W9"] = {
+            "rounds": rows,
+            "calls": W9_CALLS,
+            "bare_ns_per_call": fastest["bare"] / W9_CALLS * 1e9,
+            "us_per_hit": {name: (fastest[name] - fastest["bare"]) / W9_CALLS * 1e6 for name in kinds},
+            "slowdown": {name: fastest[name] / fastest["bare"] for name in kinds},
+            "lost": {name: max(r[f"{name}_lost"] for r in rows) for name in ["probe", "probe_stacks"]},
         }
 
     def w6(self):
@@ -868,6 +939,14 @@ def table(r):
                     row(f"W8 profile ({name})", f"{kind}: per sample ({' to '.join(x['between'])}), "
                         "command CPU (quartiles); the tracer's CPU",
                         f"{a['median']:.1f} us ({a['q1']:.1f}-{a['q3']:.1f}); {b['median']:.1f} us", "")
+    if "W9" in r:
+        w = r["W9"]
+        for name, what in (("record", "recorded, no probe"),
+                           ("probe", "--probe uprobe:libc:malloc --no-probe-stacks"),
+                           ("probe_stacks", "--probe uprobe:libc:malloc (stacks)")):
+            lost = f", {w['lost'][name]} lost" if name in w["lost"] else ""
+            row("W9 probes", f"malloc+free loop, {what}: µs per call over bare (slowdown), fastest round",
+                f"{w['us_per_hit'][name]:.2f} µs ({w['slowdown'][name]:.1f}x{lost})", "", None)
     if "W4" in r:
         w = r["W4"]
         for name in ("render -d by-process", "render -d tree", "render -d html", "ingest",
@@ -883,10 +962,10 @@ def table(r):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W8")
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W9")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7,W8")
+    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7,W8,W9")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--w8-rates", default=W8_RATES, type=lambda x: [int(hz) for hz in x.split(",")],
@@ -900,7 +979,7 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7", "W8"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7", "W8", "W9"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")
