@@ -1,7 +1,8 @@
 //! `probes`: the probes' hits (`record --probe`): per probe its hits, then
 //! per test, per command and per process, and its most frequent USDT
-//! argument tuples. A probe no process of the tree hit says so; every
-//! list is cut short and says what it left out.
+//! argument tuples, and the calls' latency where a uretprobe was attached
+//! too. The probes no process of the tree hit are named at the end, in
+//! one line; every list is cut short and says what it left out.
 
 use std::io::{self, Write};
 
@@ -37,22 +38,48 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         count(probed_processes(profile) as u64, "process", "processes"),
         trailer.map_or(0, |t| t.lost_probe_hits)
     )?;
-    for used in probe_uses(probes, profile, &recording.processes) {
+    let (hit, unhit): (Vec<ProbeUse>, Vec<ProbeUse>) =
+        probe_uses(probes, profile, &recording.processes)
+            .into_iter()
+            .partition(|used| used.hits > 0);
+    for used in &hit {
         writeln!(out)?;
-        write_probe(out, &used, options)?;
+        write_probe(out, used, options)?;
         if let Some(latency) = &used.latency {
             let ret = probes.get(latency.ret as usize).map(|p| p.label());
             write_latency(out, latency, ret.as_deref().unwrap_or("its return"))?;
         }
     }
-    Ok(())
+    write_unhit(out, &unhit, options)
+}
+
+/// The probes no process of the tree hit, in one line: a wildcard may
+/// attach to hundreds.
+fn write_unhit(out: &mut dyn Write, unhit: &[ProbeUse], options: Options) -> io::Result<()> {
+    let labels: Vec<String> = unhit
+        .iter()
+        .take(TOP)
+        .map(|used| visible(&used.probe.label()).into_owned())
+        .collect();
+    let line = match unhit.len() {
+        0 => return Ok(()),
+        1 => format!("No process of the tree hit {}", labels[0]),
+        n if n <= TOP => format!(
+            "No process of the tree hit {n} probes: {}",
+            labels.join(", ")
+        ),
+        n => format!(
+            "No process of the tree hit {n} probes: {}, … and {} more",
+            labels.join(", "),
+            n - TOP
+        ),
+    };
+    writeln!(out)?;
+    writeln!(out, "{}", shorten(&line, options.width))
 }
 
 fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Result<()> {
     let label = visible(&used.probe.label()).into_owned();
-    if used.hits == 0 {
-        return writeln!(out, "{label}: no process of the tree hit it");
-    }
     writeln!(out, "{label}: {}", count(used.hits, "hit", "hits"))?;
     write_list(out, "by test", &used.by_test, options)?;
     write_list(out, "by command", &used.by_command, options)?;

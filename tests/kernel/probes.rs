@@ -234,7 +234,7 @@ fn the_views_count_per_probe_and_say_which_were_never_hit() {
     assert!(text.contains("  arguments (10 of 40):\n"), "{text}");
     assert!(text.contains("    … 30 more with 30 hits\n"), "{text}");
     assert!(
-        text.contains("\nuprobe:libc.so.6:getpid: no process of the tree hit it\n"),
+        text.ends_with("\n\nNo process of the tree hit uprobe:libc.so.6:getpid\n"),
         "{text}"
     );
     let folded = crate::hang::render_as(&path, "probe-folded");
@@ -432,4 +432,39 @@ fn the_html_report_lists_each_probes_hits() {
     ] {
         assert!(dom.contains(fact), "{fact} not in the page");
     }
+}
+
+#[test]
+fn hits_are_split_by_the_test_each_process_ran() {
+    let probed = workload("probed");
+    let program = probed.to_str().unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--probe", &format!("usdt:{program}:proctrace_test:round")]);
+    let script = format!(
+        "PYTEST_CURRENT_TEST='t.py::test_a (call)' {program} 3; \
+         PYTEST_CURRENT_TEST='t.py::test_b (call)' {program} 5"
+    );
+    let run = record_with(&opts, &["sh", "-c", &script]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let path = run.dir.path().join("rec.ndjson");
+    let text = crate::hang::render_as(&path, "probes");
+    assert!(
+        text.contains(
+            "  by test (2 of 2):\n             5  t.py::test_b\n             3  t.py::test_a\n"
+        ),
+        "{text}"
+    );
+    let folded = crate::hang::render_as(&path, "probe-folded");
+    let tests: Vec<(&str, &str)> = folded
+        .lines()
+        .map(|line| {
+            let (stack, count) = line.rsplit_once(' ').unwrap();
+            (stack.split(';').next().unwrap(), count)
+        })
+        .collect();
+    assert_eq!(
+        tests,
+        [("t.py::test_a", "3"), ("t.py::test_b", "5")],
+        "{folded}"
+    );
 }
