@@ -1,12 +1,13 @@
-//! A recording's CPU profile as read back: every frame and stack once, and
-//! the samples of each process in each stack.
+//! A recording's CPU profile and probe hits as read back: every frame and
+//! stack once, the samples of each process in each stack, and its hits of
+//! each probe.
 
 use std::collections::HashMap;
 
 use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record};
 
-/// The profile of a recording made with `record --cpu-profile`; empty for
-/// any other.
+/// The profile of a recording made with `record --cpu-profile`, and the
+/// hits of one made with `record --probe`; empty for any other.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Profile {
     frames: HashMap<u32, Frame>,

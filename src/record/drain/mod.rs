@@ -113,6 +113,7 @@ pub fn run(
         env_names: config.env_names.clone(),
         collector,
         probing: !config.probes.is_empty(),
+        unwinds: probe.cpu_profile.is_some() || (!config.probes.is_empty() && config.probe_stacks),
     };
     let totals = drain.run(&target)?;
     Ok(drain.finish_profile(totals))
@@ -138,6 +139,8 @@ struct Drain<'a, 'obj> {
     collector: Option<Collector>,
     /// Whether probes were attached (`--probe`): their ring is read.
     probing: bool,
+    /// Whether stacks are unwound: the mappings are then followed.
+    unwinds: bool,
 }
 
 enum Buffer<'cb> {
@@ -639,11 +642,12 @@ impl Drain<'_, '_> {
         }
     }
 
-    /// With a CPU profile, has the kernel announce every executable mapping
-    /// of `pid` and of the processes it starts from now on; a process
-    /// attached to has its mappings already, read from /proc.
+    /// With stacks to unwind (a CPU profile, probes with stacks), has the
+    /// kernel announce every executable mapping of `pid` and of the
+    /// processes it starts from now on; a process attached to has its
+    /// mappings already, read from /proc.
     fn watch_mappings(&self, pid: Pid) -> Result<(), RecordError> {
-        let Some(collector) = &self.collector else {
+        let Some(collector) = self.collector.as_ref().filter(|_| self.unwinds) else {
             return Ok(());
         };
         let watch = MmapWatch::open(pid)?;
