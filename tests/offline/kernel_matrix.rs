@@ -119,6 +119,14 @@ fn guests_record_exactly() {
         if let Err(why) = result {
             failures.push(format!("{kernel} profile: {why}"));
         }
+        let result = check_probe(&log, version(&release));
+        row.push(format!(
+            "probe: {}",
+            if result.is_ok() { "pass" } else { "FAIL" }
+        ));
+        if let Err(why) = result {
+            failures.push(format!("{kernel} probe: {why}"));
+        }
         for (what, check) in REFUSALS {
             let result = check(&log);
             row.push(format!(
@@ -180,6 +188,46 @@ fn check_profile(log: &str) -> Result<(), String> {
     });
     if !reaches_main {
         return Err("no stack reaches main;work;spin_a".into());
+    }
+    Ok(())
+}
+
+/// `--probe uprobe:/hot:work` on `/hot 50`, which calls work() once:
+/// exactly one hit, its stack through main, from 5.15 (BPF cookies) on;
+/// before, one clear line and a failure.
+fn check_probe(log: &str, version: (u32, u32)) -> Result<(), String> {
+    let status = marker(log, "===STATUS probe ").ok_or("no probe status")?;
+    let stderr = section(log, "===STDERR probe===\n", "===ENDSTDERR probe===").unwrap_or("");
+    if version < (5, 15) {
+        let clear = stderr.lines().count() == 1 && stderr.contains("--probe needs Linux 5.15");
+        return match (status, clear) {
+            ("0", _) => Err("a probe attached without BPF cookies".into()),
+            (_, true) => Ok(()),
+            _ => Err(format!(
+                "unclear refusal: status {status}, stderr {stderr:?}"
+            )),
+        };
+    }
+    if status != "0" {
+        return Err(format!("status {status}, stderr {stderr:?}"));
+    }
+    let text =
+        section(log, "===BEGIN probe===\n", "===END probe===").ok_or("no probe recording")?;
+    let mut reader = proctrace::recording::Reader::new(std::io::Cursor::new(text), "probe");
+    let recording =
+        proctrace::recording::Recording::read(&mut reader, proctrace::recording::Keep::Processes)
+            .map_err(|e| e.to_string())?;
+    let profile = &recording.profile;
+    let hits: Vec<_> = profile.probe_hits.iter().collect();
+    let [hit] = hits[..] else {
+        return Err(format!("{} lines of hits, not one", hits.len()));
+    };
+    let frames: Vec<String> = hit
+        .stack
+        .map(|s| profile.stack(s).iter().map(|f| f.label()).collect())
+        .unwrap_or_default();
+    if hit.count != 1 || !frames.ends_with(&["main".to_owned(), "work".to_owned()]) {
+        return Err(format!("{} hits in {frames:?}", hit.count));
     }
     Ok(())
 }
