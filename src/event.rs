@@ -711,6 +711,26 @@ pub struct Snapshot {
     /// in: the processes that may hold a lock whose word names no owner.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<Mapped>,
+    /// The CPU it used, where a thread of it was running (state R): read
+    /// twice a moment apart, to tell a spin from a process about to block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuUse>,
+    /// The last line the command had written to `record --command-output`,
+    /// on the first record of a snapshot only: what its terminal would show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// The CPU a running process used: its threads' run time, to the
+/// nanosecond (`/proc/PID/task/TID/schedstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// Nanoseconds of CPU since it started, at the snapshot.
+    pub total_ns: u64,
+    /// Nanoseconds of CPU it used in the `window_ns` after the snapshot.
+    pub recent_ns: u64,
+    /// How long after the snapshot it was read again (nanoseconds).
+    pub window_ns: u64,
 }
 
 /// A memory object a process maps shared: a `/dev/shm` file, a memfd, a

@@ -18,9 +18,11 @@ use serde::{Deserialize, Serialize};
 
 pub use futex::ThreadCycle;
 
+use super::loops::{loop_at, Loop};
 use super::testname::test_of;
 use crate::event::{
-    Access, FdKind, Outsider, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow, WaitOn,
+    Access, CpuUse, FdKind, Outsider, Peer, Pid, Snapshot, SnapshotCause, ThreadWait, WaitHow,
+    WaitOn,
 };
 use crate::processes::Processes;
 use crate::syscalls;
@@ -47,6 +49,10 @@ pub struct Hang {
     /// The cycles of threads of one process waiting for each other.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thread_deadlocks: Vec<ThreadCycle>,
+    /// The command's last line of output at the snapshot, where
+    /// `record --command-output` kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// One process of a snapshot and what it waits for.
@@ -78,6 +84,13 @@ pub struct Blocked {
     /// The names of its threads that futex waits are about, by tid.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub thread_names: BTreeMap<Pid, String>,
+    /// The command it keeps starting, if it loops: then it is the culprit,
+    /// not the attempt or the pause it waits for at the moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looping: Option<Loop>,
+    /// The CPU it used, where it was running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuUse>,
 }
 
 /// One wait of one thread, resolved.
@@ -178,16 +191,32 @@ impl Hang {
             .iter()
             .map(|&(index, s)| Known::of(processes, index, s.timestamp))
             .collect();
+        let loops: Vec<Option<Loop>> = snapshot
+            .iter()
+            .map(|&(index, s)| index.and_then(|i| loop_at(processes, i, s.timestamp)))
+            .collect();
         let snapshot = known.iter().zip(snapshot.iter().map(|(_, s)| *s));
-        Hang::of(&snapshot.collect::<Vec<_>>())
+        Hang::with_loops(&snapshot.collect::<Vec<_>>(), loops)
     }
 
     /// The analysis of one snapshot's records, each with what the
     /// recording knows of its process.
     pub fn of(snapshot: &[(&Known, &Snapshot)]) -> Option<Hang> {
+        Hang::with_loops(snapshot, Vec::new())
+    }
+
+    /// [`Hang::of`], with the loop each process runs, if any (`loops` in
+    /// the snapshot's order; missing ones are none), from
+    /// [`super::loops::loop_at`].
+    pub fn with_loops(snapshot: &[(&Known, &Snapshot)], loops: Vec<Option<Loop>>) -> Option<Hang> {
         let (_, first) = snapshot.first()?;
         let records: Vec<&Snapshot> = snapshot.iter().map(|(_, s)| *s).collect();
         let mut blocked: Vec<Blocked> = snapshot.iter().map(|(k, s)| describe(k, s)).collect();
+        let loops = loops.into_iter().chain(std::iter::repeat(None));
+        blocked
+            .iter_mut()
+            .zip(loops)
+            .for_each(|(b, l)| b.looping = l);
         let index = Index::new(&blocked, &records);
         for (at, s) in records.iter().enumerate() {
             blocked[at].waits = waits_of(s)
@@ -213,6 +242,12 @@ impl Hang {
                 .collect();
         }
         futex::add_candidates(&mut blocked, &records);
+        // A process waiting on anything but its children is out of its loop.
+        for b in &mut blocked {
+            if b.waits.iter().any(|w| w.on.how != WaitHow::Children) {
+                b.looping = None;
+            }
+        }
         let mut hang = Hang {
             timestamp: first.timestamp,
             cause: first.cause,
@@ -222,6 +257,7 @@ impl Hang {
             deadlocks: Vec::new(),
             waiters: Vec::new(),
             thread_deadlocks: Vec::new(),
+            output: first.output.clone(),
         };
         hang.waiters = hang.find_waiters();
         hang.deadlocks = hang.cycles();
@@ -264,11 +300,18 @@ impl Hang {
     /// proctrace cannot follow or that no process of the tree holds (a
     /// server outside it), else it is just the command, asleep.
     fn culprit_positions(&self) -> Vec<usize> {
-        let mut waited = vec![false; self.processes.len()];
+        let mut waiters = vec![Vec::new(); self.processes.len()];
         for at in 0..self.processes.len() {
-            self.targets(at).into_iter().for_each(|t| waited[t] = true);
+            self.targets(at)
+                .into_iter()
+                .for_each(|t| waiters[t].push(at));
         }
         let tops = self.tops();
+        let looper = self.loopers();
+        // The attempt or the pause of a loop, that only the loop waits for.
+        let inside_loop = |at: usize| {
+            looper[at].is_some_and(|l| waiters[at].iter().all(|&w| w == l || looper[w] == Some(l)))
+        };
         let mut culprits: Vec<usize> = (0..self.processes.len())
             .filter(|&at| !self.processes[at].waits_for_someone())
             .filter(|&at| {
@@ -278,11 +321,38 @@ impl Hang {
                     .waits
                     .iter()
                     .any(|w| !matches!(w.on.peer, Peer::Children { .. }));
-                waited[at] || (unresolved && tops.contains(&at))
+                !waiters[at].is_empty() || (unresolved && tops.contains(&at))
             })
+            .filter(|&at| !inside_loop(at))
             .collect();
-        culprits.sort_by_key(|&at| self.processes[at].pid);
         culprits
+            .extend((0..self.processes.len()).filter(|&at| self.processes[at].looping.is_some()));
+        culprits.sort_by_key(|&at| self.processes[at].pid);
+        culprits.dedup();
+        culprits
+    }
+
+    /// For each position, its nearest ancestor in the snapshot that loops.
+    fn loopers(&self) -> Vec<Option<usize>> {
+        let pids = self.pids();
+        let parent = |at: usize| {
+            self.processes[at]
+                .parent
+                .and_then(|p| pids.get(&p).copied())
+        };
+        let nearest = |at: usize| {
+            let mut up = parent(at);
+            // Bounded: the parents a hostile recording gives may cycle.
+            for _ in 0..self.processes.len() {
+                let above = up?;
+                if self.processes[above].looping.is_some() {
+                    return Some(above);
+                }
+                up = parent(above);
+            }
+            None
+        };
+        (0..self.processes.len()).map(nearest).collect()
     }
 
     /// Folds positions that share a parent, a command, a test and what
@@ -317,6 +387,9 @@ impl Hang {
     /// What makes two processes alike: everything a line says but the pid.
     fn key(&self, at: usize) -> String {
         let p = &self.processes[at];
+        if let Some(looping) = &p.looping {
+            return format!("{:?}", (p.parent, &p.command, &p.test, &looping.key));
+        }
         let held = &self.waiters[at];
         let waits: Vec<(&str, &WaitOn, Vec<usize>)> = p
             .waits
@@ -530,6 +603,8 @@ fn describe(known: &Known, s: &Snapshot) -> Blocked {
             .iter()
             .filter_map(|t| Some((t.tid, t.name.clone()?)))
             .collect(),
+        looping: None,
+        cpu: s.cpu,
     }
 }
 
@@ -713,4 +788,4 @@ fn waits_on_lock(s: &Snapshot, dev: u64, ino: u64) -> bool {
 
 mod futex;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -18,7 +18,8 @@
 //! - [`group_usage`]: what each command group and each test used;
 //!   [`slowest`]: the processes that ran longest.
 //! - [`hang`]: the wait-for graph of a snapshot of the live tree: who
-//!   waits for whom, the culprits and the deadlocks.
+//!   waits for whom, the culprits and the deadlocks; [`loops`]: the
+//!   process that keeps starting a command, which a hang is stuck on.
 //! - [`testname`]: which test of a suite a process belongs to.
 
 mod cpu;
@@ -27,6 +28,7 @@ pub mod diff;
 mod failures;
 pub mod hang;
 mod holders;
+pub mod loops;
 mod outlived;
 mod probes;
 mod programs;

@@ -21,14 +21,15 @@ pub(crate) mod process;
 mod sockets;
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use blocked::Machine;
 use outsiders::outsider;
-use process::{Life, ProcDir, Stat};
+use process::{run_ns, Life, ProcDir, Stat};
 
 pub use fds::held_fds;
 
-use crate::event::{Fd, Mapped, Peer, Pid, Snapshot, SnapshotCause};
+use crate::event::{CpuUse, Fd, Mapped, Peer, Pid, Snapshot, SnapshotCause};
 
 /// A snapshot of `pids` as of `now` (nanoseconds since the recording
 /// started), one record per process still alive; processes that are
@@ -48,7 +49,7 @@ pub fn snapshot(
     // read once per part, by the first thread that needs them.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let part = pids.len().div_ceil(cpus).max(PART_MIN);
-    let mut taken: Vec<Snapshot> = std::thread::scope(|scope| {
+    let taken: Vec<Snapshot> = std::thread::scope(|scope| {
         let parts: Vec<_> = pids
             .chunks(part)
             .map(|pids| {
@@ -66,6 +67,7 @@ pub fn snapshot(
             .flat_map(|p| p.join().unwrap_or_default())
             .collect()
     });
+    let mut taken = watch_running(taken);
     for snapshot in &mut taken {
         snapshot.quiet = last_event(snapshot.pid).map_or(0, |at| now.saturating_sub(at));
     }
@@ -99,6 +101,65 @@ fn name_mappers(taken: &mut [Snapshot]) {
     for s in taken.iter_mut() {
         s.maps = futex::mapping(s.pid, &wanted);
     }
+}
+
+/// How long after its first read a running process's CPU time is read
+/// again: a moment, as the recorder's drain waits for it, yet long
+/// enough for a process that spins to run for some of it on a loaded
+/// machine.
+const CPU_WINDOW: Duration = Duration::from_millis(100);
+
+/// The snapshots, with the CPU each running process used in the
+/// [`CPU_WINDOW`] after it was read; no wait when none runs. Each read is
+/// its threads' run time, to the nanosecond; the ticks of
+/// `/proc/PID/stat` are too coarse for a moment.
+fn watch_running(taken: Vec<Snapshot>) -> Vec<Snapshot> {
+    let first: Vec<Option<(u64, Instant)>> = taken
+        .iter()
+        .map(|s| {
+            s.cpu
+                .and_then(|_| run_ns(s.pid))
+                .map(|ns| (ns, Instant::now()))
+        })
+        .collect();
+    if let Some(last) = first.iter().flatten().map(|(_, read)| *read).max() {
+        std::thread::sleep(CPU_WINDOW.saturating_sub(last.elapsed()));
+    }
+    let watched = taken.into_iter().zip(first).map(|(mut s, first)| {
+        let again = first.and_then(|(ns, read)| Some((run_ns(s.pid)?.checked_sub(ns)?, read)));
+        match (&mut s.cpu, again) {
+            (Some(cpu), Some((recent, read))) => {
+                cpu.recent_ns = recent;
+                cpu.window_ns = read.elapsed().as_nanos() as u64;
+            }
+            // It exited meanwhile, or its run time cannot be read: its
+            // CPU share is not known.
+            _ => s.cpu = None,
+        }
+        s
+    });
+    watched.collect()
+}
+
+/// Bytes at the end of a file a last line is looked for in.
+const TAIL_BYTES: u64 = 4096;
+
+/// The last line of text in the file at `path` (a command's output, as
+/// its terminal would show it last), without its line end; `None` when
+/// it cannot be read or holds only blank lines near its end.
+pub fn last_line(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.take(TAIL_BYTES).read_to_end(&mut tail).ok()?;
+    let tail = String::from_utf8_lossy(&tail);
+    // A carriage return redraws the line: what follows the last one shows.
+    let shown = |l: &'_ str| l.rsplit('\r').next().unwrap_or(l).trim_end().to_owned();
+    let last = tail.lines().rev().map(shown).find(|l| !l.trim().is_empty());
+    last
 }
 
 /// Outsiders kept per wait, at most: a pipe of the CI runner may be
@@ -175,6 +236,12 @@ fn read(
     let (threads, main_arg) = blocked::threads(pid, &dir, &stat, &fds, machine, &mut notes);
     // The main thread's call, as recordings have always had it.
     let main = threads.iter().find(|t| t.tid == pid);
+    let running = stat.state == 'R' || threads.iter().any(|t| t.state == 'R');
+    let cpu = running.then(|| CpuUse {
+        total_ns: stat.cpu_ns(),
+        recent_ns: 0,
+        window_ns: 0,
+    });
     Some(Snapshot {
         seq: 0,
         timestamp: now,
@@ -191,12 +258,27 @@ fn read(
         notes,
         outsiders: Default::default(),
         maps: Vec::new(),
+        cpu,
+        output: None,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_line_is_what_a_terminal_shows_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, "first\nfetch 10%\rfetch 100%\n\n  \n").unwrap();
+        assert_eq!(last_line(&log).as_deref(), Some("fetch 100%"));
+        std::fs::write(&log, format!("{}\nend", "x".repeat(10_000))).unwrap();
+        assert_eq!(last_line(&log).as_deref(), Some("end"));
+        std::fs::write(&log, "\n").unwrap();
+        assert_eq!(last_line(&log), None);
+        assert_eq!(last_line(&dir.path().join("none")), None);
+    }
 
     #[test]
     fn a_blocked_process_is_read_with_its_call_and_its_pipe_ends() {

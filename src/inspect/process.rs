@@ -67,6 +67,8 @@ pub(crate) struct Stat {
     pub threads: u64,
     /// Clock ticks after boot when the process started.
     start_ticks: u64,
+    /// Clock ticks of CPU it used, in user and kernel mode.
+    cpu_ticks: u64,
 }
 
 impl Stat {
@@ -88,6 +90,8 @@ impl Stat {
             flags: fields.get(6)?.parse().ok()?,
             threads: fields.get(17)?.parse().ok()?,
             start_ticks: fields.get(19)?.parse().ok()?,
+            cpu_ticks: fields.get(11)?.parse::<u64>().ok()?
+                + fields.get(12)?.parse::<u64>().ok()?,
         })
     }
 
@@ -101,16 +105,39 @@ impl Stat {
         }
     }
 
+    /// Nanoseconds of CPU it used, all its threads.
+    pub fn cpu_ns(&self) -> u64 {
+        ticks_ns(self.cpu_ticks)
+    }
+
     pub fn alive_ns(&self) -> u64 {
-        // SAFETY: sysconf has no preconditions.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let started = self.start_ticks.saturating_mul(1_000_000_000) / ticks;
+        let started = ticks_ns(self.start_ticks);
         nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
             .map(|t| {
                 (t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64).saturating_sub(started)
             })
             .unwrap_or(0)
     }
+}
+
+/// Nanoseconds its live threads have run, to the nanosecond (the first
+/// field of each `/proc/PID/task/TID/schedstat`): `None` where the kernel
+/// keeps no such count (it shows zeros).
+pub(crate) fn run_ns(pid: Pid) -> Option<u64> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let run = |task: fs::DirEntry| {
+        let stat = fs::read_to_string(task.path().join("schedstat")).ok()?;
+        stat.split_whitespace().next()?.parse::<u64>().ok()
+    };
+    let total: u64 = tasks.flatten().filter_map(run).sum();
+    (total > 0).then_some(total)
+}
+
+/// Clock ticks (`USER_HZ`) as nanoseconds.
+fn ticks_ns(ticks: u64) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ticks.saturating_mul(1_000_000_000) / hz
 }
 
 /// Where `pid` is in its life; a process /proc has no record of is gone.

@@ -5,6 +5,7 @@
 //! the recorder needs the hang's culprits before any view does.
 
 use crate::analysis::hang::{Hang, Known};
+use crate::analysis::loops::{loop_at, Loop};
 use crate::event::{Pid, Snapshot, SnapshotCause};
 use crate::processes::Processes;
 
@@ -54,22 +55,25 @@ impl Taken {
 
     /// The wait-for analysis against `processes`, a tree recorded at
     /// least up to a moment before the snapshot, which also names the
-    /// tests. A process it does not have running yet is taken as the
-    /// recorder knew it.
+    /// tests and the loops. A process it does not have running yet is
+    /// taken as the recorder knew it.
     pub fn hang_in(&self, processes: &Processes) -> Option<Hang> {
-        let known: Vec<Known> = self
+        let (known, loops): (Vec<Known>, Vec<Option<Loop>>) = self
             .records
             .iter()
             .zip(&self.known)
             .map(|(s, known)| {
                 let found = processes.find(s.pid, s.timestamp);
                 match found.filter(|&i| processes.get(i).running_at(s.timestamp)) {
-                    Some(i) => Known::of(processes, Some(i), s.timestamp),
-                    None => known.clone(),
+                    Some(i) => (
+                        Known::of(processes, Some(i), s.timestamp),
+                        loop_at(processes, i, s.timestamp),
+                    ),
+                    None => (known.clone(), None),
                 }
             })
-            .collect();
-        Hang::of(&known.iter().zip(&self.records).collect::<Vec<_>>())
+            .unzip();
+        Hang::with_loops(&known.iter().zip(&self.records).collect::<Vec<_>>(), loops)
     }
 
     /// The culprits of the snapshot, each once, by pid.

@@ -416,7 +416,10 @@ impl Recorder {
             notices: notices_tx,
             ready: ready_tx,
         };
-        let policy = self.policy.clone();
+        let policy = LingerPolicy {
+            command_output: self.command_output.clone(),
+            ..self.policy.clone()
+        };
         let config = self.kernel.clone();
         let thread_control = Arc::clone(&control);
         let thread = std::thread::Builder::new()
@@ -517,6 +520,8 @@ struct LingerPolicy {
     /// `--on-hang`: run for each culprit after a snapshot.
     on_hang: Option<String>,
     on_hang_timeout: Duration,
+    /// `--command-output`: its last line goes into each snapshot.
+    command_output: Option<PathBuf>,
 }
 
 impl Default for LingerPolicy {
@@ -530,6 +535,7 @@ impl Default for LingerPolicy {
             hang_after: None,
             on_hang: None,
             on_hang_timeout: DEFAULT_ON_HANG_TIMEOUT,
+            command_output: None,
         }
     }
 }

@@ -27,6 +27,7 @@ mod html;
 mod ingest;
 mod library;
 mod live;
+mod loops;
 mod otlp;
 mod perfetto;
 mod probes;

@@ -196,6 +196,8 @@ mod tests {
             notes: Vec::new(),
             outsiders: Default::default(),
             maps,
+            cpu: None,
+            output: None,
         }
     }
 

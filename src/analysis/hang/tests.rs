@@ -18,7 +18,7 @@ fn pipe_end(fd: i32, ino: u64, access: Access) -> HeldFd {
     }
 }
 
-fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) -> Snapshot {
+pub(crate) fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) -> Snapshot {
     Snapshot {
         seq: 0,
         timestamp: 5,
@@ -43,6 +43,8 @@ fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) -> Snapshot
         notes: Vec::new(),
         outsiders: Default::default(),
         maps: Vec::new(),
+        cpu: None,
+        output: None,
     }
 }
 
@@ -55,7 +57,7 @@ fn on(fd: i32, how: WaitHow, ino: u64) -> WaitOn {
     }
 }
 
-fn children() -> WaitOn {
+pub(crate) fn children() -> WaitOn {
     WaitOn {
         fd: None,
         how: WaitHow::Children,

@@ -595,7 +595,11 @@ impl Drain<'_, '_> {
         };
         let started = std::time::Instant::now();
         let root_fds = progress.lineage.root_fds();
-        let records = inspect::snapshot(&pids, now, cause, root_fds, last_event);
+        let mut records = inspect::snapshot(&pids, now, cause, root_fds, last_event);
+        if let Some(first) = records.first_mut() {
+            let output = self.policy.command_output.as_deref();
+            first.output = output.and_then(inspect::last_line);
+        }
         log::debug!(
             "snapshot: {} of {} processes read in {:.1} ms",
             records.len(),
