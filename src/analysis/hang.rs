@@ -358,15 +358,18 @@ impl Hang {
     /// Folds positions that share a parent, a command, a test and what
     /// they do into groups, in order of their first member.
     pub fn group(&self, positions: Vec<usize>) -> Vec<Vec<usize>> {
-        self.group_where(positions, |_| true)
+        self.group_where(positions, |_| true, true)
     }
 
     /// [`Hang::group`], where only positions `foldable` says may share a
     /// group; the others each have one of their own, in their place.
+    /// Without `by_parent`, alike processes of different parents fold too:
+    /// the children of a folded group, whose parents are alike.
     fn group_where(
         &self,
         positions: Vec<usize>,
         foldable: impl Fn(usize) -> bool,
+        by_parent: bool,
     ) -> Vec<Vec<usize>> {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut by_key: HashMap<String, usize> = HashMap::new();
@@ -375,7 +378,7 @@ impl Hang {
                 groups.push(vec![at]);
                 continue;
             }
-            let g = *by_key.entry(self.key(at)).or_insert_with(|| {
+            let g = *by_key.entry(self.key(at, by_parent)).or_insert_with(|| {
                 groups.push(Vec::new());
                 groups.len() - 1
             });
@@ -384,11 +387,13 @@ impl Hang {
         groups
     }
 
-    /// What makes two processes alike: everything a line says but the pid.
-    fn key(&self, at: usize) -> String {
+    /// What makes two processes alike: everything a line says but the pid
+    /// (and, without `by_parent`, the parent).
+    fn key(&self, at: usize, by_parent: bool) -> String {
         let p = &self.processes[at];
+        let parent = p.parent.filter(|_| by_parent);
         if let Some(looping) = &p.looping {
-            return format!("{:?}", (p.parent, &p.command, &p.test, &looping.key));
+            return format!("{:?}", (parent, &p.command, &p.test, &looping.key));
         }
         let held = &self.waiters[at];
         let waits: Vec<(&str, &WaitOn, Vec<usize>)> = p
@@ -404,7 +409,7 @@ impl Hang {
             .collect();
         format!(
             "{:?}",
-            (p.parent, &p.command, &p.test, p.state, &p.call, &p.wchan, waits, held)
+            (parent, &p.command, &p.test, p.state, &p.call, &p.wchan, waits, held)
         )
     }
 
@@ -554,18 +559,25 @@ impl Chains<'_> {
         }
         members.iter().for_each(|&m| self.shown[m] = true);
         self.stack.push(at);
-        for group in self.fold(self.hang.targets(at)) {
+        for group in self.fold(&members) {
             self.visit(group, Some(at), depth + 1);
         }
         self.stack.pop();
     }
 
-    /// Targets not yet shown fold into groups of alike ones, which wait
-    /// for the same processes (1,000 waiters on one lock): the chain below
-    /// the first is theirs. The others stay one per line, in their order.
-    fn fold(&self, targets: Vec<usize>) -> Vec<Vec<usize>> {
-        self.hang
-            .group_where(targets, |t| !self.shown[t] && !self.stack.contains(&t))
+    /// What the members of a line wait for, not yet shown, folded into
+    /// groups of alike ones (1,000 waiters on one lock; the children of
+    /// 1,000 alike loops, whatever their parent); the others stay one per
+    /// line, in their order.
+    fn fold(&self, members: &[usize]) -> Vec<Vec<usize>> {
+        let mut targets: Vec<usize> = Vec::new();
+        for t in members.iter().flat_map(|&m| self.hang.targets(m)) {
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+        let foldable = |t: usize| !self.shown[t] && !self.stack.contains(&t);
+        self.hang.group_where(targets, foldable, members.len() == 1)
     }
 }
 
