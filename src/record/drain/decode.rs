@@ -55,20 +55,8 @@ pub struct Sample {
 /// the part of the stack copy the kernel sent is read.
 pub fn decode_sample(data: &[u8], start: u64) -> Result<Sample, Malformed> {
     let fixed = std::mem::offset_of!(sample_event, stack);
-    let malformed = || Malformed {
-        len: data.len(),
-        kind: event_kind::EVENT_SAMPLE.0,
-    };
-    // The record ends where the copied stack does: read the fixed part
-    // into a whole, zeroed struct.
-    let mut e = sample_event::default();
-    let head = data.get(..fixed).ok_or_else(malformed)?;
-    // SAFETY: a plain C struct of integers, valid for any bytes.
-    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
-    bytes[..fixed].copy_from_slice(head);
-    let stack = data
-        .get(fixed..fixed + e.stack_len as usize)
-        .ok_or_else(malformed)?;
+    let (e, stack) =
+        with_stack::<sample_event>(data, fixed, event_kind::EVENT_SAMPLE, |e| e.stack_len)?;
     let frames = (e.kernel_frames as usize).min(e.kernel.len());
     Ok(Sample {
         pid: e.header.pid,
@@ -97,18 +85,7 @@ pub struct Hit {
 /// Decodes a record of the hits ring; `start` as for [`decode`].
 pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
     let fixed = std::mem::offset_of!(hit_event, stack);
-    let malformed = || Malformed {
-        len: data.len(),
-        kind: event_kind::EVENT_HIT.0,
-    };
-    let mut e = hit_event::default();
-    let head = data.get(..fixed).ok_or_else(malformed)?;
-    // SAFETY: a plain C struct of integers, valid for any bytes.
-    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
-    bytes[..fixed].copy_from_slice(head);
-    let stack = data
-        .get(fixed..fixed + e.stack_len as usize)
-        .ok_or_else(malformed)?;
+    let (e, stack) = with_stack::<hit_event>(data, fixed, event_kind::EVENT_HIT, |e| e.stack_len)?;
     let count = (e.arg_count as usize).min(e.args.len());
     let args = (0..count)
         .map(|i| {
@@ -129,6 +106,29 @@ pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
         probe: e.probe,
         args,
     })
+}
+
+/// A record that ends where its copy of the user stack does: its fixed
+/// part (the first `fixed` bytes) read into a whole, zeroed struct, and
+/// the `stack_len` bytes of stack after it.
+fn with_stack<T: Plain + Default>(
+    data: &[u8],
+    fixed: usize,
+    kind: event_kind,
+    stack_len: impl Fn(&T) -> u32,
+) -> Result<(T, &[u8]), Malformed> {
+    let malformed = || Malformed {
+        len: data.len(),
+        kind: kind.0,
+    };
+    let mut e = T::default();
+    let head = data.get(..fixed).ok_or_else(malformed)?;
+    // SAFETY: a plain C struct of integers, valid for any bytes.
+    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
+    bytes[..fixed].copy_from_slice(head);
+    let len = stack_len(&e) as usize;
+    let stack = data.get(fixed..fixed + len).ok_or_else(malformed)?;
+    Ok((e, stack))
 }
 
 /// The text of a C string the kernel read, if it is text: a pointer to
