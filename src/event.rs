@@ -1084,15 +1084,41 @@ pub(crate) mod tests {
 
     /// A Fork record at time 0, for the tests of what reads records.
     pub(crate) fn fork(parent: Pid, child: Pid) -> Record {
+        fork_at(0, parent, child)
+    }
+
+    /// A Fork record at `timestamp`.
+    pub(crate) fn fork_at(timestamp: u64, parent: Pid, child: Pid) -> Record {
         Record::Fork(Fork {
             seq: 0,
-            timestamp: 0,
+            timestamp,
             parent_pid: parent,
             child_pid: child,
             parent_pgid: 1,
             child_pgid: None,
             child_sid: None,
             child_ppid: None,
+        })
+    }
+
+    /// An Exit record with its status: `exit_code` or `signal`.
+    pub(crate) fn exit_with(
+        pid: Pid,
+        timestamp: u64,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    ) -> Record {
+        Record::Exit(Exit {
+            seq: 0,
+            timestamp,
+            pid,
+            ppid: 1,
+            pgid: 1,
+            sid: None,
+            exit_code,
+            signal,
+            core_dumped: false,
+            resources: None,
         })
     }
 

@@ -266,23 +266,12 @@ impl Lineage {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::event::tests::exit_with;
     pub(crate) use crate::event::tests::fork;
-    use crate::event::Exit;
 
     /// An Exit record with status 0, for the drain's tests too.
     pub(crate) fn exit(pid: Pid, timestamp: u64) -> Record {
-        Record::Exit(Exit {
-            seq: 0,
-            timestamp,
-            pid,
-            ppid: 1,
-            pgid: 1,
-            sid: None,
-            exit_code: Some(0),
-            signal: None,
-            core_dumped: false,
-            resources: None,
-        })
+        exit_with(pid, timestamp, Some(0), None)
     }
 
     #[test]

@@ -154,7 +154,7 @@ pub(super) fn thread_cycles(hang: &Hang, index: &Index) -> Vec<ThreadCycle> {
 mod tests {
     use super::*;
     use crate::analysis::hang::Known;
-    use crate::event::{SnapshotCause, ThreadWait, WaitHow, WaitOn};
+    use crate::event::{ThreadWait, WaitHow, WaitOn};
 
     const SEM: Mapped = Mapped { dev: 1, ino: 77 };
 
@@ -181,23 +181,9 @@ mod tests {
             }],
         });
         Snapshot {
-            seq: 0,
-            timestamp: 5,
-            pid,
-            cause: SnapshotCause::Quiet,
-            state: 'S',
-            wchan: None,
-            syscall: None,
-            syscall_arg: None,
-            alive: 0,
-            quiet: 0,
-            fds: Vec::new(),
             threads: threads.collect(),
-            notes: Vec::new(),
-            outsiders: Default::default(),
             maps,
-            cpu: None,
-            output: None,
+            ..super::super::tests::snapshot(pid, Vec::new(), "futex", Vec::new())
         }
     }
 

@@ -1,19 +1,7 @@
 use super::*;
-use crate::event::{Exec, Exit, Fork, Pid, Record};
+use crate::event::tests::{exit_with as exit, fork_at as fork};
+use crate::event::{Exec, Pid, Record};
 use crate::processes::Growing;
-
-fn fork(timestamp: u64, parent_pid: Pid, child_pid: Pid) -> Record {
-    Record::Fork(Fork {
-        seq: 0,
-        timestamp,
-        parent_pid,
-        child_pid,
-        parent_pgid: 1,
-        child_pgid: None,
-        child_sid: None,
-        child_ppid: None,
-    })
-}
 
 fn exec(pid: Pid, timestamp: u64, argv: &[&str]) -> Record {
     Record::Exec(Exec {
@@ -33,21 +21,6 @@ fn exec(pid: Pid, timestamp: u64, argv: &[&str]) -> Record {
         fds_truncated: false,
         env: Default::default(),
         used_before: None,
-    })
-}
-
-fn exit(pid: Pid, timestamp: u64, exit_code: Option<i32>, signal: Option<i32>) -> Record {
-    Record::Exit(Exit {
-        seq: 0,
-        timestamp,
-        pid,
-        ppid: 1,
-        pgid: 1,
-        sid: None,
-        exit_code,
-        signal,
-        core_dumped: false,
-        resources: None,
     })
 }
 
