@@ -5,7 +5,8 @@
 #   install-deps.sh --bench   also what the benchmarks use (`make bench`)
 #   install-deps.sh --test    also everything the test suite uses (`make test`):
 #                             Debian packages, the npm tools in tests/.node, the
-#                             Python packages in tests/.venv, the x86_64 and
+#                             Python packages in tests/.venv, cargo-nextest in
+#                             tests/.cargo (unless on the PATH), the x86_64 and
 #                             arm64 kernels of the qemu matrix in the cache and
 #                             the aarch64 cross root (scripts/cross-root.sh).
 # Tests never install anything themselves: what they need is listed here.
@@ -109,6 +110,18 @@ install_python_tools() {
     fi
 }
 
+# cargo-nextest, whose USDT probes name the tests of tests/kernel/nextest.rs,
+# from crates.io into tests/.cargo where no cargo-nextest is on the PATH
+# (Debian packages none; building it takes minutes, once).
+install_nextest() {
+    local dir=$repo/tests/.cargo
+    command -v cargo >/dev/null || return 0
+    if ! command -v cargo-nextest >/dev/null && [ ! -x "$dir/bin/cargo-nextest" ]; then
+        echo "install-deps: building cargo-nextest into $dir (minutes, once)" >&2
+        cargo install --quiet --locked --root "$dir" cargo-nextest@0.9.143
+    fi
+}
+
 # The Debian kernels the qemu matrix boots, downloaded once into the cache,
 # and the root that cross-builds the aarch64 binary and its guests' programs.
 fetch_kernels() {
@@ -125,6 +138,7 @@ install_packages "${packages[@]}"
 if [ "$mode" = --test ]; then
     install_node_tools
     install_python_tools
+    install_nextest
     fetch_kernels
 fi
 

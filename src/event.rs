@@ -14,9 +14,11 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod attempts;
 mod probes;
 mod stacks;
 
+pub use attempts::{TestAttempt, PROBE_TEXT_MAX};
 pub use probes::{
     latency_bucket, ArgValue, ProbeArgs, ProbeHits, ProbeKind, ProbeLatency, ProbePoint,
     ARG_TUPLES_KEPT,
@@ -69,6 +71,8 @@ pub enum Record {
     ProbeArgs(ProbeArgs),
     /// How long a process's calls of a function took, uprobe to uretprobe.
     ProbeLatency(ProbeLatency),
+    /// One attempt of a test, as its runner's own probes told it.
+    TestAttempt(TestAttempt),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -983,6 +987,7 @@ impl Record {
             Record::ProbeHits(_) => "ProbeHits",
             Record::ProbeArgs(_) => "ProbeArgs",
             Record::ProbeLatency(_) => "ProbeLatency",
+            Record::TestAttempt(_) => "TestAttempt",
             Record::Trailer(_) => "Trailer",
         }
     }
@@ -1036,7 +1041,8 @@ impl Record {
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
             | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_) => None,
+            | Record::ProbeLatency(_)
+            | Record::TestAttempt(_) => None,
         }
     }
 
@@ -1057,7 +1063,8 @@ impl Record {
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
             | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_) => None,
+            | Record::ProbeLatency(_)
+            | Record::TestAttempt(_) => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::event::TestAttempt;
 use crate::processes::Processes;
 
 /// The test that `index` runs or was started by: the nearest process, from
@@ -38,8 +39,34 @@ fn is_bats_exec_test(processes: &Processes, index: usize) -> bool {
 }
 
 /// The test a process itself runs, if a runner marks it as one (bats'
-/// `bats-exec-test` aside: see [`test_of`]).
+/// `bats-exec-test` aside: see [`test_of`]): the runner's own word where
+/// its probes said it (nextest's), else what its command line or
+/// environment says.
 fn own_test(processes: &Processes, index: usize) -> Option<String> {
+    match processes.attempt_of(index) {
+        Some(attempt) => Some(attempt_test(processes, index, attempt)),
+        None => inferred_test(processes, index),
+    }
+}
+
+/// An attempt's test as nextest prints it, `BINARY_ID NAME`: the name
+/// whole from the command line where the probe's was cut short.
+fn attempt_test(processes: &Processes, index: usize, attempt: &TestAttempt) -> String {
+    let exec = processes.get(index).execs.last();
+    let argv: Vec<&str> = exec.map(|e| e.argv.iter().collect()).unwrap_or_default();
+    let exact = argv.iter().position(|&arg| arg == "--exact");
+    let whole = exact
+        .and_then(|i| argv.get(i + 1))
+        .filter(|name| attempt.names(name));
+    format!(
+        "{} {}",
+        attempt.suite,
+        whole.map_or(&attempt.name[..], |n| n)
+    )
+}
+
+/// The test a process runs by its command line or environment alone.
+fn inferred_test(processes: &Processes, index: usize) -> Option<String> {
     let process = processes.get(index);
     let exec = process.execs.last()?;
     if let (Some(file), Some(function)) =
@@ -58,7 +85,11 @@ fn own_test(processes: &Processes, index: usize) -> Option<String> {
 /// runner tells: the .bats file, pytest's test file, nextest's binary id,
 /// the go or cargo test binary (without cargo's hash).
 pub fn suite_of(processes: &Processes, index: usize) -> Option<String> {
-    let exec = processes.get(marking(processes, index)?).execs.last()?;
+    let marked = marking(processes, index)?;
+    if let Some(attempt) = processes.attempt_of(marked) {
+        return Some(attempt.suite.clone());
+    }
+    let exec = processes.get(marked).execs.last()?;
     let args: Vec<&str> = exec.argv.iter().collect();
     if let Some(file) = args.iter().find(|a| a.ends_with(".bats")) {
         return Some(file.to_string());
@@ -88,11 +119,61 @@ pub fn runs_one_test(processes: &Processes, index: usize) -> bool {
     let Some(exec) = process.execs.last() else {
         return false;
     };
-    if is_bats_exec_test(processes, index) {
+    if is_bats_exec_test(processes, index) || processes.attempt_of(index).is_some() {
         return true;
     }
     let args: Vec<&str> = exec.argv.iter().collect();
     go_test(&args).is_some() || rust_test(&args, exec.env("NEXTEST_BINARY_ID")).is_some()
+}
+
+/// The tests a runner's probes named, checked against what the command
+/// lines and environments say of the same processes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RunnerCheck {
+    /// The attempts the probes told.
+    pub attempts: usize,
+    /// Of those, the ones whose process was not recorded.
+    pub unplaced: usize,
+    /// The ones whose name agrees with the inferred one.
+    pub agree: usize,
+    /// The ones whose process says another test, or none: (process,
+    /// the runner's name, the inferred one).
+    pub named_otherwise: Vec<(usize, String, Option<String>)>,
+    /// The ones whose verdict disagrees with their process's exit:
+    /// (process, the runner's result).
+    pub judged_otherwise: Vec<(usize, String)>,
+}
+
+/// Checks the runner's word on its tests (see [`RunnerCheck`]).
+pub fn runner_check(processes: &Processes) -> RunnerCheck {
+    let mut check = RunnerCheck::default();
+    for (index, attempt) in processes.attempts() {
+        check.attempts += 1;
+        let Some(index) = index else {
+            check.unplaced += 1;
+            continue;
+        };
+        let named = attempt_test(processes, index, attempt);
+        let inferred = inferred_test(processes, index);
+        if inferred.as_deref() == Some(&named[..]) {
+            check.agree += 1;
+        } else {
+            check.named_otherwise.push((index, named, inferred));
+        }
+        let exited_0 = processes.get(index).exit.map(|e| e.exit_code == Some(0));
+        let expected = match attempt.result.as_deref() {
+            Some("pass" | "leak") => Some(true),
+            Some("fail" | "leak-fail") => Some(false),
+            _ => None,
+        };
+        if let (Some(expected), Some(exited_0)) = (expected, exited_0) {
+            if expected != exited_0 {
+                let result = attempt.result.clone().unwrap_or_default();
+                check.judged_otherwise.push((index, result));
+            }
+        }
+    }
+    check
 }
 
 /// pytest: `PYTEST_CURRENT_TEST` is the test's node id and its phase,

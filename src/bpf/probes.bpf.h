@@ -32,7 +32,8 @@ struct {
 } hit_scratch SEC(".maps");
 
 /* Per probe, bit i: its USDT argument i is a pointer to a C string
- * (written by userspace before the hits can come). */
+ * (written by userspace before the hits can come); at most
+ * PROBE_STRING_ARGS of them are read, in order. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_PROBES);
@@ -51,8 +52,8 @@ static __always_inline void read_usdt_args(struct pt_regs *ctx, struct hit_event
 	long count = bpf_usdt_arg_cnt(ctx);
 	__u32 *strings = bpf_map_lookup_elem(&probe_strings, &hit->probe);
 	__u32 mask = strings ? *strings : 0;
+	__u32 i, slot = 0;
 	long value;
-	__u32 i;
 
 	hit->arg_count = 0;
 	hit->string_mask = 0;
@@ -61,9 +62,11 @@ static __always_inline void read_usdt_args(struct pt_regs *ctx, struct hit_event
 			break;
 		hit->args[i] = value;
 		hit->arg_count = i + 1;
-		if (i < PROBE_STRING_ARGS && (mask & (1 << i)) &&
-		    bpf_probe_read_user_str(hit->strings[i], PROBE_STRING_CAP, (void *)value) > 0)
+		if (slot < PROBE_STRING_ARGS && (mask & (1 << i)) &&
+		    bpf_probe_read_user_str(hit->strings[slot], PROBE_STRING_CAP, (void *)value) > 0) {
 			hit->string_mask |= 1 << i;
+			slot++;
+		}
 	}
 }
 

@@ -238,9 +238,9 @@ struct sample_event {
 /* USDT arguments kept per hit: libbpf reads up to 12, the probes people
  * group by (CPython's, PostgreSQL's, nextest's) have at most 6. */
 #define PROBE_ARGS 6
-/* Of those, the first PROBE_STRING_ARGS may be read as C strings (where
- * userspace says the argument is a pointer), up to PROBE_STRING_CAP bytes
- * with the NUL: CPython's file and function names, a query's text. */
+/* Of those, PROBE_STRING_ARGS may be read as C strings (those userspace
+ * says are pointers to text), up to PROBE_STRING_CAP bytes with the NUL:
+ * CPython's file and function names, a query's text, nextest's test. */
 #define PROBE_STRING_ARGS 3
 #define PROBE_STRING_CAP 64
 /* Probes attached at the most: the size of the per-probe settings. */
@@ -260,7 +260,8 @@ struct hit_event {
 	__u32 arg_count;
 	__u32 stack_len;
 	__s64 args[PROBE_ARGS];
-	/* Bit i: strings[i] holds the C string args[i] points to. */
+	/* Bit i: args[i] pointed to a C string, held in strings[k] for the
+	 * k-th bit set. */
 	__u32 string_mask;
 	__u32 _pad;
 	char strings[PROBE_STRING_ARGS][PROBE_STRING_CAP];

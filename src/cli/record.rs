@@ -124,6 +124,11 @@ pub struct RecordArgs {
     /// the stack at each (cheaper per hit).
     #[arg(long, requires = "probes")]
     no_probe_stacks: bool,
+    /// Name nextest's tests from the command lines alone: without this, a
+    /// command that runs nextest has its tests named by nextest's own
+    /// probes (test-attempt-start and -done), where the kernel can attach them.
+    #[arg(long)]
+    no_runner_probes: bool,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -213,6 +218,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .env(args.env.iter().cloned())
         .cpu_profile(args.cpu_profile)
         .probes(args.probes.iter().cloned(), !args.no_probe_stacks)
+        .runner_probes(!args.no_runner_probes)
         .command_output(command_output.clone())
         .start();
     let recording = match recording {

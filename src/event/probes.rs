@@ -95,7 +95,8 @@ pub struct ProbeArgs {
 pub enum ArgValue {
     /// A number, signed.
     Number(i64),
-    /// The C string a pointer argument pointed to (its first 63 bytes).
+    /// The C string a pointer argument pointed to (its first
+    /// [`PROBE_TEXT_MAX`](super::PROBE_TEXT_MAX) bytes).
     Text(String),
 }
 

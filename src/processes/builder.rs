@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::storage::{small, ExecRow, Grouped, Row, Text};
 use super::{Processes, SessionChange, TooLarge};
-use crate::event::{Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot};
+use crate::event::{Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot, TestAttempt};
 use crate::text::shell_join;
 
 /// A table that grows as a recording is made, for what a recorder says
@@ -34,6 +34,7 @@ pub(crate) struct Builder {
     pub(super) resources: Vec<(u32, Resources)>,
     pub(super) snapshots: Vec<(u32, Snapshot)>,
     pub(super) on_hang: Vec<OnHang>,
+    pub(super) attempts: Vec<TestAttempt>,
     pub(super) text: Text,
     pub(super) fds: Vec<Fd>,
     /// The newest process known under each pid.
@@ -51,6 +52,11 @@ impl Builder {
             self.last_timestamp = self.last_timestamp.max(Some(run.timestamp));
             self.on_hang.push(run.clone());
             return Ok(self.by_pid.get(&run.pid).map(|&i| i as usize));
+        }
+        if let Record::TestAttempt(attempt) = event {
+            // Told after every event: placed once all processes are known.
+            self.attempts.push(attempt.clone());
+            return Ok(None);
         }
         let Some(index) = self.index_for(event)? else {
             return Ok(None);
@@ -86,7 +92,8 @@ impl Builder {
             | Record::CpuSamples(_)
             | Record::ProbeHits(_)
             | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_) => {}
+            | Record::ProbeLatency(_)
+            | Record::TestAttempt(_) => {}
         }
         Ok(Some(index as usize))
     }
@@ -189,7 +196,7 @@ impl Builder {
         lingering.dedup_by_key(|(index, _)| *index);
         let mut resources = self.resources;
         resources.sort_unstable_by_key(|(index, _)| *index);
-        Processes {
+        let mut processes = Processes {
             execs,
             resources,
             children,
@@ -201,7 +208,10 @@ impl Builder {
             fds: self.fds,
             end: end.max(self.last_timestamp).unwrap_or(0),
             rows: self.rows,
-        }
+            attempts: Vec::new(),
+        };
+        processes.attempts = super::attempts::place(&processes, self.attempts);
+        processes
     }
 }
 

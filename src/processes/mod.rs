@@ -13,6 +13,7 @@ use std::fmt;
 use nix::sys::signal::Signal;
 use serde::ser::{Serialize, Serializer};
 
+mod attempts;
 mod builder;
 mod command;
 mod storage;
@@ -22,7 +23,9 @@ pub use builder::Growing;
 pub use command::command_group_of;
 use storage::{ExecRow, Grouped, Row, Strings, Text};
 
-use crate::event::{Fd, Lingering, OnHang, Pid, Resources, SetPgid, SetSid, Snapshot, UsedBefore};
+use crate::event::{
+    Fd, Lingering, OnHang, Pid, Resources, SetPgid, SetSid, Snapshot, TestAttempt, UsedBefore,
+};
 use crate::text::shell_join;
 
 /// One process: everything between its fork and its exit, as a view into
@@ -434,6 +437,9 @@ pub struct Processes {
     snapshots: Vec<(u32, Snapshot)>,
     /// In recording order.
     on_hang: Vec<OnHang>,
+    /// The runner's test attempts, each with its process where placed,
+    /// by process index (the unplaced last).
+    attempts: Vec<(Option<u32>, TestAttempt)>,
     text: Text,
     fds: Vec<Fd>,
     /// End of the recording, for processes that never exited.
@@ -541,6 +547,26 @@ impl Processes {
             }
         }
         all
+    }
+
+    /// The test attempts a runner's probes told, each with the process
+    /// that ran it where it was found, by process (those not found last).
+    pub fn attempts(&self) -> impl Iterator<Item = (Option<usize>, &TestAttempt)> + '_ {
+        self.attempts
+            .iter()
+            .map(|(index, attempt)| (index.map(|i| i as usize), attempt))
+    }
+
+    /// The last test attempt the process at `index` ran, as its runner
+    /// told it.
+    pub fn attempt_of(&self, index: usize) -> Option<&TestAttempt> {
+        let at = self
+            .attempts
+            .partition_point(|(i, _)| i.is_some_and(|i| i as usize <= index));
+        match at.checked_sub(1).map(|at| &self.attempts[at]) {
+            Some((Some(i), attempt)) if *i as usize == index => Some(attempt),
+            _ => None,
+        }
     }
 
     /// What `record --on-hang` printed, in recording order.

@@ -99,6 +99,8 @@ pub struct Recorder {
     kernel: KernelConfig,
     /// The `--probe` specs, resolved at start.
     probe_specs: Vec<String>,
+    /// Whether a test runner's own probes name its tests.
+    runner_probes: bool,
 }
 
 impl Default for KernelConfig {
@@ -152,6 +154,7 @@ impl Recorder {
             policy: LingerPolicy::default(),
             kernel: KernelConfig::default(),
             probe_specs: Vec::new(),
+            runner_probes: true,
         }
     }
 
@@ -377,6 +380,59 @@ impl Recorder {
         self
     }
 
+    /// Whether a command that runs nextest has its tests named by
+    /// nextest's own probes (`test-attempt-start` and `-done`), which say
+    /// each test's process and result, recorded as
+    /// [`TestAttempt`](crate::event::TestAttempt)s (on by default, where
+    /// the kernel can attach them; without them tests are named from
+    /// their command lines).
+    pub fn runner_probes(mut self, on: bool) -> Self {
+        self.runner_probes = on;
+        self
+    }
+
+    /// nextest's test probes, unasked, where the command runs nextest and
+    /// this kernel can attach them; never an error.
+    fn add_runner_probes(&mut self) {
+        let Target::Command(argv) = &self.target else {
+            return;
+        };
+        let command: Vec<String> = argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let asked = self.kernel.probes.iter().any(|p| {
+            matches!(
+                p.place,
+                probes::Place::Usdt {
+                    attempt: Some(_),
+                    ..
+                }
+            )
+        });
+        let specs = match asked || self.kernel.buffer == BufferChoice::Perf {
+            true => return,
+            false => probes::runner::nextest_specs(&command),
+        };
+        if specs.is_empty() || !load::probes_supported() {
+            return;
+        }
+        // After the probes given, numbered on from them.
+        let given = self.kernel.probes.len();
+        match probes::resolve(&specs) {
+            Ok(runner) if given + runner.len() <= probes::MAX_PROBES => {
+                for mut point in runner {
+                    point.point.id += given as u32;
+                    point.optional = true;
+                    self.kernel.probes.push(point);
+                }
+                self.kernel.probe_stacks &= given > 0;
+            }
+            Ok(_) => log::debug!("nextest's probes: past the {} probes", probes::MAX_PROBES),
+            Err(err) => log::debug!("nextest's probes: {err}"),
+        }
+    }
+
     /// Loads the BPF program, starts the command and returns once its first
     /// exec is under way.
     pub fn start(mut self) -> Result<LiveRecording, RecordError> {
@@ -384,6 +440,9 @@ impl Recorder {
             load::check_rate(hz)?;
         }
         self.kernel.probes = probes::resolve(&self.probe_specs)?;
+        if self.runner_probes {
+            self.add_runner_probes();
+        }
         let (prepared, command) = match &self.target {
             Target::Command(argv) => {
                 let command = argv

@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::testname::test_of;
+use crate::analysis::testname::{runner_check, test_of};
 use crate::analysis::{failures, left_behind, outlived, slowest};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
@@ -109,6 +109,9 @@ fn write_heading(
         count(execs, "exec", "execs"),
         super::lost(recording)
     )?;
+    if let Some(tests) = super::runner_check_line(&runner_check(processes)) {
+        writeln!(out, "\n**Tests** {}", escape(&tests))?;
+    }
     if let Some(warning) = warning(recording) {
         writeln!(out, "\n> [!WARNING]\n> {warning}")?;
     }

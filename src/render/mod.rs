@@ -39,8 +39,10 @@ use otlp::TraceParent;
 #[cfg(feature = "pprof")]
 pub use pprof::NoCpuProfile;
 
+use crate::analysis::testname::RunnerCheck;
 use crate::event::Record;
 use crate::recording::{Events, Keep, Recording};
+use crate::text::count;
 
 /// What `proctrace render` produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -212,6 +214,34 @@ fn events(recording: &Recording) -> io::Result<&Events> {
 fn write_json(out: &mut dyn Write, record: &Record) -> io::Result<()> {
     crate::text::write_json(&mut *out, record)?;
     out.write_all(b"\n")
+}
+
+/// What the runner's probes said of the tests, checked (`5 attempts
+/// told by the runner's probes; 5 agree with their command lines`);
+/// `None` where they said nothing.
+fn runner_check_line(check: &RunnerCheck) -> Option<String> {
+    if check.attempts == 0 {
+        return None;
+    }
+    let mut said = vec![format!("{} agree with their command lines", check.agree)];
+    let named = check.named_otherwise.len();
+    let judged = check.judged_otherwise.len();
+    if named > 0 {
+        said.push(format!("{named} named otherwise there"));
+    }
+    if judged > 0 {
+        let contradict = count(judged, "contradicts", "contradict");
+        said.push(format!("{contradict} an exit status"));
+    }
+    if check.unplaced > 0 {
+        let processes = count(check.unplaced, "process", "processes");
+        said.push(format!("{processes} not recorded"));
+    }
+    let attempts = count(check.attempts, "attempt", "attempts");
+    Some(format!(
+        "{attempts} told by the runner's probes; {}",
+        said.join(", ")
+    ))
 }
 
 /// What the trailer says was lost, in words.

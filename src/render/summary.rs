@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use super::Options;
+use crate::analysis::testname::{runner_check, RunnerCheck};
 use crate::analysis::{failures, outlived, slowest, Outlived};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
@@ -37,6 +38,8 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         count(execs, "exec", "execs")
     )?;
     writeln!(out, "Lost:       {}", super::lost(recording))?;
+    let check = runner_check(processes);
+    write_runner_check(&check, out)?;
 
     let slowest = slowest(processes, SLOWEST);
     write_list(processes, "Slowest", &slowest, options, out)?;
@@ -52,7 +55,63 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     let title = "Still running at the end";
     write_list(processes, title, &running, options, out)?;
     write_outlived(processes, &outlived, options, out)?;
+    write_runner_disagreements(processes, &check, options, out)?;
     write_hang(processes, options, out)
+}
+
+/// How many tests the runner's own probes named, and whether the
+/// command lines agree.
+fn write_runner_check(check: &RunnerCheck, out: &mut dyn Write) -> io::Result<()> {
+    match super::runner_check_line(check) {
+        Some(line) => writeln!(out, "Tests:      {line}"),
+        None => Ok(()),
+    }
+}
+
+/// The tests the runner named otherwise than their command lines, and
+/// those whose verdict contradicts their exit status, each cut to
+/// [`LISTED`].
+fn write_runner_disagreements(
+    processes: &Processes,
+    check: &RunnerCheck,
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let named = &check.named_otherwise;
+    if !named.is_empty() {
+        writeln!(
+            out,
+            "\nNamed by the runner, not so by their command line ({}):",
+            named.len()
+        )?;
+        for (index, runner, inferred) in named.iter().take(LISTED) {
+            let inferred = inferred.as_deref().unwrap_or("no test");
+            let pid = processes.get(*index).pid;
+            let line = format!("  {pid:>7}  {runner}  (command line: {inferred})");
+            writeln!(out, "{}", shorten(&visible(&line), options.width))?;
+        }
+        write_left_out(named.len(), out)?;
+    }
+    let judged = &check.judged_otherwise;
+    if !judged.is_empty() {
+        writeln!(
+            out,
+            "\nJudged by the runner against their exit status ({}):",
+            judged.len()
+        )?;
+        for (index, result) in judged.iter().take(LISTED) {
+            let process = processes.get(*index);
+            let line = format!(
+                "  {:>7}  {result} but {}  {}",
+                process.pid,
+                process.outcome(),
+                processes.describe(*index)
+            );
+            writeln!(out, "{}", shorten(&visible(&line), options.width))?;
+        }
+        write_left_out(judged.len(), out)?;
+    }
+    Ok(())
 }
 
 /// When the command itself ended, if processes ran on after it: the run's

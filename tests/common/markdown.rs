@@ -41,6 +41,7 @@ pub fn assert_markdown(page: &str) {
             "## ",
             "### ",
             "**Wall time** ",
+            "**Tests** ",
             "> ",
             "… and ",
             "- **Culprit:** ",

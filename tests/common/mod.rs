@@ -473,7 +473,7 @@ impl Run {
         &body[..body.iter().position(is_profile).unwrap_or(body.len())]
     }
 
-    /// The CPU profile's lines (`record --cpu-profile`), after the events.
+    /// The CPU profile's and the probes' lines, after the events.
     pub fn profile_lines(&self) -> &[Record] {
         &self.records[1 + self.events().len()..self.records.len() - 1]
     }
@@ -655,6 +655,16 @@ impl Run {
                     assert!(a.probe < probes, "{a:?}: no such probe\n{}", ctx());
                     assert!(known.contains(&a.pid), "{a:?}: not of the tree\n{}", ctx());
                     assert!(a.count > 0, "{a:?}\n{}", ctx());
+                }
+                Record::TestAttempt(a) => {
+                    let pids = std::iter::once(a.pid).chain(a.test_pid);
+                    assert!(
+                        pids.into_iter().all(|p| known.contains(&p)),
+                        "{a:?}\n{}",
+                        ctx()
+                    );
+                    let (start, end) = (a.start.unwrap_or(0), a.end.unwrap_or(u64::MAX));
+                    assert!(start <= end, "{a:?}\n{}", ctx());
                 }
                 _ => unreachable!(),
             }
@@ -1009,5 +1019,6 @@ pub fn is_profile(record: &Record) -> bool {
             | Record::ProbeHits(_)
             | Record::ProbeArgs(_)
             | Record::ProbeLatency(_)
+            | Record::TestAttempt(_)
     )
 }

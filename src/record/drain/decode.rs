@@ -87,10 +87,13 @@ pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
     let fixed = std::mem::offset_of!(hit_event, stack);
     let (e, stack) = with_stack::<hit_event>(data, fixed, event_kind::EVENT_HIT, |e| e.stack_len)?;
     let count = (e.arg_count as usize).min(e.args.len());
+    // The strings fill their slots in argument order.
+    let mut strings = e.strings.iter();
     let args = (0..count)
         .map(|i| {
             let read = e.string_mask & (1 << i) != 0;
-            let text = e.strings.get(i).filter(|_| read).and_then(|s| c_text(s));
+            let text = read.then(|| strings.next()).flatten();
+            let text = text.and_then(|s| c_text(s));
             text.map_or(ArgValue::Number(e.args[i]), ArgValue::Text)
         })
         .collect();
@@ -141,7 +144,18 @@ fn c_text(bytes: &[i8]) -> Option<String> {
         .map(|&c| c as u8)
         .take_while(|&b| b != 0)
         .collect();
-    let text = String::from_utf8(bytes).ok()?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        // Cut at the buffer's end in the middle of a character: the
+        // characters before it stand.
+        Err(err) if err.utf8_error().error_len().is_none() => {
+            let whole = err.utf8_error().valid_up_to();
+            let mut bytes = err.into_bytes();
+            bytes.truncate(whole);
+            String::from_utf8(bytes).ok()?
+        }
+        Err(_) => return None,
+    };
     (!text.is_empty() && !text.chars().any(char::is_control)).then_some(text)
 }
 
@@ -392,6 +406,40 @@ mod tests {
     fn bytes_of<T: Plain>(value: &T) -> Vec<u8> {
         // SAFETY: Plain types have no padding invariants to uphold when read.
         unsafe { plain::as_bytes(value) }.to_vec()
+    }
+
+    #[test]
+    fn hit_strings_fill_their_slots_in_argument_order() {
+        let mut hit = hit_event::default();
+        hit.header.kind = event_kind::EVENT_HIT.0;
+        hit.header.timestamp = 50;
+        hit.arg_count = 5;
+        hit.args = [1, 2, 3, 4, 42, 0];
+        // Arguments 2 and 3 were read: slots 0 and 1.
+        hit.string_mask = 0b1100;
+        for (slot, text) in [(0, &b"suite\0"[..]), (1, b"name\0")] {
+            for (to, &from) in hit.strings[slot].iter_mut().zip(text) {
+                *to = from as _;
+            }
+        }
+        let fixed = std::mem::offset_of!(hit_event, stack);
+        let decoded = decode_hit(&bytes_of(&hit)[..fixed], 10).unwrap();
+        let text = |s: &str| ArgValue::Text(s.into());
+        let n = ArgValue::Number;
+        assert_eq!(
+            decoded.args,
+            [n(1), n(2), text("suite"), text("name"), n(42)]
+        );
+        assert_eq!(decoded.sample.timestamp, 40);
+    }
+
+    #[test]
+    fn text_cut_in_a_character_keeps_the_whole_ones() {
+        let c = |bytes: &[u8]| c_text(&bytes.iter().map(|&b| b as _).collect::<Vec<i8>>());
+        assert_eq!(c(b"t::caf\xc3\xa9\0").as_deref(), Some("t::café"));
+        assert_eq!(c(b"t::caf\xc3\0").as_deref(), Some("t::caf"));
+        assert_eq!(c(b"t::\xff\xfe\0"), None);
+        assert_eq!(c(b"line\nbreak\0"), None);
     }
 
     #[test]

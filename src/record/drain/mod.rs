@@ -25,7 +25,7 @@ use super::hooks::{Hooks, OnHangCommand, Reaped};
 use super::lineage::Lineage;
 use super::load::{self, KernelConfig, Probe};
 use super::notice::Notice;
-use super::probes::latency_pairs;
+use super::probes::{attempt_probes, latency_pairs};
 use super::profile::{mapped_now, Collector, MmapWatch};
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
@@ -91,7 +91,11 @@ pub fn run(
     };
     let stacks = probe.cpu_profile.is_some() || !config.probes.is_empty();
     let collector = match stacks {
-        true => match Collector::start(start_ns, latency_pairs(&points(&config))) {
+        true => match Collector::start(
+            start_ns,
+            latency_pairs(&points(&config)),
+            attempt_probes(&config.probes),
+        ) {
             Ok(collector) => Some(collector),
             Err(err) => {
                 let error = RecordError::system("starting the profile's thread")(err);

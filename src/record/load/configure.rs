@@ -19,6 +19,8 @@ const SAMPLES_RING_BYTES: u32 = 8 << 20;
 /// The probes' hits ring: a thousand hits with their stack copies between
 /// two reads of it (every 50 ms); a page without probes.
 const HITS_RING_BYTES: u32 = 16 << 20;
+/// With a runner's test probes alone: two hits per test.
+const RUNNER_HITS_RING_BYTES: u32 = 1 << 20;
 
 /// The initial PID namespace's inode (include/linux/proc_ns.h).
 pub(super) const PROC_PID_INIT_INO: u32 = 0xEFFF_FFFC;
@@ -66,8 +68,10 @@ pub(super) fn configure(
     };
     rodata.sample_wakeup_bytes = u64::from(samples_bytes / 2);
     let probing = !config.probes.is_empty();
-    let hits_bytes = if probing {
+    let hits_bytes = if config.probes.iter().any(|p| !p.optional) {
         HITS_RING_BYTES
+    } else if probing {
+        RUNNER_HITS_RING_BYTES
     } else {
         page_size()
     };

@@ -45,6 +45,7 @@ use counters::Counters;
 use cut_btf::CutBtf;
 use exec_apart::ExecProgram;
 use preload::Preload;
+pub(crate) use probes::kernel_has_cookies as probes_supported;
 use sampling::attach_sampler;
 pub(crate) use sampling::check_rate;
 

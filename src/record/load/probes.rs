@@ -14,7 +14,8 @@ use crate::record::RecordError;
 /// Every process, not one: the tree's are picked in the kernel.
 const ALL_PROCESSES: i32 = -1;
 
-/// Attaches every point, in order; the first that fails ends it. The
+/// Attaches every point, in order; the first that fails ends it, unless
+/// it is optional. The
 /// USDT probes' string arguments are set first: the first hit may come at
 /// once.
 pub(super) fn attach(
@@ -33,7 +34,15 @@ pub(super) fn attach(
                 .map_err(RecordError::bpf("setting the probes' string arguments"))?;
         }
     }
-    points.iter().map(|point| attach_one(skel, point)).collect()
+    let mut links = Vec::new();
+    for point in points {
+        match attach_one(skel, point) {
+            Ok(link) => links.push(link),
+            Err(err) if point.optional => log::warn!("{err}: recording without it"),
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(links)
 }
 
 fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, RecordError> {
@@ -69,7 +78,7 @@ fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, Rec
 
 /// Whether this kernel gives programs their attachment's cookie (5.15),
 /// which says which probe fired.
-pub(super) fn kernel_has_cookies() -> bool {
+pub(crate) fn kernel_has_cookies() -> bool {
     ProgramType::Kprobe
         .is_helper_supported(libbpf_rs::libbpf_sys::BPF_FUNC_get_attach_cookie)
         .unwrap_or(false)

@@ -7,15 +7,19 @@
 //!   `usdt:FILE:PROVIDER:NAME`, parsed;
 //! - `files`: a library or program name to the file the tree maps;
 //! - `symbols`: a function (or a pattern) to file offsets;
+//! - [`runner`]: test runners' probes that name tests (nextest's);
 //! - [`usdt`]: the USDT probes a file ships (`.note.stapsdt`).
 
 mod files;
+pub mod runner;
 mod spec;
 mod symbols;
 pub mod usdt;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
+use runner::AttemptProbe;
 pub use spec::{ProbeSpec, Target};
 
 use crate::event::{ProbeKind, ProbePoint};
@@ -165,6 +169,9 @@ pub struct Resolved {
     /// Where: the file offset of the function (uprobes), or the USDT's
     /// provider and name for libbpf to find.
     pub place: Place,
+    /// Attached unasked (a runner's test probes): where it cannot be,
+    /// the recording goes on without it.
+    pub optional: bool,
 }
 
 /// See [`Resolved::place`].
@@ -180,6 +187,8 @@ pub enum Place {
         name: String,
         /// Bit i: argument i is read as a C string where it points to one.
         strings: u32,
+        /// What its arguments say of a test, where a runner fires it.
+        attempt: Option<AttemptProbe>,
     },
 }
 
@@ -215,16 +224,15 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
             Target::Usdt { provider, name } => usdt::matching(&file, provider, name)
                 .map_err(unreadable)?
                 .into_iter()
-                .map(|(provider, name, strings)| {
-                    let label = format!("{provider}:{name}");
-                    (
-                        label,
-                        Place::Usdt {
-                            provider,
-                            name,
-                            strings,
-                        },
-                    )
+                .map(|m| {
+                    let label = format!("{}:{}", m.provider, m.name);
+                    let place = Place::Usdt {
+                        provider: m.provider,
+                        name: m.name,
+                        strings: m.strings,
+                        attempt: m.attempt,
+                    };
+                    (label, place)
                 })
                 .collect(),
         };
@@ -258,6 +266,7 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
                 point,
                 file: file.clone(),
                 place,
+                optional: false,
             });
         }
     }
@@ -278,6 +287,20 @@ pub fn latency_pairs(points: &[ProbePoint]) -> Vec<(u32, u32)> {
                         && ret.name == entry.name
                 })
                 .map(|ret| (entry.id, ret.id))
+        })
+        .collect()
+}
+
+/// The probes whose hits tell a runner's test attempts, by id.
+pub fn attempt_probes(resolved: &[Resolved]) -> HashMap<u32, AttemptProbe> {
+    resolved
+        .iter()
+        .filter_map(|r| match r.place {
+            Place::Usdt {
+                attempt: Some(attempt),
+                ..
+            } => Some((r.point.id, attempt)),
+            _ => None,
         })
         .collect()
 }

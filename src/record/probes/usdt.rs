@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use object::read::ReadCache;
 use object::{Object, ObjectSection};
 
+use super::runner::{AttemptProbe, NEXTEST};
 use super::{glob_match, is_pattern};
 
-/// The arguments the kernel reads as strings (proctrace.h's
-/// PROBE_STRING_ARGS).
+/// The arguments the kernel reads as strings at the most (proctrace.h's
+/// PROBE_STRING_ARGS), of its first PROBE_ARGS.
 const STRING_ARGS: usize = 3;
 
 /// The note type of a USDT probe (`NT_STAPSDT`).
@@ -36,8 +38,9 @@ pub struct UsdtProbe {
 
 /// Every probe site of `file`, in the order of its notes.
 pub fn probes(file: &Path) -> Result<Vec<UsdtProbe>, String> {
-    let data = fs::read(file).map_err(|err| err.to_string())?;
-    let elf = object::File::parse(&*data).map_err(|err| err.to_string())?;
+    // Read in the parts the notes need: cargo-nextest is 23 MB.
+    let data = ReadCache::new(fs::File::open(file).map_err(|err| err.to_string())?);
+    let elf = object::File::parse(&data).map_err(|err| err.to_string())?;
     let Some(section) = elf.section_by_name(".note.stapsdt") else {
         return Ok(Vec::new());
     };
@@ -45,42 +48,64 @@ pub fn probes(file: &Path) -> Result<Vec<UsdtProbe>, String> {
     Ok(parse_notes(notes, elf.is_little_endian()))
 }
 
+/// One probe a `usdt:` spec matched: its provider and name, its
+/// arguments that are read as strings, and what they say of a test
+/// where it is a runner's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Matched {
+    pub provider: String,
+    pub name: String,
+    /// Bit i: argument i is read as the C string it points to.
+    pub strings: u32,
+    pub attempt: Option<AttemptProbe>,
+}
+
 /// The distinct `(provider, name)` pairs of `file` that `provider` and the
-/// name pattern `name` match, in order, each with its [`string_args`].
-pub(super) fn matching(
-    file: &Path,
-    provider: &str,
-    name: &str,
-) -> Result<Vec<(String, String, u32)>, String> {
-    let mut pairs: BTreeMap<(String, String), u32> = BTreeMap::new();
+/// name pattern `name` match, in order.
+pub(super) fn matching(file: &Path, provider: &str, name: &str) -> Result<Vec<Matched>, String> {
+    let mut pairs: BTreeMap<(String, String), Matched> = BTreeMap::new();
     for probe in probes(file)? {
         let wanted = if is_pattern(name) {
             glob_match(name, &probe.name)
         } else {
             probe.name == name
         };
-        if probe.provider == provider && wanted {
-            let mask = string_args(&probe.args);
-            // Every site of the probe must pass a pointer there.
-            *pairs.entry((probe.provider, probe.name)).or_insert(mask) &= mask;
+        if probe.provider != provider || !wanted {
+            continue;
+        }
+        let specs: Vec<&str> = probe.args.split_whitespace().collect();
+        let attempt = match provider {
+            NEXTEST => AttemptProbe::nextest(&probe.name, specs.len()),
+            _ => None,
+        };
+        let strings = attempt.map_or_else(|| string_args(&specs), |a| a.strings());
+        let key = (probe.provider.clone(), probe.name.clone());
+        let matched = pairs.entry(key).or_insert(Matched {
+            provider: probe.provider,
+            name: probe.name,
+            strings,
+            attempt,
+        });
+        // Every site of the probe must pass a pointer there, and in the
+        // same layout.
+        matched.strings &= strings;
+        if matched.attempt != attempt {
+            matched.attempt = None;
         }
     }
-    Ok(pairs
-        .into_iter()
-        .map(|((provider, name), mask)| (provider, name, mask))
-        .collect())
+    Ok(pairs.into_values().collect())
 }
 
 /// Bit i set where argument i may point to a C string: `<sys/sdt.h>`
 /// writes a pointer as an unsigned 8-byte value (`8@%rbx`), numbers as
-/// signed ones (`-8@`, `-4@`) unless declared unsigned. Only the first
-/// [`STRING_ARGS`] are read as strings.
-fn string_args(specs: &str) -> u32 {
+/// signed ones (`-8@`, `-4@`) unless declared unsigned. The kernel reads
+/// the first [`STRING_ARGS`] so marked.
+fn string_args(specs: &[&str]) -> u32 {
     specs
-        .split_whitespace()
-        .take(STRING_ARGS)
+        .iter()
         .enumerate()
         .filter(|(_, spec)| spec.starts_with("8@"))
+        .take(STRING_ARGS)
         .fold(0, |mask, (i, _)| mask | 1 << i)
 }
 
@@ -173,8 +198,12 @@ mod tests {
                 args: "-4@%eax 8@%rdx".into(),
             }
         );
-        assert_eq!(string_args(&probes[0].args), 0b10);
-        assert_eq!(string_args("8@%rbp 8@%r12 -4@%eax"), 0b11);
+        assert_eq!(string_args(&["-4@%eax", "8@%rdx"]), 0b10);
+        assert_eq!(string_args(&["8@%rbp", "8@%r12", "-4@%eax"]), 0b11);
+        assert_eq!(
+            string_args(&["-4@%eax", "8@%r1", "8@%r2", "8@%r3", "8@%r4"]),
+            0b1110
+        );
         // Cut short: no probe, no panic.
         assert!(parse_notes(&twice[..20], true).is_empty());
     }

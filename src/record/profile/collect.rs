@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use super::attempts::Attempts;
 use super::mmaps::{Mapping, MmapWatch, Seen};
 use super::spaces::AddressSpaces;
 use crate::event::{
@@ -19,6 +20,7 @@ use crate::event::{
     Stack, ARG_TUPLES_KEPT,
 };
 use crate::record::drain::{Hit, Sample};
+use crate::record::probes::runner::AttemptProbe;
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
 
@@ -81,12 +83,18 @@ pub(crate) struct Collected {
 impl Collector {
     /// Starts the thread; `start` is the monotonic time the recording
     /// began, which the mappings' times are made relative to; `pairs` the
-    /// (uprobe, uretprobe) ids whose hits time calls.
-    pub fn start(start: u64, pairs: Vec<(u32, u32)>) -> std::io::Result<Collector> {
+    /// (uprobe, uretprobe) ids whose hits time calls; `attempts` the
+    /// probes whose hits tell a runner's tests.
+    pub fn start(
+        start: u64,
+        pairs: Vec<(u32, u32)>,
+        attempts: HashMap<u32, AttemptProbe>,
+    ) -> std::io::Result<Collector> {
         let (to, told) = crossbeam_channel::unbounded();
+        let (calls, attempts) = (Calls::new(pairs), Attempts::new(attempts));
         let thread = std::thread::Builder::new()
             .name("proctrace-profile".into())
-            .spawn(move || Profiler::new(start, Calls::new(pairs)).run(told))?;
+            .spawn(move || Profiler::new(start, calls, attempts).run(told))?;
         Ok(Collector {
             to,
             thread,
@@ -250,6 +258,7 @@ struct Profiler {
     arg_counts: HashMap<(Pid, u32), ArgTuples>,
     hits: u64,
     calls: Calls,
+    attempts: Attempts,
 }
 
 /// Calls timed from a uprobe's hit to its uretprobe's on the same thread.
@@ -351,7 +360,7 @@ struct ArgTuples {
 }
 
 impl Profiler {
-    fn new(start: u64, calls: Calls) -> Profiler {
+    fn new(start: u64, calls: Calls, attempts: Attempts) -> Profiler {
         Profiler {
             watches: Vec::new(),
             start,
@@ -367,6 +376,7 @@ impl Profiler {
             arg_counts: HashMap::new(),
             hits: 0,
             calls,
+            attempts,
         }
     }
 
@@ -450,6 +460,7 @@ impl Profiler {
         let places = self.unwind(&hit.sample);
         self.hits += 1;
         self.calls.hit(&hit);
+        self.attempts.hit(&hit);
         let (pid, at) = (hit.sample.pid, hit.sample.timestamp);
         count_at(&mut self.hit_counts, (pid, hit.probe, places), at);
         if !hit.args.is_empty() {
@@ -578,6 +589,8 @@ impl Profiler {
                 .into_iter()
                 .map(Record::ProbeLatency),
         );
+        let attempts = self.attempts.into_records();
+        records.extend(attempts.into_iter().map(Record::TestAttempt));
         let lost_mappings: u64 = self.watches.iter().map(|w| w.lost() + w.garbled()).sum();
         Collected {
             records,

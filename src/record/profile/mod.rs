@@ -5,6 +5,7 @@
 //! and the thread that unwinds the samples against them and counts
 //! stacks. Unwinding and naming frames are [`crate::stacks`]' work.
 
+mod attempts;
 mod collect;
 pub(crate) mod mmaps;
 pub(crate) mod spaces;
