@@ -84,11 +84,16 @@ impl Collector {
                 "--otlp-exporter-endpoint",
                 &format!("http://127.0.0.1:{receiver_port}"),
             ])
+            // rotel drops the resource of the spans it splits off a batch
+            // past its size (8192 spans by default), as a loaded machine's
+            // late timeout lets two exports meet: one batch, never split.
             .args([
                 "--otlp-exporter-compression",
                 "none",
                 "--batch-timeout",
                 "20ms",
+                "--batch-max-size",
+                "1000000",
             ])
             .arg("--pid-file")
             .arg(collector.dir.path().join("rotel.pid"))
