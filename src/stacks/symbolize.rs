@@ -112,6 +112,10 @@ impl Symbolizer {
     /// lines nor inlined functions. Unnamed when it shows no addresses
     /// (`kernel.kptr_restrict` without `CAP_SYSLOG`).
     pub fn kernel(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        // Reading kallsyms takes blazesym ~100 ms: not for nothing.
+        if addrs.is_empty() {
+            return Vec::new();
+        }
         // kallsyms only: a vmlinux found on disk may not be the running
         // kernel's, and reading its DWARF costs seconds.
         let kernel = Kernel {
