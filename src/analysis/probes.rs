@@ -164,6 +164,10 @@ fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
 /// graphs fold them under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HitStack {
+    /// The probe's id ([`ProbePoint::id`]).
+    pub point: u32,
+    /// The process, by index, where the recording has it.
+    pub process: Option<usize>,
     /// Its test, where a runner names one.
     pub test: Option<String>,
     /// What the process ran.
@@ -190,6 +194,7 @@ pub fn hit_stacks(
         .filter_map(|hits| {
             let probe = labels.get(hits.probe as usize)?.clone();
             let (process, program) = process_of(processes, hits);
+            let point = hits.probe;
             let test = process.and_then(|i| {
                 tests
                     .entry(i)
@@ -198,6 +203,8 @@ pub fn hit_stacks(
             });
             let frames = hits.stack.map(|s| profile.stack(s)).unwrap_or_default();
             Some(HitStack {
+                point,
+                process,
                 test,
                 program,
                 frames: frames.iter().map(|f| f.label()).collect(),

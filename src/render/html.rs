@@ -17,7 +17,9 @@
 //! heaviest of them, function names stored once. The page says what was
 //! left out and draws it as one frame, so every share stays true. A
 //! recording made with `record --probe` lists its probes' hits among the
-//! run's facts (`render -d probes` has them per test and per process).
+//! run's facts (`render -d probes` has them per test and per process),
+//! and the stacks at them are flame graphs of their own, one per probe,
+//! kept and cut with the samples' stacks.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -27,7 +29,7 @@ use serde::{Serialize, Serializer};
 
 use super::cpu::headline;
 use super::Options;
-use crate::analysis::{probe_uses, programs, sampled_stacks, Peak};
+use crate::analysis::{hit_stacks, probe_uses, programs, sampled_stacks, Peak};
 use crate::event::{Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
@@ -105,6 +107,9 @@ struct CpuReport {
     samples: u64,
     /// The tests sampled, most samples first.
     tests: Vec<TestSamples>,
+    /// The probes hit (`record --probe`), in the order attached: their
+    /// stacks are flame graphs of their own.
+    probes: Vec<ProbeFlame>,
     /// The programs and functions the stacks name, each once.
     names: Vec<String>,
     /// The heaviest stacks, heaviest first.
@@ -115,6 +120,14 @@ struct CpuReport {
     /// How many names are cut to `max_name` columns ([`MAX_NAME`]).
     cut_names: usize,
     max_name: usize,
+}
+
+/// A probe and its hits, for its flame graph.
+#[derive(Serialize)]
+struct ProbeFlame {
+    /// `uprobe:libc.so.6:malloc`.
+    label: String,
+    hits: u64,
 }
 
 /// A test and its samples.
@@ -132,6 +145,9 @@ struct CpuStack {
     row: Option<usize>,
     /// Its test, by index into `tests`.
     test: Option<usize>,
+    /// The probe hit there, by index into `probes`; `None` for CPU
+    /// samples.
+    probe: Option<usize>,
     /// Indexes into `names`: the program, then the functions, the
     /// outermost caller first.
     frames: Vec<u32>,
@@ -244,13 +260,72 @@ fn probe_facts(recording: &Recording) -> Vec<ProbeFact> {
         .collect()
 }
 
-/// A process's row and a stack of it: its program, then its functions.
-type StackKey = (Option<usize>, Vec<String>);
+/// A process's row, the probe hit (none for CPU samples) and a stack of
+/// it: its program, then its functions.
+type StackKey = (Option<usize>, Option<usize>, Vec<String>);
 
-/// The profile for the page, and each process's samples by index; `None`
-/// for a recording made without `--cpu-profile`.
+/// A stack as the page merges it.
+struct Counted {
+    process: Option<usize>,
+    test: Option<String>,
+    probe: Option<usize>,
+    program: String,
+    frames: Vec<String>,
+    count: u64,
+}
+
+/// The CPU samples' stacks and the probes' (with their probes, hit ones
+/// only, in the order attached).
+fn counted_stacks(recording: &Recording) -> (Vec<Counted>, Vec<ProbeFlame>) {
+    let processes = &recording.processes;
+    let sampled = sampled_stacks(&recording.profile, processes);
+    let mut stacks: Vec<Counted> = sampled
+        .into_iter()
+        .map(|s| Counted {
+            process: s.process,
+            test: s.test,
+            probe: None,
+            program: s.program,
+            frames: s.frames,
+            count: s.samples,
+        })
+        .collect();
+    let points = recording.header.as_ref().map_or(&[][..], |h| &h.probes[..]);
+    let mut probes: Vec<ProbeFlame> = Vec::new();
+    let mut probe_index: HashMap<u32, usize> = HashMap::new();
+    let mut hits = hit_stacks(points, &recording.profile, processes);
+    hits.sort_by_key(|h| h.point);
+    for hit in hits {
+        let index = *probe_index.entry(hit.point).or_insert_with(|| {
+            probes.push(ProbeFlame {
+                label: hit.probe.clone(),
+                hits: 0,
+            });
+            probes.len() - 1
+        });
+        probes[index].hits = probes[index].hits.saturating_add(hit.hits);
+        stacks.push(Counted {
+            process: hit.process,
+            test: hit.test,
+            probe: Some(index),
+            program: hit.program,
+            frames: hit.frames,
+            count: hit.hits,
+        });
+    }
+    (stacks, probes)
+}
+
+/// The profile and the probes' stacks for the page, and each process's
+/// samples by index; `None` for a recording made with neither
+/// `--cpu-profile` nor a probe that was hit.
 fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec<u64>)> {
-    let headline = headline(recording)?;
+    let (counted, probes) = counted_stacks(recording);
+    let headline = match headline(recording) {
+        Some(headline) => headline,
+        None if !probes.is_empty() => String::new(),
+        None => return None,
+    };
     let processes = &recording.processes;
     let mut per_process = vec![0; processes.len()];
     let mut tests: HashMap<String, u64> = HashMap::new();
@@ -258,19 +333,22 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
     let mut merged: HashMap<StackKey, (Option<String>, u64)> = HashMap::new();
     // Saturating: a hostile recording's counts may add up past u64.
     let add = |sum: &mut u64, samples| *sum = sum.saturating_add(samples);
-    for sampled in sampled_stacks(&recording.profile, processes) {
-        if let Some(index) = sampled.process {
-            add(&mut per_process[index], sampled.samples);
+    for stack in counted {
+        if let (Some(index), None) = (stack.process, stack.probe) {
+            add(&mut per_process[index], stack.count);
         }
-        if let Some(test) = &sampled.test {
-            add(tests.entry(test.clone()).or_default(), sampled.samples);
+        if let Some(test) = &stack.test {
+            add(tests.entry(test.clone()).or_default(), 0);
+            if stack.probe.is_none() {
+                add(tests.entry(test.clone()).or_default(), stack.count);
+            }
         }
-        let mut frames = sampled.frames;
-        frames.insert(0, sampled.program);
-        let key = (sampled.process.map(|i| row_of[i]), frames);
+        let mut frames = stack.frames;
+        frames.insert(0, stack.program);
+        let key = (stack.process.map(|i| row_of[i]), stack.probe, frames);
         add(
-            &mut merged.entry(key).or_insert((sampled.test, 0)).1,
-            sampled.samples,
+            &mut merged.entry(key).or_insert((stack.test, 0)).1,
+            stack.count,
         );
     }
     let mut tests: Vec<TestSamples> = tests
@@ -287,8 +365,8 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
     let mut stacks: Vec<_> = merged.into_iter().collect();
     // Heaviest first; the rest in an order of their own, so that the page
     // of one recording is always the same.
-    stacks.sort_by(|((row_a, a), (_, n_a)), ((row_b, b), (_, n_b))| {
-        (n_b, row_a, a).cmp(&(n_a, row_b, b))
+    stacks.sort_by(|((row_a, p_a, a), (_, n_a)), ((row_b, p_b, b), (_, n_b))| {
+        (n_b, row_a, p_a, a).cmp(&(n_a, row_b, p_b, b))
     });
     let left_out = stacks.split_off(MAX_STACKS.min(stacks.len()));
     let mut names = Vec::new();
@@ -296,9 +374,10 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
     let mut name_index: HashMap<String, u32> = HashMap::new();
     let stacks = stacks
         .into_iter()
-        .map(|((row, frames), (test, samples))| CpuStack {
+        .map(|((row, probe, frames), (test, samples))| CpuStack {
             row,
             test: test.map(|t| test_index[t.as_str()]),
+            probe,
             frames: frames
                 .into_iter()
                 .map(|name| {
@@ -317,6 +396,7 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
         headline,
         samples: recording.profile.total(),
         tests,
+        probes,
         names,
         stacks,
         left_out_stacks: left_out.len(),

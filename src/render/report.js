@@ -5,7 +5,8 @@
 // are drawn, on one canvas that stays in place while a tall spacer gives
 // the scrollbar its length: that is what keeps 10,000 processes as quick as
 // ten. With a CPU profile (`record --cpu-profile`), its flame graphs are
-// drawn on canvases of their own, from the stacks html.rs embeds. Every
+// drawn on canvases of their own, from the stacks html.rs embeds; with
+// probes (`record --probe`), a flame graph of each probe's hits too. Every
 // text from the recording reaches the page through textContent or the
 // canvas, never as markup.
 "use strict";
@@ -702,13 +703,14 @@
     if (root) fact("Command's status", root.status, root.failed ? "bad" : "");
     fact("Lost events", data.lost === null ? "unknown" : String(data.lost), data.lost ? "bad" : "");
     if (data.interrupted) fact("Recording", "interrupted", "bad");
-    if (cpu) fact("CPU profile", samplesText(cpu.samples), "", () => showCpu(""));
-    // `record --probe`: each probe's hits, or that no process of the tree hit it.
+    if (cpu && cpu.headline) fact("CPU profile", samplesText(cpu.samples), "", () => showCpu(""));
+    // `record --probe`: each probe's hits, which show the stacks at them,
+    // or that no process of the tree hit it.
     for (const probe of data.probes || []) {
+      const drawn = cpu && cpu.probes.some((p) => p.label === probe.label);
       fact("Probe " + probe.label, probe.hits
-        ? thousands(probe.hits) + (probe.hits === 1 ? " hit" : " hits") + " by " + probe.processes +
-          (probe.processes === 1 ? " process" : " processes")
-        : "no process of the tree hit it");
+        ? hitsText(probe.hits) + " by " + probe.processes + (probe.processes === 1 ? " process" : " processes")
+        : "no process of the tree hit it", "", drawn ? () => showCpu(probe.label) : null);
     }
     if (data.kernel) fact("Kernel", data.kernel);
   }
@@ -777,7 +779,7 @@
     }
     if (hasChildren(i)) row("children", procs.filter((q) => q.parent === i).length);
     box.append(dl);
-    if (full && cpu) box.append(processProfile(i));
+    if (full && cpu && cpu.headline) box.append(processProfile(i));
     if (!p.execs.length) box.append(el("div", "Never exec'd: it ran its parent's program.", "hint"));
     const shown = full ? p.execs.map((_, k) => k) : p.execs.length ? [seg !== null && seg >= 0 ? seg : p.execs.length - 1] : [];
     for (const k of shown) box.append(execCard(p.execs[k], k, p.execs.length, full, k === seg));
@@ -839,6 +841,7 @@
   const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   const share = (part, of) => (of ? part * 100 / of : 0).toFixed(1) + "%";
   const samplesText = (n) => thousands(n) + (n === 1 ? " sample" : " samples");
+  const hitsText = (n) => thousands(n) + (n === 1 ? " hit" : " hits");
 
   // The tree of `stacks` under a root: each stack's path from `path`, as
   // [name, kind] pairs from the outermost caller. `total` is all the
@@ -894,26 +897,33 @@
 
   const functionKind = (name) => name.endsWith("_[k]") ? "kernel" : "function";
 
-  // The whole run's stacks (`scope` ""), each under its test and program,
-  // or one test's, each under its program.
+  // The scope `of` names: a test (-1 for the whole run), or a probe, whose
+  // hits' stacks are a flame graph of their own.
+  const testOf = (of) => of === "" ? -1 : cpu.tests.findIndex((t) => t.name === of);
+  const probeOf = (of) => testOf(of) < 0 ? cpu.probes.findIndex((p) => p.label === of) : -1;
+
+  // The whole run's samples (`scope` ""), each stack under its test and
+  // program, one test's, each under its program, or one probe's hits,
+  // each under its test and program.
   function runTree(of) {
     if (runTrees.has(of)) return runTrees.get(of);
-    const test = of === "" ? -1 : cpu.tests.findIndex((t) => t.name === of);
-    const stacks = test < 0 ? cpu.stacks : cpu.stacks.filter((s) => s.test === test);
+    const probe = probeOf(of);
+    const test = testOf(of);
+    const mine = (s) => probe >= 0 ? s.probe === probe : s.probe === null && (test < 0 || s.test === test);
     const path = (s) => {
       const frames = s.frames.map((f, k) => [cpu.names[f], k ? functionKind(cpu.names[f]) : "program"]);
       if (test < 0 && s.test !== null) frames.unshift([cpu.tests[s.test].name, "test"]);
       return frames;
     };
-    const total = test < 0 ? cpu.samples : cpu.tests[test].samples;
-    const tree = flameTree(test < 0 ? "all" : of, stacks, path, total);
+    const total = probe >= 0 ? cpu.probes[probe].hits : test < 0 ? cpu.samples : cpu.tests[test].samples;
+    const tree = flameTree(test < 0 && probe < 0 ? "all" : of, cpu.stacks.filter(mine), path, total);
     runTrees.set(of, tree);
     return tree;
   }
 
   // One process's stacks: its functions, under a root named after it.
   function processTree(i) {
-    const stacks = cpu.stacks.filter((s) => s.row === i);
+    const stacks = cpu.stacks.filter((s) => s.row === i && s.probe === null);
     const program = stacks.length ? cpu.names[stacks[0].frames[0]] : procs[i].label;
     const path = (s) => s.frames.slice(1).map((f) => [cpu.names[f], functionKind(cpu.names[f])]);
     return flameTree(procs[i].pid + " " + program, stacks, path, procs[i].cpu_samples);
@@ -1108,13 +1118,14 @@
       box.append(el("h2", n.name));
       const dl = el("dl");
       const row = (term, value) => dl.append(el("dt", term), el("dd", value));
-      row("samples", samplesText(n.samples) + ", " + share(n.samples, this.root.samples) + " of " + this.root.name);
+      const count = this.name === "Run" && probeOf(scope) >= 0 ? hitsText : samplesText;
+      row(count === hitsText ? "hits" : "samples", count(n.samples) + ", " + share(n.samples, this.root.samples) + " of " + this.root.name);
       if (this.focus !== this.root && n !== this.focus && n.depth > this.focus.depth) {
         row("zoomed", share(n.samples, this.focus.samples) + " of " + this.focus.name);
       }
       if (n.kind === "function" || n.kind === "kernel") {
         const own = n.samples - n.children.reduce((sum, child) => sum + child.samples, 0);
-        row("self", samplesText(own) + ", " + share(own, this.root.samples) + " (in it, not in what it called)");
+        row("self", count(own) + ", " + share(own, this.root.samples) + " (in it, not in what it called)");
       }
       box.append(dl);
       const notes = {
@@ -1159,11 +1170,16 @@
       o.value = value;
       select.append(o);
     };
-    option("", "the whole run (" + samplesText(cpu.samples) + ")");
-    for (const t of cpu.tests) option(t.name, "test " + t.name + " (" + share(t.samples, cpu.samples) + ")");
+    if (cpu.samples) {
+      option("", "the whole run (" + samplesText(cpu.samples) + ")");
+      for (const t of cpu.tests) option(t.name, "test " + t.name + " (" + share(t.samples, cpu.samples) + ")");
+    } else {
+      $("tab-cpu").textContent = "Probes";
+    }
+    for (const p of cpu.probes) option(p.label, "probe " + p.label + " (" + hitsText(p.hits) + ")");
     select.addEventListener("change", () => showCpu(select.value));
     $("tab-timeline").addEventListener("click", showTimeline);
-    $("tab-cpu").addEventListener("click", () => showCpu(scope === null ? "" : scope));
+    $("tab-cpu").addEventListener("click", () => showCpu(scope === null ? select.options[0].value : scope));
     $("cpu-reset").addEventListener("click", () => runFlame && runFlame.zoom(runFlame.root));
     cpuFind.addEventListener("input", () => setFind(cpuFind.value));
     status.dataset.cpuStacks = cpu.stacks.length;
@@ -1188,25 +1204,28 @@
     setPage("timeline");
   }
 
-  // The CPU view of `of`: "" for the whole run, else a test's name.
+  // The CPU view of `of`: "" for the whole run, else a test's name, or a
+  // probe's label for the stacks at its hits.
   function showCpu(of) {
     if (!cpu) return;
-    if (of !== "" && !cpu.tests.some((t) => t.name === of)) of = "";
+    if (testOf(of) < 0 && probeOf(of) < 0) of = cpu.samples || !cpu.probes.length ? "" : cpu.probes[0].label;
     scope = of;
     setPage("cpu");
     $("cpu-scope").value = of;
     const note = $("cpu-note");
-    if (!cpu.samples) {
+    const probe = probeOf(of);
+    if (!cpu.samples && probe < 0) {
       note.textContent = "CPU profile: " + cpu.headline + ". No sample of the tree was taken (it used too little CPU).";
       $("cpu-flame").replaceChildren();
       return;
     }
     const tree = runTree(of);
-    const what = of === "" ? "CPU profile: " + cpu.headline + "."
+    const what = probe >= 0 ? "Probe " + of + ": the stacks at its " + hitsText(tree.samples) + "."
+      : of === "" ? "CPU profile: " + cpu.headline + "."
       : "Test " + of + ": " + samplesText(tree.samples) + ", " + share(tree.samples, cpu.samples) + " of the run's.";
     const cut = cpu.cut_names ? " " + thousands(cpu.cut_names) + (cpu.cut_names === 1 ? " name is" : " names are") +
       " cut to " + cpu.max_name + " columns (…)." : "";
-    note.textContent = what + leftOutText(tree) + cut + " Hover a frame for its samples and share, click to zoom in or out.";
+    note.textContent = what + leftOutText(tree) + cut + " Hover a frame for its " + (probe >= 0 ? "hits" : "samples") + " and share, click to zoom in or out.";
     if (!runFlame) runFlame = new Flame($("cpu-flame"), "Run");
     runFlame.show(tree);
     setFind(cpuFind.value);

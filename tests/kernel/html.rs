@@ -21,7 +21,7 @@ use crate::common::{big_recording, matching, process_count, record_demo, render,
 /// What the page reported in `#status`.
 #[derive(Debug)]
 pub(crate) struct Status {
-    attributes: HashMap<String, String>,
+    pub attributes: HashMap<String, String>,
     text: String,
     /// The whole page as the browser left it.
     pub dom: String,

@@ -427,11 +427,34 @@ fn the_html_report_lists_each_probes_hits() {
     render(&run.dir.path().join("rec.ndjson"), "html", &page);
     let dom = crate::html::load(&page, "").dom;
     for fact in [
-        "<dt>Probe usdt:probed:proctrace_test:round</dt><dd>1,500 hits by 1 process</dd>",
+        "<dt>Probe usdt:probed:proctrace_test:round</dt><dd><button",
+        ">1,500 hits by 1 process</button></dd>",
         "<dt>Probe uprobe:libc.so.6:getpid</dt><dd>no process of the tree hit it</dd>",
     ] {
         assert!(dom.contains(fact), "{fact} not in the page");
     }
+    assert!(
+        !dom.contains(">CPU profile</dt>"),
+        "no CPU profile was taken"
+    );
+    // The stacks at the hits, a flame graph of the probe's own: the
+    // probe, the program, down through main to the function that hit it.
+    let status = crate::html::load(&page, "#cpu=usdt:probed:proctrace_test:round");
+    assert_eq!(status.attributes["page"], "cpu");
+    let labels: Vec<&str> = status.attributes["flame-run"].split('|').collect();
+    assert_eq!(
+        labels[..2],
+        ["usdt:probed:proctrace_test:round", "probed"],
+        "{labels:?}"
+    );
+    for function in ["main", "allocate"] {
+        let drawn = labels.iter().any(|l| l.starts_with(function));
+        assert!(drawn, "{function} not drawn: {labels:?}");
+    }
+    assert!(
+        status.dom.contains(">Probes</button>"),
+        "the tab names what it shows"
+    );
 }
 
 #[test]
