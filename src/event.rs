@@ -18,7 +18,7 @@ mod attempts;
 mod probes;
 mod stacks;
 
-pub use attempts::{TestAttempt, PROBE_TEXT_MAX};
+pub use attempts::{pytest_node_id, TestAttempt, PROBE_TEXT_MAX};
 pub use probes::{
     latency_bucket, ArgValue, ProbeArgs, ProbeHits, ProbeKind, ProbeLatency, ProbePoint,
     ARG_TUPLES_KEPT,

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::testname::test_of;
+use super::testname::LineTests;
 use crate::event::{CpuSamples, Pid};
 use crate::processes::Processes;
 use crate::stacks::Profile;
@@ -61,6 +61,7 @@ pub fn hotspots(profile: &Profile, processes: &Processes) -> Hotspots {
     let mut all = Tally::default();
     let mut by_command: HashMap<String, Tally> = HashMap::new();
     let mut by_test: HashMap<String, Tally> = HashMap::new();
+    let mut tests = LineTests::new(processes);
     for samples in &profile.samples {
         let frames = profile.stack(samples.stack);
         let index = sampled_process(processes, samples);
@@ -74,7 +75,7 @@ pub fn hotspots(profile: &Profile, processes: &Processes) -> Hotspots {
             .entry(program)
             .or_default()
             .add(samples.pid, &stack, samples.count);
-        if let Some(test) = index.and_then(|i| test_of(processes, i)) {
+        if let Some(test) = tests.of(samples.test.as_deref(), index) {
             by_test
                 .entry(test)
                 .or_default()
@@ -97,7 +98,8 @@ pub struct SampledStack {
     /// The process sampled, by its index in [`Processes`]; `None` where
     /// the recording has no process of its pid (see [`sampled_process`]).
     pub process: Option<usize>,
-    /// Its test, where a runner names one ([`test_of`]).
+    /// Its test, where a runner names one: the one the process said ran
+    /// in it then, else its own ([`test_of`](super::testname::test_of)).
     pub test: Option<String>,
     /// What it ran ([`sampled_program`]).
     pub program: String,
@@ -112,19 +114,13 @@ pub struct SampledStack {
 /// them; alike stacks are not merged, so that each view merges them by
 /// what it shows (the text of a collapsed stack, a process, a test).
 pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<SampledStack> {
-    // A process has many stacks: its test is looked up once.
-    let mut tests: HashMap<usize, Option<String>> = HashMap::new();
+    let mut tests = LineTests::new(processes);
     profile
         .samples
         .iter()
         .map(|samples| {
             let process = sampled_process(processes, samples);
-            let test = process.and_then(|i| {
-                tests
-                    .entry(i)
-                    .or_insert_with(|| test_of(processes, i))
-                    .clone()
-            });
+            let test = tests.of(samples.test.as_deref(), process);
             SampledStack {
                 process,
                 test,

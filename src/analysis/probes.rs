@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 
 use super::cpu::{process_between, program_of};
-use super::testname::test_of;
+use super::testname::LineTests;
 use crate::event::{ArgValue, Pid, ProbeHits, ProbeLatency, ProbePoint};
 use crate::processes::Processes;
 use crate::stacks::Profile;
@@ -29,10 +29,18 @@ pub struct ProbeUse {
     /// The USDT argument tuples, most frequent first, over all processes;
     /// `None` stands for the tuples the recorder did not keep apart.
     pub args: Vec<(Option<Vec<ArgValue>>, u64)>,
+    /// The same per test, most frequent first: how often each test hit
+    /// the probe with each tuple (CPython's calls of each function in
+    /// each test); empty when no runner named tests.
+    pub args_by_test: Vec<(TestArgs, u64)>,
     /// How long the calls took, where a uretprobe of the same function
     /// was attached too.
     pub latency: Option<Latency>,
 }
+
+/// A test and an argument tuple it hit a probe with (`None`: the tuples
+/// not kept apart).
+pub type TestArgs = (String, Option<Vec<ArgValue>>);
 
 /// The calls of a function, uprobe to uretprobe, over every process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,6 +73,7 @@ pub fn probe_uses(
     processes: &Processes,
 ) -> Vec<ProbeUse> {
     let mut uses: Vec<Tally> = probes.iter().map(|_| Tally::default()).collect();
+    let mut tests = LineTests::new(processes);
     for hits in &profile.probe_hits {
         let Some(tally) = uses.get_mut(hits.probe as usize) else {
             continue;
@@ -73,7 +82,7 @@ pub fn probe_uses(
         tally.hits = tally.hits.saturating_add(hits.count);
         add(&mut tally.by_command, program.clone(), hits.count);
         add(&mut tally.by_process, (hits.pid, program), hits.count);
-        if let Some(test) = process.and_then(|i| test_of(processes, i)) {
+        if let Some(test) = tests.of(hits.test.as_deref(), process) {
             add(&mut tally.by_test, test, hits.count);
         }
     }
@@ -87,6 +96,10 @@ pub fn probe_uses(
     for args in &profile.probe_args {
         if let Some(tally) = uses.get_mut(args.probe as usize) {
             let tuple = (!args.other).then(|| args.args.clone());
+            let process = process_between(processes, args.pid, 0, u64::MAX);
+            if let Some(test) = tests.of(args.test.as_deref(), process) {
+                add(&mut tally.args_by_test, (test, tuple.clone()), args.count);
+            }
             add(&mut tally.args, tuple, args.count);
         }
     }
@@ -103,6 +116,7 @@ pub fn probe_uses(
                 .map(|((pid, program), n)| (pid, program, n))
                 .collect(),
             args: most_first(tally.args),
+            args_by_test: most_first(tally.args_by_test),
             latency: latencies
                 .get(&probe.id)
                 .and_then(|(ret, lines)| latency(*ret, lines)),
@@ -187,7 +201,7 @@ pub fn hit_stacks(
     processes: &Processes,
 ) -> Vec<HitStack> {
     let labels: Vec<String> = probes.iter().map(ProbePoint::label).collect();
-    let mut tests: HashMap<usize, Option<String>> = HashMap::new();
+    let mut tests = LineTests::new(processes);
     profile
         .probe_hits
         .iter()
@@ -195,12 +209,7 @@ pub fn hit_stacks(
             let probe = labels.get(hits.probe as usize)?.clone();
             let (process, program) = process_of(processes, hits);
             let point = hits.probe;
-            let test = process.and_then(|i| {
-                tests
-                    .entry(i)
-                    .or_insert_with(|| test_of(processes, i))
-                    .clone()
-            });
+            let test = tests.of(hits.test.as_deref(), process);
             let frames = hits.stack.map(|s| profile.stack(s)).unwrap_or_default();
             Some(HitStack {
                 point,
@@ -227,6 +236,7 @@ struct Tally {
     by_command: HashMap<String, u64>,
     by_process: HashMap<(Pid, String), u64>,
     args: HashMap<Option<Vec<ArgValue>>, u64>,
+    args_by_test: HashMap<TestArgs, u64>,
 }
 
 fn add<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, u64>, key: K, n: u64) {

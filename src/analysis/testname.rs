@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::event::TestAttempt;
+use crate::event::{pytest_node_id, TestAttempt};
 use crate::processes::Processes;
 
 /// The test that `index` runs or was started by: the nearest process, from
@@ -22,6 +22,34 @@ pub fn test_of(processes: &Processes, index: usize) -> Option<String> {
     let exec = processes.get(marked).execs.last()?;
     let file = exec.argv.iter().position(|a| a.ends_with(".bats"))?;
     bats_test(exec.argv.get(file)?, exec.argv.get(file + 1)?)
+}
+
+/// The tests of lines of samples or probe hits: the one their process
+/// said ran in it then (the line's `test`, from pytest's variable), else
+/// the process's own ([`test_of`]), looked up once per process.
+pub(crate) struct LineTests<'a> {
+    processes: &'a Processes,
+    of: HashMap<usize, Option<String>>,
+}
+
+impl<'a> LineTests<'a> {
+    pub fn new(processes: &'a Processes) -> LineTests<'a> {
+        LineTests {
+            processes,
+            of: HashMap::new(),
+        }
+    }
+
+    /// The test of a line that `said` its own, of `process`.
+    pub fn of(&mut self, said: Option<&str>, process: Option<usize>) -> Option<String> {
+        if let Some(test) = said {
+            return Some(test.to_owned());
+        }
+        let processes = self.processes;
+        let index = process?;
+        let known = self.of.entry(index);
+        known.or_insert_with(|| test_of(processes, index)).clone()
+    }
 }
 
 /// The process whose test `index` belongs to (see [`test_of`]).
@@ -174,15 +202,6 @@ pub fn runner_check(processes: &Processes) -> RunnerCheck {
         }
     }
     check
-}
-
-/// pytest: `PYTEST_CURRENT_TEST` is the test's node id and its phase,
-/// `tests/test_a.py::test_b (call)`; the node id is how pytest names it.
-fn pytest_node_id(current: &str) -> &str {
-    [" (setup)", " (call)", " (teardown)"]
-        .iter()
-        .find_map(|phase| current.strip_suffix(phase))
-        .unwrap_or(current)
 }
 
 /// go test: the package's `pkg.test` binary runs the tests its

@@ -82,6 +82,10 @@ static __always_inline void unwind_regs(struct pt_regs *regs, __u64 *ip, __u64 *
 	*lr = 0;
 }
 
+/* A function's first two arguments at its entry (the SysV ABI). */
+#define CALL_ARG1(from) BPF_CORE_READ(from, di)
+#define CALL_ARG2(from) BPF_CORE_READ(from, si)
+
 #elif defined(__TARGET_ARCH_arm64)
 
 /* include/uapi/asm-generic/unistd.h natively; AArch32 compat (EABI) keeps
@@ -154,6 +158,10 @@ static __always_inline void unwind_regs(struct pt_regs *regs, __u64 *ip, __u64 *
 	*fp = BPF_CORE_READ(regs, regs[29]);
 	*lr = BPF_CORE_READ(regs, regs[30]);
 }
+
+/* A function's first two arguments at its entry (AAPCS64: x0, x1). */
+#define CALL_ARG1(from) BPF_CORE_READ(from, regs[0])
+#define CALL_ARG2(from) BPF_CORE_READ(from, regs[1])
 
 #else
 #error "proctrace's BPF side knows the syscalls and registers of x86 and arm64 only (src/bpf/arch.bpf.h)"

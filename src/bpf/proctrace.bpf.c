@@ -9,6 +9,7 @@
 #include "arch.bpf.h"
 #include "emit.bpf.h"
 #include "fds.bpf.h"
+#include "marks.bpf.h"
 #include "pidns.bpf.h"
 #include "probes.bpf.h"
 #include "profile.bpf.h"
@@ -42,6 +43,7 @@ struct id_event _id_event = {};
 struct exec_event _exec_event = {};
 struct sample_event _sample_event = {};
 struct hit_event _hit_event = {};
+struct mark_event _mark_event = {};
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;

@@ -45,6 +45,9 @@ enum event_kind {
 	EVENT_SAMPLE = 6,
 	/* A hit of a `--probe` by a tracked thread, sent on the `hits` ring. */
 	EVENT_HIT = 7,
+	/* A tracked process set or unset a variable that names its current
+	 * test (PYTEST_CURRENT_TEST), sent on the `hits` ring. */
+	EVENT_TEST_MARK = 8,
 };
 
 /* Defaults of the sizes userspace may change before load, defined once here
@@ -271,6 +274,25 @@ struct hit_event {
 	__u64 fp;
 	__u64 lr;
 	__u8 stack[SAMPLE_STACK_CAP];
+};
+
+/* The names of the variables that mark a test, with their NUL, and the
+ * bytes of a value kept: pytest's node ids, parameters and all. */
+#define TEST_VARIABLE_CAP 32
+#define TEST_MARK_CAP 256
+
+/* A tracked process set (setenv) or unset (unsetenv) a variable by which
+ * a runner says which test runs in it now, as pytest does with
+ * PYTEST_CURRENT_TEST before each phase of each test: the boundaries of
+ * the tests inside one process, on the hits ring so that they stay in
+ * order with the process's probe hits. */
+struct mark_event {
+	/* header.pid: the process. */
+	struct event_header header;
+	__s32 tid;
+	/* 1: set to value (cut to TEST_MARK_CAP - 1 bytes); 0: unset. */
+	__u32 set;
+	char value[TEST_MARK_CAP];
 };
 
 #endif /* PROCTRACE_H */

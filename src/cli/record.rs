@@ -124,9 +124,10 @@ pub struct RecordArgs {
     /// the stack at each (cheaper per hit).
     #[arg(long, requires = "probes")]
     no_probe_stacks: bool,
-    /// Name nextest's tests from the command lines alone: without this, a
-    /// command that runs nextest has its tests named by nextest's own
-    /// probes (test-attempt-start and -done), where the kernel can attach them.
+    /// Name tests from command lines and environments alone: without this, a
+    /// command that runs nextest has its tests named by nextest's own probes
+    /// (test-attempt-start and -done), and with --cpu-profile or --probe a
+    /// pytest process's samples and hits are split by the test it says runs.
     #[arg(long)]
     no_runner_probes: bool,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.

@@ -37,6 +37,16 @@ pub struct TestAttempt {
     pub duration_ns: Option<u64>,
 }
 
+/// pytest's test in `PYTEST_CURRENT_TEST`, which is the test's node id
+/// and its phase, `tests/test_a.py::test_b (call)`: the node id, how
+/// pytest names it.
+pub fn pytest_node_id(current: &str) -> &str {
+    [" (setup)", " (call)", " (teardown)"]
+        .iter()
+        .find_map(|phase| current.strip_suffix(phase))
+        .unwrap_or(current)
+}
+
 /// The longest text a probe's argument keeps (proctrace.h's
 /// PROBE_STRING_CAP, less the NUL): a name this long may have been cut.
 pub const PROBE_TEXT_MAX: usize = 63;

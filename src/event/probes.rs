@@ -56,6 +56,11 @@ impl ProbePoint {
 pub struct ProbeHits {
     /// The process (any of its threads).
     pub pid: Pid,
+    /// The test the process said ran in it at the time, where it runs
+    /// many (pytest's `PYTEST_CURRENT_TEST`, its node id); absent
+    /// otherwise, when the process's own test stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
     /// The [`ProbePoint`] id.
     pub probe: u32,
     /// The [`Stack`](super::Stack) id at the hits; absent when recorded
@@ -75,6 +80,11 @@ pub struct ProbeHits {
 pub struct ProbeArgs {
     /// The process (any of its threads).
     pub pid: Pid,
+    /// The test the process said ran in it at the time, where it runs
+    /// many (pytest's `PYTEST_CURRENT_TEST`, its node id); absent
+    /// otherwise, when the process's own test stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
     /// The [`ProbePoint`] id.
     pub probe: u32,
     /// The arguments: numbers, or the C strings that pointers pointed

@@ -66,6 +66,11 @@ pub struct Stack {
 pub struct CpuSamples {
     /// The process (any of its threads).
     pub pid: Pid,
+    /// The test the process said ran in it at the time, where it runs
+    /// many (pytest's `PYTEST_CURRENT_TEST`, its node id); absent
+    /// otherwise, when the process's own test stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
     /// The [`Stack`] id.
     pub stack: u32,
     /// Samples taken there.

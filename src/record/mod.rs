@@ -124,6 +124,7 @@ impl Default for KernelConfig {
             cpu_profile: None,
             probes: Vec::new(),
             probe_stacks: true,
+            test_marks: None,
         }
     }
 }
@@ -380,20 +381,36 @@ impl Recorder {
         self
     }
 
-    /// Whether a command that runs nextest has its tests named by
-    /// nextest's own probes (`test-attempt-start` and `-done`), which say
-    /// each test's process and result, recorded as
-    /// [`TestAttempt`](crate::event::TestAttempt)s (on by default, where
-    /// the kernel can attach them; without them tests are named from
-    /// their command lines).
+    /// Whether test runners say which tests run where (on by default,
+    /// where the kernel can follow them; without them tests are named
+    /// from command lines and environments): a command that runs nextest
+    /// has its tests named by nextest's own probes (`test-attempt-start`
+    /// and `-done`), which say each test's process and result, recorded as
+    /// [`TestAttempt`](crate::event::TestAttempt)s; and with a CPU profile
+    /// or probes, a process that names its current test in a variable
+    /// (pytest's `PYTEST_CURRENT_TEST`) has its samples and hits split by
+    /// that test ([`CpuSamples::test`](crate::event::CpuSamples::test)).
     pub fn runner_probes(mut self, on: bool) -> Self {
         self.runner_probes = on;
         self
     }
 
-    /// nextest's test probes, unasked, where the command runs nextest and
-    /// this kernel can attach them; never an error.
+    /// What says which test runs where, unasked (see
+    /// [`Recorder::runner_probes`]); never an error. The marks need the
+    /// ring the profile's thread reads.
     fn add_runner_probes(&mut self) {
+        if self.kernel.buffer == BufferChoice::Perf {
+            return;
+        }
+        if self.kernel.cpu_profile.is_some() || !self.kernel.probes.is_empty() {
+            self.kernel.test_marks = probes::runner::TestMarks::find();
+        }
+        self.add_nextest_probes();
+    }
+
+    /// nextest's test probes, where the command runs nextest and this
+    /// kernel can attach them.
+    fn add_nextest_probes(&mut self) {
         let Target::Command(argv) = &self.target else {
             return;
         };
@@ -410,7 +427,7 @@ impl Recorder {
                 }
             )
         });
-        let specs = match asked || self.kernel.buffer == BufferChoice::Perf {
+        let specs = match asked {
             true => return,
             false => probes::runner::nextest_specs(&command),
         };

@@ -1,6 +1,6 @@
 //! `probes`: the probes' hits (`record --probe`): per probe its hits, then
 //! per test, per command and per process, and its most frequent USDT
-//! argument tuples, and the calls' latency where a uretprobe was attached
+//! argument tuples (overall and per test), and the calls' latency where a uretprobe was attached
 //! too. The probes no process of the tree hit are named at the end, in
 //! one line; every list is cut short and says what it left out.
 
@@ -92,18 +92,25 @@ fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Re
     let args: Vec<(String, u64)> = used
         .args
         .iter()
-        .map(|(tuple, n)| {
-            let text = match tuple {
-                Some(values) => {
-                    let values: Vec<String> = values.iter().map(ArgValue::to_string).collect();
-                    format!("({})", values.join(", "))
-                }
-                None => "(the other tuples, not kept apart)".to_owned(),
-            };
-            (text, *n)
-        })
+        .map(|(tuple, n)| (tuple_text(tuple.as_deref()), *n))
         .collect();
-    write_list(out, "arguments", &args, options)
+    write_list(out, "arguments", &args, options)?;
+    let by_test: Vec<(String, u64)> = used
+        .args_by_test
+        .iter()
+        .map(|((test, tuple), n)| (format!("{test} {}", tuple_text(tuple.as_deref())), *n))
+        .collect();
+    write_list(out, "arguments by test", &by_test, options)
+}
+
+fn tuple_text(tuple: Option<&[ArgValue]>) -> String {
+    match tuple {
+        Some(values) => {
+            let values: Vec<String> = values.iter().map(ArgValue::to_string).collect();
+            format!("({})", values.join(", "))
+        }
+        None => "(the other tuples, not kept apart)".to_owned(),
+    }
 }
 
 /// Widest bar of the latency histogram.

@@ -104,6 +104,21 @@ pub fn have_tool(program: &str) -> bool {
     )
 }
 
+/// `pytest-3` on the tests of `file`, quietly, with node ids relative to
+/// `rootdir` and no cache left behind.
+pub fn pytest(rootdir: &Path, file: &Path) -> Vec<String> {
+    let (rootdir, file) = (rootdir.to_str().unwrap(), file.to_str().unwrap());
+    strings(&[
+        "pytest-3",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        rootdir,
+        file,
+    ])
+}
+
 /// The file `program` names on the PATH, links resolved.
 pub fn tool_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -632,6 +647,7 @@ impl Run {
                         ctx()
                     );
                     assert!(c.count > 0 && c.first <= c.last, "{c:?}\n{}", ctx());
+                    assert!(c.test.as_ref().is_none_or(|t| !t.is_empty()), "{c:?}");
                     samples += c.count;
                 }
                 Record::ProbeHits(h) => {
@@ -643,6 +659,7 @@ impl Run {
                     assert!(h.probe < probes, "{h:?}: no such probe\n{}", ctx());
                     assert!(known.contains(&h.pid), "{h:?}: not of the tree\n{}", ctx());
                     assert!(h.count > 0 && h.first <= h.last, "{h:?}\n{}", ctx());
+                    assert!(h.test.as_ref().is_none_or(|t| !t.is_empty()), "{h:?}");
                     hits += h.count;
                 }
                 Record::ProbeLatency(l) => {
@@ -655,6 +672,7 @@ impl Run {
                     assert!(a.probe < probes, "{a:?}: no such probe\n{}", ctx());
                     assert!(known.contains(&a.pid), "{a:?}: not of the tree\n{}", ctx());
                     assert!(a.count > 0, "{a:?}\n{}", ctx());
+                    assert!(a.test.as_ref().is_none_or(|t| !t.is_empty()), "{a:?}");
                 }
                 Record::TestAttempt(a) => {
                     let pids = std::iter::once(a.pid).chain(a.test_pid);

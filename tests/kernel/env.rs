@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use crate::common::{have_tool, record_with, strings, Mode, Opts};
+use crate::common::{have_tool, pytest, record_with, strings, Mode, Opts};
 
 const SECRET: &str = "proctrace-test-secret-5e1f";
 
@@ -97,19 +97,7 @@ fn a_leaking_pytest_test_is_named_by_its_node_id() {
     .unwrap();
     let mut opts = Opts::new(Mode::Ring);
     opts.args = strings(&["--linger", "1s", "--kill-lingering"]);
-    let rootdir = suite.path().to_str().unwrap();
-    let run = record_with(
-        &opts,
-        &[
-            "pytest-3",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            rootdir,
-            file.to_str().unwrap(),
-        ],
-    );
+    let run = record_with(&opts, &pytest(suite.path(), &file));
     assert_eq!(run.code(), 0, "{}", run.stderr);
     let sleep = run.child_with_argv(run.root(), &["sleep", "1000"]);
     let node_id = "test_leak.py::test_leaks_a_daemon";

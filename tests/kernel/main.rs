@@ -32,6 +32,7 @@ mod nextest;
 mod otlp;
 mod perfetto;
 mod probes;
+mod pytest_split;
 mod record;
 mod resources;
 mod signals;

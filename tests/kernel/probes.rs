@@ -40,7 +40,7 @@ impl Drop for Outsider {
 }
 
 /// The recording's probe lines, read back as a library user would.
-fn profile_of(run: &Run) -> Profile {
+pub(crate) fn profile_of(run: &Run) -> Profile {
     let mut profile = Profile::default();
     for record in run.profile_lines() {
         assert!(profile.take(record.clone()).is_none(), "{record:?}");
@@ -314,12 +314,19 @@ for name, count in sorted(calls.items()):
     print(name, count)
 "#;
 
-#[test]
-fn python_function_entries_match_the_interpreters_own_count() {
+/// Whether Debian's python3, with its USDT probes, is here (or, under
+/// CI, fails the test).
+pub(crate) fn have_python_probes() -> bool {
     let python = std::path::Path::new("/usr/bin/python3");
     let has_probes = proctrace::record::probes::usdt::probes(python)
         .is_ok_and(|p| p.iter().any(|p| p.name == "function__entry"));
-    if !prerequisite(has_probes, "Debian's python3, built with USDT probes") {
+    prerequisite(has_probes, "Debian's python3, built with USDT probes")
+}
+
+#[test]
+fn python_function_entries_match_the_interpreters_own_count() {
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !have_python_probes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -148,6 +148,7 @@ mod tests {
                 frames: vec![0, id],
             }));
             profile.take(Record::CpuSamples(CpuSamples {
+                test: None,
                 pid: 10,
                 stack: id,
                 count,

@@ -7,11 +7,11 @@ use plain::Plain;
 
 use crate::bpf::types::{
     event_header, event_kind, exec_event, exit_event, fd_entry, fork_event, hit_event, id_event,
-    resources, sample_event,
+    mark_event, resources, sample_event,
 };
 use crate::event::{
-    ArgValue, Exec, Exit, Fd, FdKind, Fork, Pid, RawBytes, Record, Resources, SetPgid, SetSid,
-    UsedBefore,
+    pytest_node_id, ArgValue, Exec, Exit, Fd, FdKind, Fork, Pid, RawBytes, Record, Resources,
+    SetPgid, SetSid, UsedBefore,
 };
 use crate::text::shell_join;
 
@@ -24,6 +24,7 @@ unsafe impl Plain for resources {}
 unsafe impl Plain for id_event {}
 unsafe impl Plain for sample_event {}
 unsafe impl Plain for hit_event {}
+unsafe impl Plain for mark_event {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.
@@ -82,8 +83,8 @@ pub struct Hit {
     pub args: Vec<ArgValue>,
 }
 
-/// Decodes a record of the hits ring; `start` as for [`decode`].
-pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
+/// Decodes a probe's hit; `start` as for [`decode`].
+fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
     let fixed = std::mem::offset_of!(hit_event, stack);
     let (e, stack) = with_stack::<hit_event>(data, fixed, event_kind::EVENT_HIT, |e| e.stack_len)?;
     let count = (e.arg_count as usize).min(e.args.len());
@@ -109,6 +110,45 @@ pub fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
         probe: e.probe,
         args,
     })
+}
+
+/// A process's word on which test runs in it now, from the variable a
+/// runner sets before each test (pytest's `PYTEST_CURRENT_TEST`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    pub pid: Pid,
+    /// Nanoseconds since the recording started.
+    pub timestamp: u64,
+    /// The test, as its runner names it (pytest's node id, without the
+    /// phase); `None` once the variable is unset, between tests.
+    pub test: Option<String>,
+}
+
+/// What the hits ring carries.
+pub enum FromHits {
+    Hit(Hit),
+    Mark(Mark),
+}
+
+/// Decodes a record of the hits ring; `start` as for [`decode`].
+pub fn decode_from_hits(data: &[u8], start: u64) -> Result<FromHits, Malformed> {
+    let header: event_header = copy(data).ok_or(Malformed {
+        len: data.len(),
+        kind: 0,
+    })?;
+    if event_kind(header.kind) != event_kind::EVENT_TEST_MARK {
+        return decode_hit(data, start).map(FromHits::Hit);
+    }
+    let e: mark_event = copy(data).ok_or(Malformed {
+        len: data.len(),
+        kind: header.kind,
+    })?;
+    let value = (e.set != 0).then(|| c_text(&e.value)).flatten();
+    Ok(FromHits::Mark(Mark {
+        pid: e.header.pid,
+        timestamp: e.header.timestamp.saturating_sub(start),
+        test: value.map(|v| pytest_node_id(&v).to_owned()),
+    }))
 }
 
 /// A record that ends where its copy of the user stack does: its fixed

@@ -30,8 +30,8 @@ use super::profile::{mapped_now, Collector, MmapWatch};
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
 use crate::inspect;
-use decode::{decode, decode_hit, decode_sample};
-pub(crate) use decode::{Hit, Sample};
+use decode::{decode, decode_from_hits, decode_sample, FromHits};
+pub(crate) use decode::{Hit, Mark, Sample};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within
@@ -116,7 +116,7 @@ pub fn run(
         reorder: RefCell::default(),
         env_names: config.env_names.clone(),
         collector,
-        probing: !config.probes.is_empty(),
+        probing: !config.probes.is_empty() || config.test_marks.is_some(),
         unwinds: probe.cpu_profile.is_some() || (!config.probes.is_empty() && config.probe_stacks),
     };
     let totals = drain.run(&target)?;
@@ -141,7 +141,7 @@ struct Drain<'a, 'obj> {
     /// The thread that unwinds and counts stacks, with `--cpu-profile`
     /// or `--probe`.
     collector: Option<Collector>,
-    /// Whether probes were attached (`--probe`): their ring is read.
+    /// Whether probes or test marks were attached: their ring is read.
     probing: bool,
     /// Whether stacks are unwound: the mappings are then followed.
     unwinds: bool,
@@ -284,8 +284,9 @@ impl Drain<'_, '_> {
             _ => *malformed.borrow_mut() += 1,
         };
         let unread_hits = Cell::new(0u64);
-        let on_hit = |data: &[u8]| match (decode_hit(data, start_ns), &self.collector) {
-            (Ok(hit), Some(collector)) => collector.hit(hit),
+        let on_hit = |data: &[u8]| match (decode_from_hits(data, start_ns), &self.collector) {
+            (Ok(FromHits::Hit(hit)), Some(collector)) => collector.hit(hit),
+            (Ok(FromHits::Mark(mark)), Some(collector)) => collector.mark(mark),
             _ => unread_hits.set(unread_hits.get() + 1),
         };
         // Perf events are installed in the map when the buffer opens: open

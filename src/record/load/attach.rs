@@ -93,8 +93,9 @@ pub(super) fn attach_tracepoints(
 }
 
 /// Closing a classic tracepoint's perf event waits out an RCU grace period
-/// (perf_trace_event_unreg, tens of milliseconds each), and a process
-/// cannot finish exiting while one of its closes waits. A child process
+/// (perf_trace_event_unreg, tens of milliseconds each), a uprobe's waits
+/// for the tasks in it, and a process cannot finish exiting while one of
+/// its closes waits. A child process
 /// takes over the links: it holds their fds while this process drops its
 /// own, which then costs nothing, and closes them itself afterwards.
 pub(super) fn detach_in_child(links: Vec<Link>) {

@@ -19,7 +19,7 @@ const SAMPLES_RING_BYTES: u32 = 8 << 20;
 /// The probes' hits ring: a thousand hits with their stack copies between
 /// two reads of it (every 50 ms); a page without probes.
 const HITS_RING_BYTES: u32 = 16 << 20;
-/// With a runner's test probes alone: two hits per test.
+/// With a runner's test probes or test marks alone: a few per test.
 const RUNNER_HITS_RING_BYTES: u32 = 1 << 20;
 
 /// The initial PID namespace's inode (include/linux/proc_ns.h).
@@ -68,9 +68,10 @@ pub(super) fn configure(
     };
     rodata.sample_wakeup_bytes = u64::from(samples_bytes / 2);
     let probing = !config.probes.is_empty();
+    let marking = config.test_marks.is_some();
     let hits_bytes = if config.probes.iter().any(|p| !p.optional) {
         HITS_RING_BYTES
-    } else if probing {
+    } else if probing || marking {
         RUNNER_HITS_RING_BYTES
     } else {
         page_size()
@@ -118,6 +119,8 @@ pub(super) fn configure(
     progs.cpu_sample.set_autoload(config.cpu_profile.is_some());
     progs.probe_uprobe.set_autoload(probing);
     progs.probe_usdt.set_autoload(probing);
+    progs.mark_setenv.set_autoload(marking);
+    progs.mark_unsetenv.set_autoload(marking);
     for (btf, raw, wanted) in [
         (&mut progs.fork_btf, &mut progs.fork_raw, true),
         (&mut progs.exec_btf, &mut progs.exec_raw, !looped),

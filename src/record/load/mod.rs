@@ -36,6 +36,7 @@ use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
 
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, CpuProfile, SyscallHook};
+use crate::record::probes::runner::TestMarks;
 use crate::record::probes::Resolved;
 use crate::record::{Degraded, RecordError};
 use attach::{attach_sched, attach_syscalls, attach_tracepoints, detach_in_child};
@@ -103,6 +104,10 @@ pub struct KernelConfig {
     pub probes: Vec<Resolved>,
     /// Copy the user stack at each probe hit, to unwind.
     pub probe_stacks: bool,
+    /// Where the tree's processes say which test runs in them (pytest's
+    /// variable), followed when stacks or hits are counted, to split them
+    /// by test.
+    pub test_marks: Option<TestMarks>,
 }
 
 /// The loaded and attached program.
@@ -122,7 +127,8 @@ pub struct Probe<'obj> {
     /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
     /// kernel matrix), though it would share the RCU waits.
     _links: Vec<Link>,
-    /// The classic tracepoints' links, each an RCU grace period to detach.
+    /// The classic tracepoints' links, each an RCU grace period to detach,
+    /// and the uprobes'.
     slow_links: Vec<Link>,
     detach_in_child: bool,
 }
@@ -324,8 +330,12 @@ fn load_with<'obj>(
         }
         None => None,
     };
-    links.extend(probes::attach(&skel, &config.probes)?);
-    let mut slow_links = Vec::new();
+    // Unregistering a uprobe waits for the tasks in it (~100 ms a link on
+    // 6.18): detached as the tracepoints are.
+    let mut slow_links = probes::attach(&skel, &config.probes)?;
+    if let Some(marks) = &config.test_marks {
+        slow_links.extend(probes::attach_marks(&skel, marks));
+    }
     let mut warnings = Vec::new();
     let attached = match tracepoints {
         Some(ids) => attach_tracepoints(&skel, ids),
@@ -333,7 +343,7 @@ fn load_with<'obj>(
     };
     let syscall_hook = match attached {
         Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
-            slow_links = syscall_links;
+            slow_links.extend(syscall_links);
             Some(hook)
         }
         Ok(syscall_links) => {

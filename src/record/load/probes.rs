@@ -8,6 +8,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, ProgramType, UprobeOpts, UsdtOpts};
 
 use crate::bpf::ProctraceSkel;
 use crate::event::ProbeKind;
+use crate::record::probes::runner::{TestMarks, TEST_VARIABLES};
 use crate::record::probes::{Place, Resolved};
 use crate::record::RecordError;
 
@@ -73,6 +74,46 @@ fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, Rec
         probe: resolved.point.spec.clone(),
         at: resolved.point.label(),
         source: Box::new(source),
+    })
+}
+
+/// Attaches the uprobes on libc's `setenv` and `unsetenv` that tell the
+/// tests inside a process, once the variables they look for are set.
+/// They are never needed to record: where they cannot attach, the
+/// recording goes on without them (and a test's probe hits and samples
+/// fall to its process's test).
+pub(super) fn attach_marks(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Vec<Link> {
+    let variables = &skel.maps.test_variables;
+    for name in TEST_VARIABLES {
+        // NUL-padded to the key's size, TEST_VARIABLE_CAP (proctrace.h).
+        let mut key = vec![0u8; variables.key_size() as usize];
+        key[..name.len()].copy_from_slice(name.as_bytes());
+        if let Err(err) = variables.update(&key, &[1], MapFlags::ANY) {
+            log::warn!("naming the tests inside a process: {err}");
+            return Vec::new();
+        }
+    }
+    let progs = &skel.progs;
+    let attached = [
+        (&progs.mark_setenv, marks.setenv),
+        (&progs.mark_unsetenv, marks.unsetenv),
+    ]
+    .into_iter()
+    .map(|(prog, offset)| {
+        prog.attach_uprobe_with_opts(
+            ALL_PROCESSES,
+            &marks.file,
+            offset as usize,
+            UprobeOpts::default(),
+        )
+    })
+    .collect::<Result<Vec<Link>, _>>();
+    attached.unwrap_or_else(|err| {
+        log::warn!(
+            "naming the tests inside a process ({}): {err}",
+            marks.file.display()
+        );
+        Vec::new()
     })
 }
 

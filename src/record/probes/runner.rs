@@ -7,11 +7,15 @@
 //! argument count tells the two layouts apart. The probes "are not part of
 //! nextest's stability guarantees": a layout not known here is counted as
 //! any probe, and names no test.
+//!
+//! A runner that runs every test in its own process (pytest) says which
+//! one runs now in a variable it sets before each; [`TestMarks`] are
+//! where libc sets and unsets it.
 
 use std::path::{Path, PathBuf};
 
-use super::files;
 use super::usdt::probes;
+use super::{files, symbols};
 
 /// The provider of nextest's probes.
 pub const NEXTEST: &str = "nextest";
@@ -106,6 +110,41 @@ fn cargo_nextest() -> Option<PathBuf> {
         .or_else(|| files::find("cargo-nextest"))
 }
 
+/// The variables by which a runner names the test running in its own
+/// process now: pytest sets `PYTEST_CURRENT_TEST` to the test's node id
+/// and phase before each phase (`tests/t.py::test_a (call)`), and unsets
+/// it after the test.
+pub const TEST_VARIABLES: &[&str] = &["PYTEST_CURRENT_TEST"];
+
+/// Where the tree's processes set and unset variables: the file offsets
+/// of `setenv` and `unsetenv` in the libc they map. An interpreter sets
+/// its environment through them (CPython's `os.environ` since 3.9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestMarks {
+    /// The C library.
+    pub file: PathBuf,
+    /// `setenv(name, value, overwrite)`.
+    pub setenv: u64,
+    /// `unsetenv(name)`.
+    pub unsetenv: u64,
+}
+
+impl TestMarks {
+    /// The C library's, found as `--probe uprobe:libc:setenv` finds it.
+    pub fn find() -> Option<TestMarks> {
+        let file = files::find("libc")?;
+        let offset = |name: &str| -> Option<u64> {
+            let found = symbols::functions(&file, name).ok()?;
+            found.into_iter().find(|(n, _)| n == name).map(|(_, at)| at)
+        };
+        Some(TestMarks {
+            setenv: offset("setenv")?,
+            unsetenv: offset("unsetenv")?,
+            file: file.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +161,13 @@ mod tests {
         assert_eq!((old.suite, old.name, old.pid), (1, 2, None));
         assert_eq!(AttemptProbe::nextest("test-attempt-slow", 5), None);
         assert_eq!(AttemptProbe::nextest("test-attempt-done", 9), None);
+    }
+
+    #[test]
+    fn libc_sets_variables_where_its_symbols_say() {
+        let marks = TestMarks::find().expect("this machine's libc");
+        assert_ne!(marks.setenv, marks.unsetenv);
+        assert!(marks.file.to_string_lossy().contains("libc"), "{marks:?}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::event::{
     latency_bucket, ArgValue, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record,
     Stack, ARG_TUPLES_KEPT,
 };
-use crate::record::drain::{Hit, Sample};
+use crate::record::drain::{Hit, Mark, Sample};
 use crate::record::probes::runner::AttemptProbe;
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
@@ -34,9 +34,14 @@ enum Told {
     Watch(MmapWatch, Vec<Mapping>),
     Sample(Sample),
     Hit(Hit),
+    Mark(Mark),
     Fork {
         parent: Pid,
         child: Pid,
+        at: u64,
+    },
+    Exec {
+        pid: Pid,
         at: u64,
     },
     Exit {
@@ -113,6 +118,11 @@ impl Collector {
         let _ = self.to.send(Told::Sample(sample));
     }
 
+    /// A process's word on its current test, as soon as it is read.
+    pub fn mark(&self, mark: Mark) {
+        let _ = self.to.send(Told::Mark(mark));
+    }
+
     /// A probe's hit, as soon as it is read.
     pub fn hit(&self, mut hit: Hit) {
         // A hot probe outruns the unwinding: past the backlog, a hit is
@@ -134,6 +144,10 @@ impl Collector {
                 parent: fork.parent_pid,
                 child: fork.child_pid,
                 at: fork.timestamp,
+            },
+            Record::Exec(exec) => Told::Exec {
+                pid: exec.pid,
+                at: exec.timestamp,
             },
             Record::Exit(exit) => Told::Exit {
                 pid: exit.pid,
@@ -184,9 +198,13 @@ enum Happened {
         parent: Pid,
         child: Pid,
     },
+    /// A new program, whose test is what its command line or environment
+    /// says, not what its old program marked.
+    Exec(Pid),
     Seen(Seen),
     Sample(Sample),
     Hit(Hit),
+    Mark(Mark),
     /// A process that exited at `at`, applied [`FORGET_AFTER`] later.
     Exit {
         pid: Pid,
@@ -204,9 +222,10 @@ impl Happened {
     /// and the mappings before the samples that may run in them.
     fn rank(&self) -> u8 {
         match self {
-            Happened::Fork { .. } | Happened::Seen(Seen::Exec { .. }) => 0,
+            Happened::Fork { .. } | Happened::Exec(_) | Happened::Seen(Seen::Exec { .. }) => 0,
             Happened::Seen(_) => 1,
-            Happened::Sample(_) | Happened::Hit(_) => 2,
+            // In the order read: a process's marks and hits share a ring.
+            Happened::Sample(_) | Happened::Hit(_) | Happened::Mark(_) => 2,
             Happened::Exit { .. } => 3,
         }
     }
@@ -249,17 +268,23 @@ struct Profiler {
     /// The mapped files, by path, and their index.
     modules: Vec<Arc<str>>,
     module_ids: HashMap<Arc<str>, u32>,
-    counts: HashMap<(Pid, Vec<Place>), Count>,
+    /// The test each process says runs in it now (see [`Mark`]); a fork
+    /// starts in its parent's.
+    tests: HashMap<Pid, Arc<str>>,
+    counts: HashMap<(Pid, Test, Vec<Place>), Count>,
     samples: u64,
-    /// Hits by process, probe and stack (empty without stacks).
-    hit_counts: HashMap<(Pid, u32, Vec<Place>), Count>,
-    /// USDT hits by process, probe and arguments; past the bound of
-    /// tuples kept, by process and probe only.
-    arg_counts: HashMap<(Pid, u32), ArgTuples>,
+    /// Hits by process, test, probe and stack (empty without stacks).
+    hit_counts: HashMap<(Pid, Test, u32, Vec<Place>), Count>,
+    /// USDT hits by process, test, probe and arguments; past the bound of
+    /// tuples kept, by process, test and probe only.
+    arg_counts: HashMap<(Pid, Test, u32), ArgTuples>,
     hits: u64,
     calls: Calls,
     attempts: Attempts,
 }
+
+/// The test a process said ran in it at a sample or hit, if any.
+type Test = Option<Arc<str>>;
 
 /// Calls timed from a uprobe's hit to its uretprobe's on the same thread.
 struct Calls {
@@ -370,6 +395,7 @@ impl Profiler {
             arrivals: 0,
             modules: Vec::new(),
             module_ids: HashMap::new(),
+            tests: HashMap::new(),
             counts: HashMap::new(),
             samples: 0,
             hit_counts: HashMap::new(),
@@ -389,9 +415,11 @@ impl Profiler {
                 }
                 Ok(Told::Sample(sample)) => self.wait(sample.timestamp, Happened::Sample(sample)),
                 Ok(Told::Hit(hit)) => self.wait(hit.sample.timestamp, Happened::Hit(hit)),
+                Ok(Told::Mark(mark)) => self.wait(mark.timestamp, Happened::Mark(mark)),
                 Ok(Told::Fork { parent, child, at }) => {
                     self.wait(at, Happened::Fork { parent, child })
                 }
+                Ok(Told::Exec { pid, at }) => self.wait(at, Happened::Exec(pid)),
                 Ok(Told::Exit { pid, at }) => {
                     self.wait(at.saturating_add(FORGET_AFTER), Happened::Exit { pid, at })
                 }
@@ -439,11 +467,23 @@ impl Profiler {
         let ready = std::mem::replace(&mut self.waiting, later);
         for ((time, _, _), happened) in ready {
             match happened {
-                Happened::Fork { parent, child } => self.spaces.fork(parent, child, time),
+                Happened::Fork { parent, child } => {
+                    self.spaces.fork(parent, child, time);
+                    if let Some(test) = self.tests.get(&parent).cloned() {
+                        self.tests.insert(child, test);
+                    }
+                }
+                Happened::Exec(pid) => {
+                    self.tests.remove(&pid);
+                }
                 Happened::Seen(seen) => self.spaces.seen(seen),
                 Happened::Sample(sample) => self.count(sample),
                 Happened::Hit(hit) => self.count_hit(hit),
-                Happened::Exit { pid, at } => self.spaces.exit(pid, at),
+                Happened::Mark(mark) => self.mark(mark),
+                Happened::Exit { pid, at } => {
+                    self.tests.remove(&pid);
+                    self.spaces.exit(pid, at);
+                }
             }
         }
     }
@@ -452,7 +492,39 @@ impl Profiler {
     fn count(&mut self, sample: Sample) {
         let places = self.unwind(&sample);
         self.samples += 1;
-        count_at(&mut self.counts, (sample.pid, places), sample.timestamp);
+        let test = self.test_of(sample.pid);
+        count_at(
+            &mut self.counts,
+            (sample.pid, test, places),
+            sample.timestamp,
+        );
+    }
+
+    fn test_of(&self, pid: Pid) -> Test {
+        self.tests.get(&pid).cloned()
+    }
+
+    /// Follows a process's word on its current test.
+    fn mark(&mut self, mark: Mark) {
+        match mark.test {
+            // One name shared by every key it is in.
+            Some(test) => match self.tests.get(&mark.pid) {
+                Some(current) if **current == test => {}
+                _ => {
+                    let shared = self.names_test(test);
+                    self.tests.insert(mark.pid, shared);
+                }
+            },
+            None => {
+                self.tests.remove(&mark.pid);
+            }
+        }
+    }
+
+    /// The test named `test`, as one shared string.
+    fn names_test(&mut self, test: String) -> Arc<str> {
+        let known = self.tests.values().find(|t| ***t == *test);
+        known.cloned().unwrap_or_else(|| Arc::from(test))
     }
 
     /// Counts one hit of a probe, in its stack and by its arguments.
@@ -462,9 +534,14 @@ impl Profiler {
         self.calls.hit(&hit);
         self.attempts.hit(&hit);
         let (pid, at) = (hit.sample.pid, hit.sample.timestamp);
-        count_at(&mut self.hit_counts, (pid, hit.probe, places), at);
+        let test = self.test_of(pid);
+        count_at(
+            &mut self.hit_counts,
+            (pid, test.clone(), hit.probe, places),
+            at,
+        );
         if !hit.args.is_empty() {
-            let tuples = self.arg_counts.entry((pid, hit.probe)).or_default();
+            let tuples = self.arg_counts.entry((pid, test, hit.probe)).or_default();
             if let Some(count) = tuples.kept.get_mut(&hit.args) {
                 *count += 1;
             } else if tuples.kept.len() < ARG_TUPLES_KEPT {
@@ -538,36 +615,40 @@ impl Profiler {
 
     /// Names every place once and writes the profile's records.
     fn finish(self) -> Collected {
-        let places = self.counts.keys().flat_map(|(_, p)| p);
-        let hit_places = self.hit_counts.keys().flat_map(|(_, _, p)| p);
+        let places = self.counts.keys().flat_map(|(_, _, p)| p);
+        let hit_places = self.hit_counts.keys().flat_map(|(_, _, _, p)| p);
         let names = Names::of(&self.modules, places.chain(hit_places));
         let mut stacks = StackIds::default();
         // Places that name the same functions are one stack.
-        let mut merged: HashMap<(Pid, u32), Count> = HashMap::new();
-        for ((pid, places), count) in &self.counts {
+        let mut merged: HashMap<(Pid, Test, u32), Count> = HashMap::new();
+        for ((pid, test, places), count) in &self.counts {
             let stack = stacks.of(&names, places);
-            merge(&mut merged, (*pid, stack), count);
+            merge(&mut merged, (*pid, test.clone(), stack), count);
         }
-        let mut merged_hits: HashMap<(Pid, u32, Option<u32>), Count> = HashMap::new();
-        for ((pid, probe, places), count) in &self.hit_counts {
+        let mut merged_hits: HashMap<(Pid, Test, u32, Option<u32>), Count> = HashMap::new();
+        for ((pid, test, probe, places), count) in &self.hit_counts {
             let stack = (!places.is_empty()).then(|| stacks.of(&names, places));
-            merge(&mut merged_hits, (*pid, *probe, stack), count);
+            merge(&mut merged_hits, (*pid, test.clone(), *probe, stack), count);
         }
         let mut samples: Vec<CpuSamples> = merged
             .into_iter()
-            .map(|((pid, stack), count)| CpuSamples {
+            .map(|((pid, test, stack), count)| CpuSamples {
                 pid,
+                test: test.map(|t| t.to_string()),
                 stack,
                 count: count.count,
                 first: count.first,
                 last: count.last,
             })
             .collect();
-        samples.sort_by(|a, b| (a.pid, b.count, a.stack).cmp(&(b.pid, a.count, b.stack)));
+        samples.sort_by(|a, b| {
+            (a.pid, &a.test, b.count, a.stack).cmp(&(b.pid, &b.test, a.count, b.stack))
+        });
         let mut hits: Vec<ProbeHits> = merged_hits
             .into_iter()
-            .map(|((pid, probe, stack), count)| ProbeHits {
+            .map(|((pid, test, probe, stack), count)| ProbeHits {
                 pid,
+                test: test.map(|t| t.to_string()),
                 probe,
                 stack,
                 count: count.count,
@@ -576,7 +657,8 @@ impl Profiler {
             })
             .collect();
         hits.sort_by(|a, b| {
-            (a.pid, a.probe, b.count, a.stack).cmp(&(b.pid, b.probe, a.count, b.stack))
+            (a.pid, &a.test, a.probe, b.count, a.stack)
+                .cmp(&(b.pid, &b.test, b.probe, a.count, b.stack))
         });
         let mut records: Vec<Record> = names.table.into_iter().map(Record::Frame).collect();
         records.extend(stacks.into_records());
@@ -639,27 +721,23 @@ impl StackIds {
 
 /// The USDT hits by arguments, most frequent first per process and probe,
 /// the tuples past the bound in one record of their own.
-fn arg_records(counts: HashMap<(Pid, u32), ArgTuples>) -> impl Iterator<Item = ProbeArgs> {
+fn arg_records(counts: HashMap<(Pid, Test, u32), ArgTuples>) -> impl Iterator<Item = ProbeArgs> {
     let mut counts: Vec<_> = counts.into_iter().collect();
-    counts.sort_by_key(|(key, _)| *key);
-    counts.into_iter().flat_map(|((pid, probe), tuples)| {
+    counts.sort_by(|(a, _), (b, _)| a.cmp(b));
+    counts.into_iter().flat_map(|((pid, test, probe), tuples)| {
         let mut kept: Vec<(Vec<ArgValue>, u64)> = tuples.kept.into_iter().collect();
         kept.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
-        let other = (tuples.other > 0).then_some(ProbeArgs {
+        let line = move |args, other, count| ProbeArgs {
             pid,
+            test: test.as_ref().map(|t| t.to_string()),
             probe,
-            args: Vec::new(),
-            other: true,
-            count: tuples.other,
-        });
+            args,
+            other,
+            count,
+        };
+        let other = (tuples.other > 0).then(|| line(Vec::new(), true, tuples.other));
         kept.into_iter()
-            .map(move |(args, count)| ProbeArgs {
-                pid,
-                probe,
-                args,
-                other: false,
-                count,
-            })
+            .map(move |(args, count)| line(args, false, count))
             .chain(other)
     })
 }
