@@ -81,10 +81,8 @@ fn own_test(processes: &Processes, index: usize) -> Option<String> {
 /// whole from the command line where the probe's was cut short.
 fn attempt_test(processes: &Processes, index: usize, attempt: &TestAttempt) -> String {
     let exec = processes.get(index).execs.last();
-    let argv: Vec<&str> = exec.map(|e| e.argv.iter().collect()).unwrap_or_default();
-    let exact = argv.iter().position(|&arg| arg == "--exact");
-    let whole = exact
-        .and_then(|i| argv.get(i + 1))
+    let whole = exec
+        .and_then(|e| e.arg_after("--exact"))
         .filter(|name| attempt.names(name));
     format!(
         "{} {}",

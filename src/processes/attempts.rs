@@ -60,10 +60,7 @@ fn ran_by_name(
     let runs = |child: usize| {
         let process = processes.get(child);
         process.execs.iter().any(|exec| {
-            let argv: Vec<&str> = exec.argv.iter().collect();
-            let exact = argv.iter().position(|&arg| arg == "--exact");
-            exact
-                .and_then(|i| argv.get(i + 1))
+            exec.arg_after("--exact")
                 .is_some_and(|name| attempt.names(name))
         })
     };

@@ -345,6 +345,13 @@ impl<'a> ExecView<'a> {
         }
     }
 
+    /// The argument after the first `flag` (`--exact NAME`'s name).
+    pub fn arg_after(&self, flag: &str) -> Option<&'a str> {
+        let mut args = self.argv.iter();
+        args.by_ref().find(|&arg| arg == flag)?;
+        args.next()
+    }
+
     /// The value of environment variable `name`, if the recording kept it
     /// (see [`Exec::env`](crate::event::Exec::env)).
     pub fn env(&self, name: &str) -> Option<&'a str> {
