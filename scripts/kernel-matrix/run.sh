@@ -46,6 +46,8 @@ x86_64)
     cc -m32 -nostdlib -static -o "$root/compat_setid" "$repo/tests/workloads/compat_setid.S"
     # The CPU profile's program, without frame pointers as distributions build.
     cc -static -O2 -fomit-frame-pointer -fno-inline -o "$root/hot" "$repo/tests/workloads/hot.c"
+    # USDT probes with known arguments (<sys/sdt.h>: systemtap-sdt-dev).
+    cc -static -O2 -fomit-frame-pointer -fno-inline -o "$root/probed" "$repo/tests/workloads/probed.c"
     kernel_arch=amd64
     qemu=(qemu-system-x86_64 -accel tcg,thread=single -cpu max)
     console=ttyS0
@@ -55,15 +57,22 @@ aarch64)
     cp "$cross/opt/busybox-arm64/usr/bin/busybox" "$root/bin/busybox"
     # The workload's programs are compiled in the cross root, from a copy.
     work=$(mktemp -d "$cross/tmp/matrix.XXXXXX")
-    cp "$here/threads.c" "$here/compat_setid_arm.S" "$repo/tests/workloads/hot.c" "$work/"
+    cp "$here/threads.c" "$here/compat_setid_arm.S" "$repo/tests/workloads/hot.c" \
+        "$repo/tests/workloads/probed.c" "$work/"
+    # <sys/sdt.h> is the host's (systemtap-sdt-dev, in its multiarch
+    # directory): one header for all architectures.
+    sdt=$(echo '#include <sys/sdt.h>' | cc -M -x c - | tr ' \\' '\n\n' | grep '/sys/sdt\.h$')
+    mkdir -p "$work/include/sys"
+    cp "$sdt" "$(dirname "$sdt")/sdt-config.h" "$work/include/sys/"
     chroot "$cross" /bin/sh -euc '
         cd "$1"
         aarch64-linux-gnu-gcc -static -pthread -O2 -o threads threads.c
         # AArch32, where the kernel has COMPAT (Debian'"'"'s arm64 kernels do).
         arm-linux-gnueabihf-gcc -marm -nostdlib -static -o compat_setid compat_setid_arm.S
         aarch64-linux-gnu-gcc -static -O2 -fomit-frame-pointer -fno-inline -o hot hot.c
+        aarch64-linux-gnu-gcc -static -O2 -fomit-frame-pointer -fno-inline -Iinclude -o probed probed.c
     ' build "${work#"$cross"}"
-    cp "$work/threads" "$work/compat_setid" "$work/hot" "$root/"
+    cp "$work/threads" "$work/compat_setid" "$work/hot" "$work/probed" "$root/"
     rm -rf "$work"
     kernel_arch=arm64
     # pauth-impdef: qemu's own pointer authentication, many times faster

@@ -3,8 +3,8 @@
  * uretprobe, one for every USDT probe, each attached to a file for all
  * processes and returning at once unless the thread's process is in the
  * tracked map, so no hit of another process leaves the kernel. The
- * attachment's cookie says which probe fired. Neither program loads
- * without --probe: the cookie (Linux 5.15) is then never asked for. */
+ * attachment's cookie says which probe fired (Linux 5.15; before, see
+ * UPROBE_COPY). None of them loads without --probe. */
 #ifndef PROCTRACE_PROBES_BPF_H
 #define PROCTRACE_PROBES_BPF_H
 
@@ -115,6 +115,34 @@ int probe_uprobe(struct pt_regs *ctx)
 {
 	return on_hit(ctx, bpf_get_attach_cookie(ctx), false);
 }
+
+/* Before Linux 5.15 no program can ask for its attachment's cookie: there
+ * each uprobe gets a copy of the program of its own, which knows the id,
+ * for the first NO_COOKIE_PROBES probes. (libbpf's USDT support finds a
+ * probe's id by its address there, in a map of its own.) */
+#define UPROBE_COPY(id)                                                       \
+	SEC("uprobe")                                                          \
+	int probe_uprobe_##id(struct pt_regs *ctx)                             \
+	{                                                                      \
+		return on_hit(ctx, id, false);                                 \
+	}
+
+UPROBE_COPY(0)
+UPROBE_COPY(1)
+UPROBE_COPY(2)
+UPROBE_COPY(3)
+UPROBE_COPY(4)
+UPROBE_COPY(5)
+UPROBE_COPY(6)
+UPROBE_COPY(7)
+UPROBE_COPY(8)
+UPROBE_COPY(9)
+UPROBE_COPY(10)
+UPROBE_COPY(11)
+UPROBE_COPY(12)
+UPROBE_COPY(13)
+UPROBE_COPY(14)
+UPROBE_COPY(15)
 
 SEC("usdt")
 int probe_usdt(struct pt_regs *ctx)

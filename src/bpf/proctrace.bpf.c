@@ -47,6 +47,7 @@ struct mark_event _mark_event = {};
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;
+enum probe_limits _probe_limits = NO_COOKIE_PROBES;
 
 static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 				   struct task_struct *child)

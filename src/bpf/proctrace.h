@@ -248,6 +248,9 @@ struct sample_event {
 #define PROBE_STRING_CAP 64
 /* Probes attached at the most: the size of the per-probe settings. */
 #define MAX_PROBES 256
+/* Probes attached at the most where the kernel has no BPF cookies (before
+ * 5.15): the copies of the uprobe program (probes.bpf.h). */
+enum probe_limits { NO_COOKIE_PROBES = 16 };
 
 /* One hit of a probe (`record --probe`) by a tracked thread: which probe
  * (its index among the attached ones), the USDT arguments, and where

@@ -111,26 +111,10 @@ fn guests_record_exactly() {
                 failures.push(format!("{kernel} {mode}: {why}"));
             }
         }
-        let result = check_profile(&log);
-        row.push(format!(
-            "profile: {}",
-            if result.is_ok() { "pass" } else { "FAIL" }
-        ));
-        if let Err(why) = result {
-            failures.push(format!("{kernel} profile: {why}"));
-        }
-        let result = check_probe(&log, version(&release));
-        row.push(format!(
-            "probe: {}",
-            if result.is_ok() { "pass" } else { "FAIL" }
-        ));
-        if let Err(why) = result {
-            failures.push(format!("{kernel} probe: {why}"));
-        }
-        for (what, check) in REFUSALS {
+        for (what, check) in RECORDINGS.iter().chain(&REFUSALS) {
             let result = check(&log);
             row.push(format!(
-                "{what} error: {}",
+                "{what}: {}",
                 if result.is_ok() { "pass" } else { "FAIL" }
             ));
             if let Err(why) = result {
@@ -157,17 +141,7 @@ fn guests_record_exactly() {
 /// pointers): samples taken and none lost, and the stacks of its hot
 /// loop unwound through its call-frame information up to main.
 fn check_profile(log: &str) -> Result<(), String> {
-    let status = marker(log, "===STATUS profile ").ok_or("no profile status")?;
-    let text =
-        section(log, "===BEGIN profile===\n", "===END profile===").ok_or("no profile recording")?;
-    let stderr = section(log, "===STDERR profile===\n", "===ENDSTDERR profile===").unwrap_or("");
-    if status != "0" {
-        return Err(format!("status {status}, stderr {stderr:?}"));
-    }
-    let mut reader = proctrace::recording::Reader::new(std::io::Cursor::new(text), "profile");
-    let recording =
-        proctrace::recording::Recording::read(&mut reader, proctrace::recording::Keep::Processes)
-            .map_err(|e| e.to_string())?;
+    let recording = guest_recording(log, "profile")?;
     let trailer = recording.trailer.as_ref().ok_or("no trailer")?;
     if trailer.samples == 0 || trailer.lost_samples != 0 {
         return Err(format!(
@@ -192,36 +166,83 @@ fn check_profile(log: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `--probe uprobe:/hot:work` on `/hot 50`, which calls work() once:
-/// exactly one hit, its stack through main, from 5.15 (BPF cookies) on;
-/// before, one clear line and a failure.
-fn check_probe(log: &str, version: (u32, u32)) -> Result<(), String> {
-    let status = marker(log, "===STATUS probe ").ok_or("no probe status")?;
-    let stderr = section(log, "===STDERR probe===\n", "===ENDSTDERR probe===").unwrap_or("");
-    if version < (5, 15) {
-        let clear = stderr.lines().count() == 1 && stderr.contains("--probe needs Linux 5.15");
-        return match (status, clear) {
-            ("0", _) => Err("a probe attached without BPF cookies".into()),
-            (_, true) => Ok(()),
-            _ => Err(format!(
-                "unclear refusal: status {status}, stderr {stderr:?}"
-            )),
-        };
+/// The recordings of programs with known answers, each checked by its
+/// own oracle.
+const RECORDINGS: [(&str, Check); 3] = [
+    ("profile", check_profile),
+    ("probe", check_probe),
+    ("usdt", check_usdt),
+];
+
+/// `--probe usdt:/probed:proctrace_test:round --probe
+/// usdt:/probed:proctrace_test:named` on `/probed 5`: the round probe
+/// once with each of (0, 5) to (4, 5), the named one once with
+/// ("allocate", 5), on every kernel (before 5.15 libbpf finds each by
+/// its address: /probed is static, at fixed addresses).
+fn check_usdt(log: &str) -> Result<(), String> {
+    let profile = guest_recording(log, "usdt")?.profile;
+    let mut told: Vec<(u32, Vec<String>, u64)> = profile
+        .probe_args
+        .iter()
+        .map(|a| {
+            (
+                a.probe,
+                a.args.iter().map(|v| v.to_string()).collect(),
+                a.count,
+            )
+        })
+        .collect();
+    told.sort();
+    let mut expected: Vec<(u32, Vec<String>, u64)> = (0..5)
+        .map(|i| (0, vec![i.to_string(), "5".into()], 1))
+        .collect();
+    expected.push((1, vec!["\"allocate\"".into(), "5".into()], 1));
+    if told != expected {
+        return Err(format!("arguments told: {told:?}"));
     }
+    Ok(())
+}
+
+/// The guest's recording `name`, which exited 0.
+fn guest_recording(log: &str, name: &str) -> Result<proctrace::recording::Recording, String> {
+    let status = marker(log, &format!("===STATUS {name} ")).ok_or("no status")?;
+    let stderr_marker = format!("===STDERR {name}===\n");
+    let stderr_end = format!("===ENDSTDERR {name}===");
+    let stderr = section(log, &stderr_marker, &stderr_end).unwrap_or("");
     if status != "0" {
         return Err(format!("status {status}, stderr {stderr:?}"));
     }
-    let text =
-        section(log, "===BEGIN probe===\n", "===END probe===").ok_or("no probe recording")?;
-    let mut reader = proctrace::recording::Reader::new(std::io::Cursor::new(text), "probe");
-    let recording =
-        proctrace::recording::Recording::read(&mut reader, proctrace::recording::Keep::Processes)
-            .map_err(|e| e.to_string())?;
-    let profile = &recording.profile;
-    let hits: Vec<_> = profile.probe_hits.iter().collect();
+    let (begin, end) = (format!("===BEGIN {name}===\n"), format!("===END {name}==="));
+    let text = section(log, &begin, &end).ok_or("no recording")?;
+    let mut reader = proctrace::recording::Reader::new(std::io::Cursor::new(text), name);
+    proctrace::recording::Recording::read(&mut reader, proctrace::recording::Keep::Processes)
+        .map_err(|e| e.to_string())
+}
+
+/// `--probe uprobe:/hot:work --probe uretprobe:/hot:work` on `/hot 50`,
+/// which calls work() once: exactly one hit of each, the entry's stack
+/// through main, and one call timed, on every kernel (before 5.15, with
+/// no BPF cookies, each probe has a copy of the program of its own).
+fn check_probe(log: &str) -> Result<(), String> {
+    let profile = &guest_recording(log, "probe")?.profile;
+    let hits: Vec<_> = profile.probe_hits.iter().filter(|h| h.probe == 0).collect();
     let [hit] = hits[..] else {
-        return Err(format!("{} lines of hits, not one", hits.len()));
+        return Err(format!("{} lines of the entry's hits, not one", hits.len()));
     };
+    let returns: u64 = profile
+        .probe_hits
+        .iter()
+        .filter(|h| h.probe == 1)
+        .map(|h| h.count)
+        .sum();
+    let timed: Vec<_> = profile
+        .probe_latency
+        .iter()
+        .map(|l| (l.probe, l.ret, l.count))
+        .collect();
+    if returns != 1 || timed != [(0, 1, 1)] {
+        return Err(format!("{returns} returns, calls timed {timed:?}"));
+    }
     let frames: Vec<String> = hit
         .stack
         .map(|s| profile.stack(s).iter().map(|f| f.label()).collect())
@@ -262,7 +283,10 @@ fn section<'a>(log: &'a str, begin: &str, end: &str) -> Option<&'a str> {
 type Check = fn(&str) -> Result<(), String>;
 
 /// The errors each guest is made to show, each checked.
-const REFUSALS: [(&str, Check); 2] = [("no-BTF", check_no_btf), ("no-memory", check_no_memory)];
+const REFUSALS: [(&str, Check); 2] = [
+    ("no-BTF error", check_no_btf),
+    ("no-memory error", check_no_memory),
+];
 
 /// The exit status and stderr the guest printed between `===NAME
 /// <status>===` and `===ENDNAME===`.

@@ -3,13 +3,16 @@
 use std::os::fd::AsFd;
 use std::path::Path;
 
+use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{MapHandle, MapType, OpenMapMut, ProgramType};
 
 use super::preload::Preload;
+use super::probes::{kernel_has_cookies, uprobe_copy_name};
 use super::{BufferChoice, KernelConfig, Settings};
 use crate::bpf::OpenProctraceSkel;
 use crate::event::BufferKind;
 use crate::event::SyscallHook;
+use crate::record::probes::Place;
 use crate::record::RecordError;
 
 /// The CPU profile's ring: at 999 Hz on two busy CPUs a second of samples
@@ -117,8 +120,18 @@ pub(super) fn configure(
         .map_err(RecordError::bpf("sizing the probe hits ring"))?;
     let progs = &mut open.progs;
     progs.cpu_sample.set_autoload(config.cpu_profile.is_some());
-    progs.probe_uprobe.set_autoload(probing);
-    progs.probe_usdt.set_autoload(probing);
+    let uprobes: Vec<u32> = config
+        .probes
+        .iter()
+        .filter(|p| matches!(p.place, Place::Offset(_)))
+        .map(|p| p.point.id)
+        .collect();
+    let usdt = uprobes.len() < config.probes.len();
+    let cookies = kernel_has_cookies();
+    progs
+        .probe_uprobe
+        .set_autoload(cookies && !uprobes.is_empty());
+    progs.probe_usdt.set_autoload(usdt);
     progs.mark_setenv.set_autoload(marking);
     progs.mark_unsetenv.set_autoload(marking);
     for (btf, raw, wanted) in [
@@ -144,6 +157,18 @@ pub(super) fn configure(
         .set_autoload(fexit && has_compat_syscalls());
     progs.setsid_tracepoint.set_autoload(tracepoint);
     progs.setpgid_tracepoint.set_autoload(tracepoint);
+    // Without cookies, a copy of the uprobe program per uprobe.
+    let copies: Vec<String> = match cookies {
+        true => Vec::new(),
+        false => uprobes.into_iter().map(uprobe_copy_name).collect(),
+    };
+    for mut prog in open.open_object_mut().progs_mut() {
+        let name = prog.name().to_string_lossy();
+        if name.starts_with("probe_uprobe_") {
+            let wanted = copies.iter().any(|c| *c == name);
+            prog.set_autoload(wanted);
+        }
+    }
     Ok(())
 }
 

@@ -166,8 +166,8 @@ pub fn load<'obj>(
     } else if !kernel_btf {
         return Err(RecordError::NoBtf);
     }
-    if !config.probes.is_empty() && !probes::kernel_has_cookies() {
-        return Err(RecordError::ProbesNeedCookies);
+    if !config.probes.is_empty() {
+        probes::check_kernel(&config.probes)?;
     }
     raise_memlock_limit();
 

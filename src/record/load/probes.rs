@@ -2,10 +2,16 @@
 //! provider and name (libbpf reads the notes, sets the semaphores and
 //! works out where each argument is), all for every process: the program
 //! keeps the tree's hits only. The cookie of each attachment is the
-//! probe's id.
+//! probe's id; before Linux 5.15, which has none, each uprobe is attached
+//! with a copy of the program that knows its id.
 
-use libbpf_rs::{Link, MapCore, MapFlags, ProgramType, UprobeOpts, UsdtOpts};
+use std::io::Read;
+use std::path::Path;
 
+use libbpf_rs::skel::Skel;
+use libbpf_rs::{Link, MapCore, MapFlags, ProgramMut, ProgramType, UprobeOpts, UsdtOpts};
+
+use crate::bpf::types::probe_limits;
 use crate::bpf::ProctraceSkel;
 use crate::event::ProbeKind;
 use crate::record::probes::runner::{TestMarks, TEST_VARIABLES};
@@ -49,16 +55,30 @@ pub(super) fn attach(
 fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, RecordError> {
     let cookie = u64::from(resolved.point.id);
     let attached = match &resolved.place {
-        Place::Offset(offset) => skel.progs.probe_uprobe.attach_uprobe_with_opts(
-            ALL_PROCESSES,
-            &resolved.file,
-            *offset as usize,
-            UprobeOpts {
-                cookie,
+        Place::Offset(offset) => {
+            let cookies = kernel_has_cookies();
+            // A kernel without cookies refuses any but 0 (EOPNOTSUPP).
+            let opts = UprobeOpts {
+                cookie: if cookies { cookie } else { 0 },
                 retprobe: resolved.point.kind == ProbeKind::Uretprobe,
                 ..Default::default()
-            },
-        ),
+            };
+            let (file, offset) = (&resolved.file, *offset as usize);
+            match cookies {
+                true => skel.progs.probe_uprobe.attach_uprobe_with_opts(
+                    ALL_PROCESSES,
+                    file,
+                    offset,
+                    opts,
+                ),
+                false => uprobe_copy(skel, resolved.point.id).attach_uprobe_with_opts(
+                    ALL_PROCESSES,
+                    file,
+                    offset,
+                    opts,
+                ),
+            }
+        }
         Place::Usdt { provider, name, .. } => skel.progs.probe_usdt.attach_usdt_with_opts(
             ALL_PROCESSES,
             &resolved.file,
@@ -115,6 +135,67 @@ pub(super) fn attach_marks(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Vec<L
         );
         Vec::new()
     })
+}
+
+/// The copy of the uprobe program that knows probe `id`, for a kernel
+/// without cookies (probes.bpf.h's UPROBE_COPY); `check_kernel` let no
+/// id past them through.
+fn uprobe_copy<'obj>(skel: &'obj ProctraceSkel<'_>, id: u32) -> ProgramMut<'obj> {
+    let name = uprobe_copy_name(id);
+    let copy = skel
+        .object()
+        .progs_mut()
+        .find(|p| p.name() == name.as_str());
+    copy.expect("a copy of the uprobe program per probe (probes.bpf.h)")
+}
+
+/// The name of the copy of the uprobe program for probe `id`.
+pub(super) fn uprobe_copy_name(id: u32) -> String {
+    format!("probe_uprobe_{id}")
+}
+
+/// Whether this kernel can attach `probes`: it has uprobes, and before
+/// BPF cookies (5.15) there is a copy of the uprobe program for each, and
+/// every USDT probe is at one address in every process (libbpf tells them
+/// apart by address there).
+pub(super) fn check_kernel(probes: &[Resolved]) -> Result<(), RecordError> {
+    if !Path::new("/sys/bus/event_source/devices/uprobe").exists() {
+        return Err(RecordError::NoUprobes);
+    }
+    if kernel_has_cookies() {
+        return Ok(());
+    }
+    let max = probe_limits::NO_COOKIE_PROBES.0 as usize;
+    if probes.len() > max {
+        return Err(RecordError::TooManyProbesWithoutCookies {
+            count: probes.len(),
+            max,
+        });
+    }
+    let usdt = probes
+        .iter()
+        .filter(|p| matches!(p.place, Place::Usdt { .. }));
+    match usdt.into_iter().find(|p| !fixed_addresses(&p.file)) {
+        Some(p) => Err(RecordError::UsdtNeedsCookies {
+            probe: p.point.spec.clone(),
+            file: p.file.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether `file` is an ELF executable loaded at the addresses it was
+/// linked for (`ET_EXEC`), not a shared library or PIE (`ET_DYN`).
+fn fixed_addresses(file: &Path) -> bool {
+    const ET_EXEC: u16 = 2;
+    let mut head = [0u8; 18];
+    let read = std::fs::File::open(file).and_then(|mut f| f.read_exact(&mut head));
+    // e_ident[EI_DATA] (1: little-endian), then e_type at offset 16.
+    let e_type = match head[5] {
+        1 => u16::from_le_bytes([head[16], head[17]]),
+        _ => u16::from_be_bytes([head[16], head[17]]),
+    };
+    read.is_ok() && e_type == ET_EXEC
 }
 
 /// Whether this kernel gives programs their attachment's cookie (5.15),
