@@ -7,7 +7,7 @@ use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{MapHandle, MapType, OpenMapMut, ProgramType};
 
 use super::preload::Preload;
-use super::probes::{kernel_has_cookies, uprobe_copy_name};
+use super::probes::uprobe_copy_name;
 use super::{BufferChoice, KernelConfig, Settings};
 use crate::bpf::OpenProctraceSkel;
 use crate::event::BufferKind;
@@ -50,6 +50,7 @@ pub(super) fn configure(
         btf_hooks,
         bpf_loop: looped,
         tracked_flags,
+        cookies,
     } = *settings;
     let rodata = open
         .maps
@@ -127,7 +128,6 @@ pub(super) fn configure(
         .map(|p| p.point.id)
         .collect();
     let usdt = uprobes.len() < config.probes.len();
-    let cookies = kernel_has_cookies();
     progs
         .probe_uprobe
         .set_autoload(cookies && !uprobes.is_empty());

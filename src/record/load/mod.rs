@@ -166,8 +166,9 @@ pub fn load<'obj>(
     } else if !kernel_btf {
         return Err(RecordError::NoBtf);
     }
+    let cookies = !config.probes.is_empty() && probes::kernel_has_cookies();
     if !config.probes.is_empty() {
-        probes::check_kernel(&config.probes)?;
+        probes::check_kernel(&config.probes, cookies)?;
     }
     raise_memlock_limit();
 
@@ -178,6 +179,7 @@ pub fn load<'obj>(
         btf_hooks,
         bpf_loop: has_bpf_loop(),
         tracked_flags: tracked_map_flags(),
+        cookies,
     };
     if settings.buffer == BufferKind::Ring {
         memory::check_ring_size(config.ring_bytes)?;
@@ -250,6 +252,9 @@ pub(super) struct Settings {
     bpf_loop: bool,
     /// Flags of the tracked map beyond the program's ([`tracked_map_flags`]).
     tracked_flags: u32,
+    /// With probes, the kernel has BPF cookies (5.15+) to tell them apart
+    /// by; else each uprobe has a copy of the program of its own.
+    cookies: bool,
 }
 
 impl Settings {
@@ -332,7 +337,7 @@ fn load_with<'obj>(
     };
     // Unregistering a uprobe waits for the tasks in it (~100 ms a link on
     // 6.18): detached as the tracepoints are.
-    let mut slow_links = probes::attach(&skel, &config.probes)?;
+    let mut slow_links = probes::attach(&skel, &config.probes, settings.cookies)?;
     if let Some(marks) = &config.test_marks {
         slow_links.extend(probes::attach_marks(&skel, marks));
     }
@@ -433,6 +438,7 @@ mod tests {
             btf_hooks: false,
             bpf_loop: false,
             tracked_flags: 0,
+            cookies: false,
         };
         let preload = Preload::make(&KernelConfig::default(), &settings, false).unwrap();
         let cut = preload.cut.expect("the kernel's BTF cut down");

@@ -28,6 +28,7 @@ const ALL_PROCESSES: i32 = -1;
 pub(super) fn attach(
     skel: &ProctraceSkel<'_>,
     points: &[Resolved],
+    cookies: bool,
 ) -> Result<Vec<Link>, RecordError> {
     for point in points {
         if let Place::Usdt { strings, .. } = point.place {
@@ -43,7 +44,7 @@ pub(super) fn attach(
     }
     let mut links = Vec::new();
     for point in points {
-        match attach_one(skel, point) {
+        match attach_one(skel, point, cookies) {
             Ok(link) => links.push(link),
             Err(err) if point.optional => log::warn!("{err}: recording without it"),
             Err(err) => return Err(err),
@@ -52,32 +53,28 @@ pub(super) fn attach(
     Ok(links)
 }
 
-fn attach_one(skel: &ProctraceSkel<'_>, resolved: &Resolved) -> Result<Link, RecordError> {
+fn attach_one(
+    skel: &ProctraceSkel<'_>,
+    resolved: &Resolved,
+    cookies: bool,
+) -> Result<Link, RecordError> {
     let cookie = u64::from(resolved.point.id);
     let attached = match &resolved.place {
         Place::Offset(offset) => {
-            let cookies = kernel_has_cookies();
             // A kernel without cookies refuses any but 0 (EOPNOTSUPP).
             let opts = UprobeOpts {
                 cookie: if cookies { cookie } else { 0 },
                 retprobe: resolved.point.kind == ProbeKind::Uretprobe,
                 ..Default::default()
             };
-            let (file, offset) = (&resolved.file, *offset as usize);
-            match cookies {
-                true => skel.progs.probe_uprobe.attach_uprobe_with_opts(
-                    ALL_PROCESSES,
-                    file,
-                    offset,
-                    opts,
-                ),
-                false => uprobe_copy(skel, resolved.point.id).attach_uprobe_with_opts(
-                    ALL_PROCESSES,
-                    file,
-                    offset,
-                    opts,
-                ),
-            }
+            let copy;
+            let program = if cookies {
+                &skel.progs.probe_uprobe
+            } else {
+                copy = uprobe_copy(skel, resolved.point.id);
+                &copy
+            };
+            program.attach_uprobe_with_opts(ALL_PROCESSES, &resolved.file, *offset as usize, opts)
         }
         Place::Usdt { provider, name, .. } => skel.progs.probe_usdt.attach_usdt_with_opts(
             ALL_PROCESSES,
@@ -158,11 +155,11 @@ pub(super) fn uprobe_copy_name(id: u32) -> String {
 /// BPF cookies (5.15) there is a copy of the uprobe program for each, and
 /// every USDT probe is at one address in every process (libbpf tells them
 /// apart by address there).
-pub(super) fn check_kernel(probes: &[Resolved]) -> Result<(), RecordError> {
+pub(super) fn check_kernel(probes: &[Resolved], cookies: bool) -> Result<(), RecordError> {
     if !Path::new("/sys/bus/event_source/devices/uprobe").exists() {
         return Err(RecordError::NoUprobes);
     }
-    if kernel_has_cookies() {
+    if cookies {
         return Ok(());
     }
     let max = probe_limits::NO_COOKIE_PROBES.0 as usize;
