@@ -74,11 +74,15 @@ pub fn probe_uses(
 ) -> Vec<ProbeUse> {
     let mut uses: Vec<Tally> = probes.iter().map(|_| Tally::default()).collect();
     let mut tests = LineTests::new(processes);
+    // Argument lines carry no times to find their process by: their
+    // hits' lines, counted alongside, do.
+    let mut process_of_pid: HashMap<Pid, Option<usize>> = HashMap::new();
     for hits in &profile.probe_hits {
         let Some(tally) = uses.get_mut(hits.probe as usize) else {
             continue;
         };
         let (process, program) = process_of(processes, hits);
+        process_of_pid.insert(hits.pid, process);
         tally.hits = tally.hits.saturating_add(hits.count);
         add(&mut tally.by_command, program.clone(), hits.count);
         add(&mut tally.by_process, (hits.pid, program), hits.count);
@@ -96,7 +100,7 @@ pub fn probe_uses(
     for args in &profile.probe_args {
         if let Some(tally) = uses.get_mut(args.probe as usize) {
             let tuple = (!args.other).then(|| args.args.clone());
-            let process = process_between(processes, args.pid, 0, u64::MAX);
+            let process = process_of_pid.get(&args.pid).copied().flatten();
             if let Some(test) = tests.of(args.test.as_deref(), process) {
                 add(&mut tally.args_by_test, (test, tuple.clone()), args.count);
             }

@@ -133,14 +133,13 @@ impl TestMarks {
     /// The C library's, found as `--probe uprobe:libc:setenv` finds it.
     pub fn find() -> Option<TestMarks> {
         let file = files::find("libc")?;
-        let offset = |name: &str| -> Option<u64> {
-            let found = symbols::functions(&file, name).ok()?;
-            found.into_iter().find(|(n, _)| n == name).map(|(_, at)| at)
-        };
+        let names = ["setenv", "unsetenv"];
+        let found = symbols::functions_where(&file, |name| names.contains(&name)).ok()?;
+        let offset = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, at)| *at);
         Some(TestMarks {
             setenv: offset("setenv")?,
             unsetenv: offset("unsetenv")?,
-            file: file.clone(),
+            file,
         })
     }
 }

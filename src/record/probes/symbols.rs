@@ -12,15 +12,23 @@ use super::{glob_match, is_pattern};
 /// The functions of `file` that `pattern` names, each once (aliases at
 /// one address keep the first name in order), with their file offsets.
 pub(super) fn functions(file: &Path, pattern: &str) -> Result<Vec<(String, u64)>, String> {
-    let data = fs::read(file).map_err(|err| err.to_string())?;
-    let elf = object::File::parse(&*data).map_err(|err| err.to_string())?;
-    let wanted = |name: &str| {
+    functions_where(file, |name| {
         if is_pattern(pattern) {
             glob_match(pattern, name)
         } else {
             name == pattern
         }
-    };
+    })
+}
+
+/// The functions of `file` whose names are `wanted`, as [`functions`]
+/// gives them: several looked up in one read of the file.
+pub(super) fn functions_where(
+    file: &Path,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, u64)>, String> {
+    let data = fs::read(file).map_err(|err| err.to_string())?;
+    let elf = object::File::parse(&*data).map_err(|err| err.to_string())?;
     let mut by_address: BTreeMap<u64, String> = BTreeMap::new();
     for symbol in elf.symbols().chain(elf.dynamic_symbols()) {
         let Ok(name) = symbol.name() else { continue };

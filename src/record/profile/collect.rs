@@ -507,24 +507,15 @@ impl Profiler {
     /// Follows a process's word on its current test.
     fn mark(&mut self, mark: Mark) {
         match mark.test {
-            // One name shared by every key it is in.
-            Some(test) => match self.tests.get(&mark.pid) {
-                Some(current) if **current == test => {}
-                _ => {
-                    let shared = self.names_test(test);
-                    self.tests.insert(mark.pid, shared);
-                }
-            },
+            // A test's next phase keeps the name every key shares.
+            Some(test) if self.tests.get(&mark.pid).is_some_and(|t| **t == test) => {}
+            Some(test) => {
+                self.tests.insert(mark.pid, Arc::from(test));
+            }
             None => {
                 self.tests.remove(&mark.pid);
             }
         }
-    }
-
-    /// The test named `test`, as one shared string.
-    fn names_test(&mut self, test: String) -> Arc<str> {
-        let known = self.tests.values().find(|t| ***t == *test);
-        known.cloned().unwrap_or_else(|| Arc::from(test))
     }
 
     /// Counts one hit of a probe, in its stack and by its arguments.
