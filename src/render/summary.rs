@@ -77,41 +77,27 @@ fn write_runner_disagreements(
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let named = &check.named_otherwise;
-    if !named.is_empty() {
-        writeln!(
-            out,
-            "\nNamed by the runner, not so by their command line ({}):",
-            named.len()
-        )?;
-        for (index, runner, inferred) in named.iter().take(LISTED) {
+    let named = check
+        .named_otherwise
+        .iter()
+        .map(|(index, runner, inferred)| {
             let inferred = inferred.as_deref().unwrap_or("no test");
             let pid = processes.get(*index).pid;
-            let line = format!("  {pid:>7}  {runner}  (command line: {inferred})");
-            writeln!(out, "{}", shorten(&visible(&line), options.width))?;
-        }
-        write_left_out(named.len(), out)?;
-    }
-    let judged = &check.judged_otherwise;
-    if !judged.is_empty() {
-        writeln!(
-            out,
-            "\nJudged by the runner against their exit status ({}):",
-            judged.len()
-        )?;
-        for (index, result) in judged.iter().take(LISTED) {
-            let process = processes.get(*index);
-            let line = format!(
-                "  {:>7}  {result} but {}  {}",
-                process.pid,
-                process.outcome(),
-                processes.describe(*index)
-            );
-            writeln!(out, "{}", shorten(&visible(&line), options.width))?;
-        }
-        write_left_out(judged.len(), out)?;
-    }
-    Ok(())
+            format!("  {pid:>7}  {runner}  (command line: {inferred})")
+        });
+    let title = "Named by the runner, not so by their command line";
+    write_titled(title, check.named_otherwise.len(), named, options, out)?;
+    let judged = check.judged_otherwise.iter().map(|(index, result)| {
+        let process = processes.get(*index);
+        format!(
+            "  {:>7}  {result} but {}  {}",
+            process.pid,
+            process.outcome(),
+            processes.describe(*index)
+        )
+    });
+    let title = "Judged by the runner against their exit status";
+    write_titled(title, check.judged_otherwise.len(), judged, options, out)
 }
 
 /// When the command itself ended, if processes ran on after it: the run's
@@ -230,20 +216,34 @@ fn write_list(
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    if list.is_empty() {
-        return Ok(());
-    }
-    writeln!(out, "\n{title} ({}):", list.len())?;
-    for &index in list.iter().take(LISTED) {
+    let lines = list.iter().map(|&index| {
         let process = processes.get(index);
-        let line = format!(
+        format!(
             "  {:>9}  {:>7}  {:<17}  {}",
             seconds(process.duration(processes.end())),
             process.pid,
             process.outcome().to_string(),
             processes.describe(index)
-        );
+        )
+    });
+    write_titled(title, list.len(), lines, options, out)
+}
+
+/// Writes a titled list of `count` lines: the first [`LISTED`], each cut
+/// to the width, and how many it left out; nothing for an empty one.
+fn write_titled(
+    title: &str,
+    count: usize,
+    lines: impl Iterator<Item = String>,
+    options: Options,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    writeln!(out, "\n{title} ({count}):")?;
+    for line in lines.take(LISTED) {
         writeln!(out, "{}", shorten(&visible(&line), options.width))?;
     }
-    write_left_out(list.len(), out)
+    write_left_out(count, out)
 }
