@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use proctrace::event::Record;
-use proctrace::record::Recorder;
+use proctrace::recorder::Recorder;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let command: Vec<String> = std::env::args().skip(1).collect();

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use proctrace::event::{Pid, Record};
-use proctrace::record::Recorder;
+use proctrace::recorder::Recorder;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let command: Vec<String> = std::env::args().skip(1).collect();

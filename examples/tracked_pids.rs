@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use proctrace::event::{Pid, Record};
 use proctrace::libbpf_rs::MapCore;
-use proctrace::record::Recorder;
+use proctrace::recorder::Recorder;
 
 /// What the map showed while `command` ran.
 pub struct Sampled {

@@ -31,7 +31,7 @@
 //!
 //! # Recording a command
 //!
-//! `proctrace::record::Recorder` (feature `recorder`, on by default)
+//! `proctrace::recorder::Recorder` (feature `recorder`, on by default)
 //! records a command or running processes; its module has an example.
 //! Without the feature the library builds with no C toolchain, libbpf or
 //! BPF build: it reads, analyses and renders recordings, and snapshots
@@ -54,7 +54,7 @@
 //!   held a leak's files, the wait-for graph of a hang, which test a
 //!   process belongs to, the diff of two runs), as plain data.
 //! - [`render`]: the views of a recording (`proctrace render`).
-//! - `record` (feature `recorder`): the recorder: loading the BPF program,
+//! - `recorder` (feature `recorder`): loading the BPF program,
 //!   launching or attaching, draining the kernel's buffer.
 
 pub mod analysis;
@@ -62,14 +62,14 @@ pub mod event;
 pub mod inspect;
 pub mod processes;
 #[cfg(feature = "recorder")]
-pub mod record;
+pub mod recorder;
 pub mod recording;
 pub mod render;
 pub mod stacks;
 pub mod syscalls;
 pub mod text;
 
-/// libbpf-rs, whose error [`record::RecordError::Bpf`] carries: re-exported
+/// libbpf-rs, whose error [`recorder::RecordError::Bpf`] carries: re-exported
 /// so that an embedder matches on the same version.
 #[cfg(feature = "recorder")]
 pub use libbpf_rs;

@@ -1,7 +1,7 @@
 //! The `proctrace` command: a thin shell over the library (see src/cli/).
 
 use clap::Parser;
-use proctrace::record::RecordError;
+use proctrace::recorder::RecordError;
 
 mod cli;
 

@@ -99,7 +99,7 @@ static __always_inline void unwind_regs(struct pt_regs *regs, __u64 *ip, __u64 *
 #define TIF_32BIT 22
 /* Both ABIs enter setpgid through one function (the compat table has no
  * wrapper of its own for it): userspace never loads the compat program
- * here, see has_compat_syscalls() in src/record/load/configure.rs. */
+ * here, see has_compat_syscalls() in src/recorder/load/configure.rs. */
 #define SETPGID_FUNCTION "__arm64_sys_setpgid"
 #define SETPGID_COMPAT_FUNCTION "__arm64_sys_setpgid"
 

@@ -6,8 +6,8 @@
 use anyhow::Result;
 use clap::Args;
 
-use proctrace::record::probes::list_usdt;
-use proctrace::record::probes::usdt::UsdtProbe;
+use proctrace::recorder::probes::list_usdt;
+use proctrace::recorder::probes::usdt::UsdtProbe;
 
 /// Arguments of `proctrace probes`.
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
 use proctrace::event::{SyscallHook, Trailer};
-use proctrace::record::{self, BufferChoice, HookChoice, LiveRecording, Recorder};
+use proctrace::recorder::{self as record, BufferChoice, HookChoice, LiveRecording, Recorder};
 use proctrace::recording::Output;
 
 use super::live::Live;
@@ -385,7 +385,7 @@ fn open_output(path: &Path) -> Result<(Output, bool)> {
     if path.as_os_str() == "-" {
         return Ok((Output::stream(Box::new(io::stdout()), "-"), false));
     }
-    let owner = proctrace::record::sudo_owner().map(|(uid, gid)| (uid.as_raw(), gid.as_raw()));
+    let owner = proctrace::recorder::sudo_owner().map(|(uid, gid)| (uid.as_raw(), gid.as_raw()));
     Output::create(path, owner).with_context(|| format!("cannot create {}", path.display()))
 }
 

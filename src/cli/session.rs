@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use proctrace::event::{Record, Trailer};
 use proctrace::processes::{Growing, Processes};
-use proctrace::record::{Lingerer, LiveRecording, Notice, Stopper, Taken};
+use proctrace::recorder::{Lingerer, LiveRecording, Notice, Stopper, Taken};
 use proctrace::recording::{Keep, Output};
 
 /// The tree as recorded so far, which explaining a snapshot needs.

@@ -49,13 +49,13 @@ pub fn recorder_bin() -> &'static str {
 /// `Recorder::command(command)`: the library recording in this process,
 /// which loads the BPF program, so root is checked first
 /// ([`require_root`]).
-pub fn recorder<I, S>(command: I) -> proctrace::record::Recorder
+pub fn recorder<I, S>(command: I) -> proctrace::recorder::Recorder
 where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
     require_root();
-    proctrace::record::Recorder::command(command)
+    proctrace::recorder::Recorder::command(command)
 }
 
 /// Root (CAP_BPF), which every test of the kernel binary needs, asked for

@@ -2,7 +2,7 @@
 //! the recorder and the test.
 
 use proctrace::event::{Record, Snapshot, SnapshotCause, Trailer};
-use proctrace::record::{Notice, RecordError};
+use proctrace::recorder::{Notice, RecordError};
 
 use crate::common::*;
 

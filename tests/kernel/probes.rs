@@ -318,7 +318,7 @@ for name, count in sorted(calls.items()):
 /// CI, fails the test).
 pub(crate) fn have_python_probes() -> bool {
     let python = std::path::Path::new("/usr/bin/python3");
-    let has_probes = proctrace::record::probes::usdt::probes(python)
+    let has_probes = proctrace::recorder::probes::usdt::probes(python)
         .is_ok_and(|p| p.iter().any(|p| p.name == "function__entry"));
     prerequisite(has_probes, "Debian's python3, built with USDT probes")
 }

@@ -13,7 +13,7 @@ use libbpf_rs::Link;
 
 use crate::bpf::ProctraceSkel;
 use crate::event::SampleClock;
-use crate::record::RecordError;
+use crate::recorder::RecordError;
 
 /// Opens a sampling event at `hz` on every online CPU and attaches the
 /// sampling program to each: CPU cycles where the machine has a PMU, else

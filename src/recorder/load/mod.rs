@@ -36,9 +36,9 @@ use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
 
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, CpuProfile, SyscallHook};
-use crate::record::probes::runner::TestMarks;
-use crate::record::probes::Resolved;
-use crate::record::{Degraded, RecordError};
+use crate::recorder::probes::runner::TestMarks;
+use crate::recorder::probes::Resolved;
+use crate::recorder::{Degraded, RecordError};
 use attach::{attach_sched, attach_syscalls, attach_tracepoints, detach_in_child};
 use checks::{check_privileges, pid_namespace, raise_memlock_limit};
 use configure::{choose_buffer, configure, has_bpf_loop, tracked_map_flags};
@@ -135,7 +135,7 @@ pub struct Probe<'obj> {
 
 impl Probe<'_> {
     /// A handle of its own on the tracked map, for the embedder
-    /// ([`crate::record::LiveRecording::tracked_map`]).
+    /// ([`crate::recorder::LiveRecording::tracked_map`]).
     pub fn tracked_map(&self) -> Result<MapHandle, RecordError> {
         MapHandle::try_from(&self.skel.maps.tracked)
             .map_err(RecordError::bpf("sharing the tracked map"))

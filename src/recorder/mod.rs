@@ -7,9 +7,9 @@
 //!
 //! ```no_run
 //! use proctrace::event::Record;
-//! use proctrace::record::Recorder;
+//! use proctrace::recorder::Recorder;
 //!
-//! # fn main() -> Result<(), proctrace::record::RecordError> {
+//! # fn main() -> Result<(), proctrace::recorder::RecordError> {
 //! let recording = Recorder::command(["sh", "-c", "ls / | wc -l"]).start()?;
 //! println!("recording pid {}", recording.root_pid());
 //! // Events arrive as they happen, in causal order; the channel closes
@@ -321,10 +321,10 @@ impl Recorder {
     /// samples leave the kernel.
     ///
     /// ```no_run
-    /// use proctrace::record::Recorder;
+    /// use proctrace::recorder::Recorder;
     /// use proctrace::stacks::Profile;
     ///
-    /// # fn main() -> Result<(), proctrace::record::RecordError> {
+    /// # fn main() -> Result<(), proctrace::recorder::RecordError> {
     /// let recording = Recorder::command(["make", "-j4"]).cpu_profile(Some(99)).start()?;
     /// let mut profile = Profile::default();
     /// for record in recording.events() {
@@ -356,10 +356,10 @@ impl Recorder {
     /// a missing file or function is a [`RecordError::Probe`].
     ///
     /// ```no_run
-    /// use proctrace::record::Recorder;
+    /// use proctrace::recorder::Recorder;
     /// use proctrace::stacks::Profile;
     ///
-    /// # fn main() -> Result<(), proctrace::record::RecordError> {
+    /// # fn main() -> Result<(), proctrace::recorder::RecordError> {
     /// let recording = Recorder::command(["make", "test"])
     ///     .probes(["uprobe:libc:malloc".to_owned()], true)
     ///     .start()?;

@@ -7,7 +7,7 @@ use libbpf_rs::{Link, ProgramMut};
 use super::tracefs;
 use crate::bpf::ProctraceSkel;
 use crate::event::SyscallHook;
-use crate::record::RecordError;
+use crate::recorder::RecordError;
 
 pub(super) fn attach_sched(
     skel: &ProctraceSkel<'_>,

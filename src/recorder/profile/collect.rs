@@ -19,8 +19,8 @@ use crate::event::{
     latency_bucket, ArgValue, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record,
     Stack, ARG_TUPLES_KEPT,
 };
-use crate::record::drain::{Hit, Mark, Sample};
-use crate::record::probes::runner::AttemptProbe;
+use crate::recorder::drain::{Hit, Mark, Sample};
+use crate::recorder::probes::runner::AttemptProbe;
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
 

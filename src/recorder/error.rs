@@ -155,10 +155,10 @@ pub enum RecordError {
     ProfileNeedsRing,
     /// The CPU profile cannot follow the tree's executable mappings.
     #[error("following the tree's executable mappings for the CPU profile: {0}")]
-    Mappings(#[from] crate::record::profile::WatchError),
+    Mappings(#[from] crate::recorder::profile::WatchError),
     /// A `--probe` names no file, function or USDT probe there is.
     #[error(transparent)]
-    Probe(#[from] crate::record::probes::ProbeError),
+    Probe(#[from] crate::recorder::probes::ProbeError),
     /// A `--probe` could not be attached.
     #[error("--probe {probe:?}: attaching {at}: {source}")]
     ProbeAttach {

@@ -10,7 +10,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
 use super::*;
-use crate::record::profile::spaces::AddressSpaces;
+use crate::recorder::profile::spaces::AddressSpaces;
 
 /// Forks `argv`, stopped before its exec, as the recorder holds the root.
 /// (std's Command waits for the exec in spawn, so it cannot be used.)

@@ -2,13 +2,13 @@
 //! opens one, its done hit closes it; at the end they are the
 //! recording's `TestAttempt` records, in the order they started.
 //!
-//! [`runner`]: crate::record::probes::runner
+//! [`runner`]: crate::recorder::probes::runner
 
 use std::collections::HashMap;
 
 use crate::event::{ArgValue, Pid, TestAttempt};
-use crate::record::drain::Hit;
-use crate::record::probes::runner::AttemptProbe;
+use crate::recorder::drain::Hit;
+use crate::recorder::probes::runner::AttemptProbe;
 
 /// The attempts told so far.
 pub(super) struct Attempts {
@@ -84,7 +84,7 @@ impl Attempts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::drain::Sample;
+    use crate::recorder::drain::Sample;
 
     fn hit(probe: u32, at: u64, args: Vec<ArgValue>) -> Hit {
         Hit {

@@ -3,7 +3,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use crate::record::RecordError;
+use crate::recorder::RecordError;
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;

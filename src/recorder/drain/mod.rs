@@ -980,7 +980,7 @@ mod tests {
 
     #[test]
     fn events_after_an_exit_are_dropped_until_the_pid_is_forked_again() {
-        use crate::record::lineage::tests::{exit, fork};
+        use crate::recorder::lineage::tests::{exit, fork};
         let mut fork = fork(1, 7);
         fork.set_timestamp(40);
         let mut reorder = Reorder::default();
