@@ -1,5 +1,10 @@
+//! Why a recording cannot start or goes on with less: the recorder's typed
+//! errors, below every part of it.
+
 use std::io;
 use std::path::PathBuf;
+
+use crate::event::Pid;
 
 /// A limit of this kernel that a recording runs with: it goes on, with
 /// less in it than asked for.
@@ -155,7 +160,7 @@ pub enum RecordError {
     ProfileNeedsRing,
     /// The CPU profile cannot follow the tree's executable mappings.
     #[error("following the tree's executable mappings for the CPU profile: {0}")]
-    Mappings(#[from] crate::recorder::profile::WatchError),
+    Mappings(#[from] WatchError),
     /// A `--probe` names no file, function or USDT probe there is.
     #[error(transparent)]
     Probe(#[from] crate::recorder::probes::ProbeError),
@@ -238,4 +243,56 @@ impl RecordError {
             _ => 2,
         }
     }
+}
+
+/// Why the watch could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// The kernel refused perf events on the process.
+    #[error(
+        "the kernel refused a perf event on process {pid}: that needs CAP_PERFMON (CAP_SYS_ADMIN \
+         before Linux 5.8), or kernel.perf_event_paranoid at 2 or below ({}) and the right to \
+         ptrace the process",
+        match .paranoid { Some(level) => format!("it is {level}"), None => "unreadable".into() }
+    )]
+    Permission {
+        /// The process.
+        pid: Pid,
+        /// /proc/sys/kernel/perf_event_paranoid, if readable.
+        paranoid: Option<i32>,
+        /// The error of perf_event_open.
+        source: io::Error,
+    },
+    /// The kernel has no perf events, or no software dummy event.
+    #[error(
+        "this kernel has no perf events (built without CONFIG_PERF_EVENTS) or no dummy software \
+         event (Linux 3.12+)"
+    )]
+    Unsupported {
+        /// The error of perf_event_open.
+        source: io::Error,
+    },
+    /// The process is gone.
+    #[error("no process with pid {0}")]
+    NoSuchProcess(Pid),
+    /// The kernel would not lock the ring's memory.
+    #[error(
+        "the kernel refused to map a perf ring of {bytes} bytes: over kernel.perf_event_mlock_kb \
+         and RLIMIT_MEMLOCK (CAP_IPC_LOCK lifts both)"
+    )]
+    RingMemory {
+        /// The ring's size, its control page included.
+        bytes: usize,
+        /// The error of mmap.
+        source: io::Error,
+    },
+    /// Another system call failed.
+    #[error("{context}")]
+    System {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        source: io::Error,
+    },
 }

@@ -28,6 +28,7 @@
 //! [`Recorder::attach`] follows processes that already run instead, and
 //! [`LiveRecording::stopper`] stops a recording from another thread.
 
+mod collect;
 mod drain;
 mod error;
 mod hang;
@@ -37,7 +38,8 @@ mod lineage;
 mod load;
 mod notice;
 pub mod probes;
-mod profile;
+pub mod watch;
+mod wire;
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::ffi::OsString;
@@ -69,12 +71,12 @@ pub fn default_ring_mib() -> u32 {
         .next_power_of_two()
         .clamp(defaults::MIN_RING_MIB.0, defaults::MAX_DEFAULT_RING_MIB.0)
 }
+pub use error::WatchError;
 pub use hang::Taken;
 pub use hooks::RUNS_MAX as ON_HANG_RUNS_MAX;
 pub use launch::sudo_owner;
 pub use load::{BufferChoice, HookChoice};
 pub use notice::{Lingerer, Notice};
-pub use profile::WatchError;
 
 use crate::bpf::types::defaults;
 use crate::event::{

@@ -28,6 +28,7 @@ mod ingest;
 mod library;
 mod live;
 mod loops;
+mod mappings;
 mod nextest;
 mod otlp;
 mod perfetto;

@@ -1,8 +1,6 @@
 //! The recording thread: owns the BPF program, starts the command, drains
 //! the kernel's buffer, restores one causal order and hands events on.
 
-mod decode;
-
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::mem::MaybeUninit;
@@ -20,18 +18,18 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
+use super::collect::Collector;
 use super::hang::Taken;
 use super::hooks::{Hooks, OnHangCommand, Reaped};
 use super::lineage::Lineage;
 use super::load::{self, KernelConfig, Probe};
 use super::notice::Notice;
 use super::probes::{attempt_probes, latency_pairs};
-use super::profile::{mapped_now, Collector, MmapWatch};
+use super::watch::{mapped_now, MmapWatch};
+use super::wire::{decode, decode_from_hits, decode_sample, FromHits};
 use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
 use crate::inspect;
-use decode::{decode, decode_from_hits, decode_sample, FromHits};
-pub(crate) use decode::{Hit, Mark, Sample};
 
 /// How long an event is held back so that events of other CPUs with
 /// earlier timestamps can still overtake it. Records are written within

@@ -1,4 +1,4 @@
-//! The cut of the kernel's BTF that libbpf opens (see [`super::core_btf`]):
+//! The cut of the kernel's BTF that libbpf opens (see [`crate::recorder::wire::btf`]):
 //! the one kept by an earlier run (see [`CutCache`]), else made now.
 
 use std::fs::File;
@@ -10,8 +10,8 @@ use std::ptr::NonNull;
 
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 
-use super::core_btf::cut_down;
 use super::cut_cache::CutCache;
+use crate::recorder::wire::btf::cut_down;
 
 /// The cut-down BTF, in a file for libbpf to open by path: kept from an
 /// earlier run (see [`CutCache`]), else a memory file.

@@ -16,7 +16,7 @@ use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::core_btf::{is_whole_btf, FnvHasher};
+use crate::recorder::wire::btf::{is_whole_btf, FnvHasher};
 
 /// tmpfs on systemd machines, and root's alone.
 const DIR: &str = "/run/proctrace";

@@ -15,7 +15,6 @@
 mod attach;
 mod checks;
 mod configure;
-mod core_btf;
 mod counters;
 mod cut_btf;
 mod cut_cache;

@@ -12,17 +12,21 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::attempts::Attempts;
-use super::mmaps::{Mapping, MmapWatch, Seen};
-use super::spaces::AddressSpaces;
+mod attempts;
+mod spaces;
+
 use crate::event::{
     latency_bucket, ArgValue, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record,
     Stack, ARG_TUPLES_KEPT,
 };
-use crate::recorder::drain::{Hit, Mark, Sample};
 use crate::recorder::probes::runner::AttemptProbe;
+use crate::recorder::watch::MmapWatch;
+use crate::recorder::wire::{Hit, Mark, Sample};
+use crate::recorder::wire::{Mapping, Seen};
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
+use attempts::Attempts;
+use spaces::AddressSpaces;
 
 /// User frames unwound per sample at the most.
 const MAX_USER_FRAMES: usize = 127;

@@ -1,5 +1,5 @@
 //! The executable mappings of each process over time, from what
-//! [`super::mmaps::MmapWatch`] announces and the recording's forks: which
+//! [`crate::recorder::watch::MmapWatch`] announces and the recording's forks: which
 //! modules a sample at a given time could have run in.
 //!
 //! Announcements arrive ring by ring, so out of time order across CPUs;
@@ -12,8 +12,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::mmaps::{Mapping, Seen};
 use crate::event::Pid;
+use crate::recorder::wire::{Mapping, Seen};
 
 /// The address spaces of the tree's processes.
 #[derive(Debug, Default)]

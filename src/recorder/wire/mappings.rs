@@ -1,10 +1,85 @@
-//! Decoding the records of the ring (layouts from `enum perf_event_type`
-//! in include/uapi/linux/perf_event.h). Every length comes from the
-//! kernel and is checked: a record too short for its fields is skipped,
-//! never trusted.
+//! The tree's executable mappings as the kernel tells them: the records
+//! of perf's ring (layouts from `enum perf_event_type` in
+//! include/uapi/linux/perf_event.h), and the lines of /proc/PID/maps for
+//! what a process had mapped before anyone watched. Every length comes
+//! from the kernel and is checked: a record too short for its fields is
+//! skipped, never trusted.
 
-use super::{Mapping, Seen};
 use crate::event::Pid;
+
+/// An executable mapping made by a process of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// The process (thread group) that made it.
+    pub pid: Pid,
+    /// When, in CLOCK_MONOTONIC nanoseconds (the recording's clock).
+    pub time: u64,
+    /// Its first address.
+    pub start: u64,
+    /// The address just past it.
+    pub end: u64,
+    /// The offset in the file `start` maps.
+    pub file_offset: u64,
+    /// The file's path as the mapping process saw it (relative to its
+    /// root directory), or the kernel's name: `[vdso]`, `//anon`, ...
+    pub path: String,
+    /// The file's device (major, minor), where the kernel gave it rather
+    /// than a build id (before 5.12, or where it could not read the build
+    /// id); `None` for a mapping of no file ([vdso], //anon).
+    pub dev: Option<(u32, u32)>,
+    /// The file's inode, likewise.
+    pub ino: Option<u64>,
+    /// The file's GNU build id (the note's bytes), where the kernel read
+    /// it: Linux 5.12+, from the page cache without faulting (6.12+), so
+    /// it can be missing.
+    pub build_id: Option<Vec<u8>>,
+}
+
+/// What the kernel announces about the tree's address spaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// `pid` exec'd at `time`: the mappings it had before are gone, and
+    /// the new program's are announced after this. Stamped as the old
+    /// address space is dropped, before the new program is mapped (the
+    /// recording's exec event, from sched_process_exec, comes after the
+    /// new program's mappings).
+    Exec {
+        /// The process.
+        pid: Pid,
+        /// When, in CLOCK_MONOTONIC nanoseconds.
+        time: u64,
+    },
+    /// A new executable mapping.
+    Mapped(Mapping),
+}
+
+/// `7f1c2c000000-7f1c2c022000 r-xp 00022000 fe:01 1234  /usr/lib/libc.so.6`
+pub(crate) fn maps_line(pid: Pid, time: u64, line: &str) -> Option<Mapping> {
+    let mut words = line.split_whitespace();
+    let (start, end) = words.next()?.split_once('-')?;
+    if words.next()?.as_bytes().get(2) != Some(&b'x') {
+        return None;
+    }
+    let file_offset = u64::from_str_radix(words.next()?, 16).ok()?;
+    let (major, minor) = words.next()?.split_once(':')?;
+    let dev = (
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    );
+    let ino: u64 = words.next()?.parse().ok()?;
+    let path = words.collect::<Vec<_>>().join(" ");
+    Some(Mapping {
+        pid,
+        time,
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        file_offset,
+        path,
+        dev: (ino != 0).then_some(dev),
+        ino: (ino != 0).then_some(ino),
+        build_id: None,
+    })
+}
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_COMM: u32 = 3;
@@ -24,7 +99,7 @@ const BUILD_ID_MAX: usize = 20;
 
 /// What one record says.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Parsed {
+pub(crate) enum Parsed {
     Seen(Seen),
     /// PERF_RECORD_LOST: this many records did not fit in the ring.
     Lost(u64),
@@ -37,7 +112,7 @@ pub(super) enum Parsed {
 }
 
 /// Decodes one whole record, header included.
-pub(super) fn parse(record: &[u8]) -> Parsed {
+pub(crate) fn parse(record: &[u8]) -> Parsed {
     let (Some(kind), Some(misc)) = (u32_at(record, 0), u16_at(record, 4)) else {
         return Parsed::Malformed;
     };

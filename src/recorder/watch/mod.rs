@@ -15,168 +15,45 @@
 //!
 //! Opened on the root while it is held before its exec, the watch sees
 //! the whole tree's programs: inherited mappings are not announced again
-//! in a child (it starts with its parent's: [`super::spaces`]), and
-//! mappings that exist before the watch opens are never announced.
+//! in a child (it starts with its parent's), and mappings that exist
+//! before the watch opens are never announced: [`mapped_now`] reads
+//! those from /proc.
+//!
+//! A building block of the CPU profile, public for an embedder that
+//! unwinds or symbolizes the tree's stacks itself.
 
 mod attr;
-mod parse;
 mod ring;
-#[cfg(test)]
-mod tests;
 
 use std::io;
 use std::os::fd::BorrowedFd;
 
 use attr::{Features, PerfEventAttr};
-use parse::Parsed;
 use ring::Ring;
 
 use crate::event::Pid;
+pub use crate::recorder::error::WatchError;
+use crate::recorder::wire::mappings::{maps_line, parse, Parsed};
+pub use crate::recorder::wire::mappings::{Mapping, Seen};
 
 /// Bytes of records per CPU unless [`MmapWatch::open_with`] says
 /// otherwise: a few hundred mappings between two reads, each a little
 /// over a hundred bytes.
-pub(crate) const DEFAULT_RING_BYTES: usize = 64 << 10;
-
-/// An executable mapping made by a process of the tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Mapping {
-    /// The process (thread group) that made it.
-    pub pid: Pid,
-    /// When, in CLOCK_MONOTONIC nanoseconds (the recording's clock).
-    pub time: u64,
-    /// Its first address.
-    pub start: u64,
-    /// The address just past it.
-    pub end: u64,
-    /// The offset in the file `start` maps.
-    pub file_offset: u64,
-    /// The file's path as the mapping process saw it (relative to its
-    /// root directory), or the kernel's name: `[vdso]`, `//anon`, ...
-    pub path: String,
-    /// The file's device (major, minor), where the kernel gave it rather
-    /// than a build id (before 5.12, or where it could not read the build
-    /// id); `None` for a mapping of no file ([vdso], //anon).
-    pub dev: Option<(u32, u32)>,
-    /// The file's inode, likewise.
-    pub ino: Option<u64>,
-    /// The file's GNU build id (the note's bytes), where the kernel read
-    /// it: Linux 5.12+, from the page cache without faulting (6.12+), so
-    /// it can be missing.
-    pub build_id: Option<Vec<u8>>,
-}
-
-/// What the kernel announces about the tree's address spaces.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Seen {
-    /// `pid` exec'd at `time`: the mappings it had before are gone, and
-    /// the new program's are announced after this. Stamped as the old
-    /// address space is dropped, before the new program is mapped (the
-    /// recording's exec event, from sched_process_exec, comes after the
-    /// new program's mappings).
-    Exec {
-        /// The process.
-        pid: Pid,
-        /// When, in CLOCK_MONOTONIC nanoseconds.
-        time: u64,
-    },
-    /// A new executable mapping.
-    Mapped(Mapping),
-}
+pub const DEFAULT_RING_BYTES: usize = 64 << 10;
 
 /// The executable mappings `pid` has now, from /proc/PID/maps, as of
 /// `time`: what a process that already ran when the watch opened had
 /// mapped, which the kernel never announces.
-pub(crate) fn mapped_now(pid: Pid, time: u64) -> Vec<Mapping> {
+pub fn mapped_now(pid: Pid, time: u64) -> Vec<Mapping> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     maps.lines()
         .filter_map(|line| maps_line(pid, time, line))
         .collect()
 }
 
-/// `7f1c2c000000-7f1c2c022000 r-xp 00022000 fe:01 1234  /usr/lib/libc.so.6`
-fn maps_line(pid: Pid, time: u64, line: &str) -> Option<Mapping> {
-    let mut words = line.split_whitespace();
-    let (start, end) = words.next()?.split_once('-')?;
-    if words.next()?.as_bytes().get(2) != Some(&b'x') {
-        return None;
-    }
-    let file_offset = u64::from_str_radix(words.next()?, 16).ok()?;
-    let (major, minor) = words.next()?.split_once(':')?;
-    let dev = (
-        u32::from_str_radix(major, 16).ok()?,
-        u32::from_str_radix(minor, 16).ok()?,
-    );
-    let ino: u64 = words.next()?.parse().ok()?;
-    let path = words.collect::<Vec<_>>().join(" ");
-    Some(Mapping {
-        pid,
-        time,
-        start: u64::from_str_radix(start, 16).ok()?,
-        end: u64::from_str_radix(end, 16).ok()?,
-        file_offset,
-        path,
-        dev: (ino != 0).then_some(dev),
-        ino: (ino != 0).then_some(ino),
-        build_id: None,
-    })
-}
-
-/// Why the watch could not be set up.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WatchError {
-    /// The kernel refused perf events on the process.
-    #[error(
-        "the kernel refused a perf event on process {pid}: that needs CAP_PERFMON (CAP_SYS_ADMIN \
-         before Linux 5.8), or kernel.perf_event_paranoid at 2 or below ({}) and the right to \
-         ptrace the process",
-        match .paranoid { Some(level) => format!("it is {level}"), None => "unreadable".into() }
-    )]
-    Permission {
-        /// The process.
-        pid: Pid,
-        /// /proc/sys/kernel/perf_event_paranoid, if readable.
-        paranoid: Option<i32>,
-        /// The error of perf_event_open.
-        source: io::Error,
-    },
-    /// The kernel has no perf events, or no software dummy event.
-    #[error(
-        "this kernel has no perf events (built without CONFIG_PERF_EVENTS) or no dummy software \
-         event (Linux 3.12+)"
-    )]
-    Unsupported {
-        /// The error of perf_event_open.
-        source: io::Error,
-    },
-    /// The process is gone.
-    #[error("no process with pid {0}")]
-    NoSuchProcess(Pid),
-    /// The kernel would not lock the ring's memory.
-    #[error(
-        "the kernel refused to map a perf ring of {bytes} bytes: over kernel.perf_event_mlock_kb \
-         and RLIMIT_MEMLOCK (CAP_IPC_LOCK lifts both)"
-    )]
-    RingMemory {
-        /// The ring's size, its control page included.
-        bytes: usize,
-        /// The error of mmap.
-        source: io::Error,
-    },
-    /// Another system call failed.
-    #[error("{context}")]
-    System {
-        /// What was being done.
-        context: String,
-        /// The OS error.
-        source: io::Error,
-    },
-}
-
 /// The perf events that announce the tree's executable mappings, one
 /// per online CPU, with their rings.
-pub(crate) struct MmapWatch {
+pub struct MmapWatch {
     rings: Vec<Ring>,
     features: Features,
     /// The sum of the PERF_RECORD_LOST records read.
@@ -188,13 +65,13 @@ pub(crate) struct MmapWatch {
 impl MmapWatch {
     /// Starts watching `pid` and every process it creates from now on,
     /// with [`DEFAULT_RING_BYTES`] per CPU.
-    pub(crate) fn open(pid: Pid) -> Result<MmapWatch, WatchError> {
+    pub fn open(pid: Pid) -> Result<MmapWatch, WatchError> {
         Self::open_with(pid, DEFAULT_RING_BYTES)
     }
 
     /// Like [`MmapWatch::open`], with rings of `ring_bytes` of records
     /// each (rounded up to a power of two pages).
-    pub(crate) fn open_with(pid: Pid, ring_bytes: usize) -> Result<MmapWatch, WatchError> {
+    pub fn open_with(pid: Pid, ring_bytes: usize) -> Result<MmapWatch, WatchError> {
         let page = page_size()?;
         let data_pages = ring_bytes.div_ceil(page).max(1).next_power_of_two();
         // Readable once a quarter of a ring waits: records are never
@@ -229,24 +106,23 @@ impl MmapWatch {
 
     /// The events' fds, one per CPU, to poll (or add to an epoll set):
     /// readable once a quarter of their ring is full.
-    pub(crate) fn fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+    pub fn fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
         self.rings.iter().map(Ring::fd)
     }
 
     /// Whether this kernel puts build ids in the records (5.12+); where
     /// it does not, [`Mapping::dev`] and [`Mapping::ino`] name the file.
-    #[cfg(test)]
-    pub(crate) fn build_ids(&self) -> bool {
+    pub fn build_ids(&self) -> bool {
         self.features.build_id
     }
 
     /// Hands every exec and executable mapping announced so far to
     /// `each`, ring by ring: in time order within a CPU's ring, not across
     /// them ([`Mapping::time`] orders them).
-    pub(crate) fn drain(&mut self, mut each: impl FnMut(Seen)) {
+    pub fn drain(&mut self, mut each: impl FnMut(Seen)) {
         for ring in &self.rings {
             let (lost, garbled) = (&mut self.lost, &mut self.garbled);
-            let drained = ring.drain(&mut self.scratch, |record| match parse::parse(record) {
+            let drained = ring.drain(&mut self.scratch, |record| match parse(record) {
                 Parsed::Seen(seen) => each(seen),
                 Parsed::Lost(n) => *lost = lost.saturating_add(n),
                 Parsed::Malformed => *garbled += 1,
@@ -264,7 +140,7 @@ impl MmapWatch {
     /// PERF_RECORD_LOST records drained, which the kernel writes only
     /// once a later record fits: what a ring lost after its last record
     /// goes uncounted.
-    pub(crate) fn lost(&self) -> u64 {
+    pub fn lost(&self) -> u64 {
         let counted = if self.features.lost_count {
             self.kernel_lost()
         } else {
@@ -282,14 +158,13 @@ impl MmapWatch {
     }
 
     /// Whether [`MmapWatch::lost`] counts every record lost (Linux 6.0+).
-    #[cfg(test)]
-    pub(crate) fn counts_every_loss(&self) -> bool {
+    pub fn counts_every_loss(&self) -> bool {
         self.features.lost_count
     }
 
     /// Records that could not be decoded, so far; a ring whose positions
     /// made no sense counts once, for the records skipped with it.
-    pub(crate) fn garbled(&self) -> u64 {
+    pub fn garbled(&self) -> u64 {
         self.garbled
     }
 }
@@ -392,4 +267,19 @@ fn cpu_list(list: &str) -> Option<Vec<u32>> {
         cpus.extend(first..=last);
     }
     Some(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_are_read_as_the_kernel_writes_them() {
+        assert_eq!(cpu_list("0\n"), Some(vec![0]));
+        assert_eq!(cpu_list("0-3,5,7-8\n"), Some(vec![0, 1, 2, 3, 5, 7, 8]));
+        assert_eq!(cpu_list(""), Some(vec![]));
+        assert_eq!(cpu_list("3-1"), None);
+        assert_eq!(cpu_list("0-x"), None);
+        assert_eq!(cpu_list("0-4294967295"), None);
+    }
 }

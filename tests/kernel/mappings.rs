@@ -1,16 +1,19 @@
-//! Against the running kernel: programs started held before their exec,
-//! as the recorder starts the root.
+//! The executable mappings of a tree as the kernel announces them
+//! (`proctrace::recorder::watch`), against the running kernel: programs
+//! started held before their exec, as the recorder starts the root.
 
 use std::ffi::CString;
+use std::io;
 use std::os::unix::fs::MetadataExt;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
+use proctrace::event::Pid;
+use proctrace::recorder::watch::{Mapping, MmapWatch, Seen, WatchError, DEFAULT_RING_BYTES};
 
-use super::*;
-use crate::recorder::profile::spaces::AddressSpaces;
+use crate::common::require_root;
 
 /// Forks `argv`, stopped before its exec, as the recorder holds the root.
 /// (std's Command waits for the exec in spawn, so it cannot be used.)
@@ -49,6 +52,7 @@ fn release(pid: Pid) {
 
 /// Runs `argv` under a watch; everything announced, and the watch.
 fn watched(argv: &[&str], ring_bytes: usize) -> (Pid, Vec<Seen>, MmapWatch) {
+    require_root();
     let pid = spawn_held(argv);
     let mut watch = MmapWatch::open_with(pid, ring_bytes).expect("perf events (as root)");
     release(pid);
@@ -166,32 +170,28 @@ fn the_whole_tree_is_followed_and_nothing_else() {
     children.dedup();
     assert_eq!(children.len(), 2, "both children, forked by sh: {seen:#?}");
 
-    // The way the recorder puts them together, with a fork time just
-    // before each child's exec: the child's own program replaced sh's.
-    let mut spaces = AddressSpaces::new();
-    for seen in seen.iter().cloned() {
-        spaces.seen(seen);
-    }
+    // Each child's own program is announced after its exec, and sh's
+    // mappings it was forked with are not announced again.
     for &child in &children {
         let exec = exec_time(&seen, child).expect("the child's exec");
-        spaces.fork(sh, child, exec - 1);
-        let before: Vec<&str> = paths(spaces.modules_at(child, exec - 1));
-        assert!(before.iter().any(|p| p.ends_with("/dash")), "{before:?}");
-        let after = paths(spaces.modules_at(child, u64::MAX));
-        assert!(after.contains(&true_path().as_str()), "{after:?}");
-        assert!(after.iter().any(|p| p.ends_with("/libc.so.6")));
-        assert!(!after.iter().any(|p| p.ends_with("/dash")), "{after:?}");
+        let own: Vec<&Mapping> = mappings(&seen).filter(|m| m.pid == child).collect();
+        assert!(own.iter().all(|m| m.time > exec), "{own:#?}");
+        assert!(own.iter().any(|m| m.path.ends_with("/libc.so.6")));
+        assert!(!own.iter().any(|m| m.path.ends_with("/dash")), "{own:#?}");
     }
     drop(stranger.wait_with_output());
 }
 
-fn paths(modules: Vec<&Mapping>) -> Vec<&str> {
-    modules.into_iter().map(|m| m.path.as_str()).collect()
-}
-
 #[test]
 fn a_full_ring_wakes_its_poller_and_what_it_lost_is_counted() {
-    let page = page_size().unwrap();
+    require_root();
+    // SAFETY: sysconf has no preconditions.
+    let (page, online) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PAGESIZE),
+            libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+        )
+    };
     // Some 50 programs' mappings, a few KiB, into a page per CPU.
     let script = "i=0; while [ $i -lt 50 ]; do /bin/true; i=$((i+1)); done";
     let pid = spawn_held(&["/bin/sh", "-c", script]);
@@ -201,7 +201,7 @@ fn a_full_ring_wakes_its_poller_and_what_it_lost_is_counted() {
         .fds()
         .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
         .collect();
-    assert_eq!(fds.len(), online_cpus().unwrap().len());
+    assert_eq!(fds.len() as i64, online);
     assert!(poll(&mut fds, PollTimeout::ZERO).unwrap() > 0, "readable");
     let mut seen = 0;
     watch.drain(|_| seen += 1);
@@ -220,20 +220,11 @@ fn a_full_ring_wakes_its_poller_and_what_it_lost_is_counted() {
 
 #[test]
 fn a_process_gone_is_named() {
+    require_root();
     let pid = spawn_held(&["/bin/true"]);
     release(pid);
     match MmapWatch::open(pid) {
         Err(WatchError::NoSuchProcess(gone)) => assert_eq!(gone, pid),
         other => panic!("{:?}", other.map(|_| ())),
     }
-}
-
-#[test]
-fn cpu_lists_are_read_as_the_kernel_writes_them() {
-    assert_eq!(cpu_list("0\n"), Some(vec![0]));
-    assert_eq!(cpu_list("0-3,5,7-8\n"), Some(vec![0, 1, 2, 3, 5, 7, 8]));
-    assert_eq!(cpu_list(""), Some(vec![]));
-    assert_eq!(cpu_list("3-1"), None);
-    assert_eq!(cpu_list("0-x"), None);
-    assert_eq!(cpu_list("0-4294967295"), None);
 }

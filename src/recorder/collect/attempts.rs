@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use crate::event::{ArgValue, Pid, TestAttempt};
-use crate::recorder::drain::Hit;
 use crate::recorder::probes::runner::AttemptProbe;
+use crate::recorder::wire::Hit;
 
 /// The attempts told so far.
 pub(super) struct Attempts {
@@ -84,7 +84,7 @@ impl Attempts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::drain::Sample;
+    use crate::recorder::wire::Sample;
 
     fn hit(probe: u32, at: u64, args: Vec<ArgValue>) -> Hit {
         Hit {

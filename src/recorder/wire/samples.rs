@@ -1,0 +1,204 @@
+//! The records of the samples and hits rings: a CPU sample or a probe's
+//! hit (registers and a copy of the top of the user stack), and a
+//! process's word on which test runs in it.
+
+use plain::Plain;
+
+use super::{copy, Malformed};
+use crate::bpf::types::{event_header, event_kind, hit_event, mark_event, sample_event};
+use crate::event::{pytest_node_id, ArgValue, Pid};
+
+/// One CPU sample as the kernel sent it, before unwinding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// The process and thread sampled.
+    pub pid: Pid,
+    pub tid: Pid,
+    /// Nanoseconds since the recording started.
+    pub timestamp: u64,
+    /// Kernel return addresses, the interrupted one first.
+    pub kernel: Vec<u64>,
+    /// The user registers: instruction, stack and frame pointers, link
+    /// register; all 0 where the kernel could not give them.
+    pub regs: [u64; 4],
+    /// The top of the user stack, from the stack pointer up.
+    pub stack: Vec<u8>,
+}
+
+/// Decodes a record of the samples ring; `start` as for [`decode`]. Only
+/// the part of the stack copy the kernel sent is read.
+pub fn decode_sample(data: &[u8], start: u64) -> Result<Sample, Malformed> {
+    let fixed = std::mem::offset_of!(sample_event, stack);
+    let (e, stack) =
+        with_stack::<sample_event>(data, fixed, event_kind::EVENT_SAMPLE, |e| e.stack_len)?;
+    let frames = (e.kernel_frames as usize).min(e.kernel.len());
+    Ok(Sample {
+        pid: e.header.pid,
+        tid: e.tid,
+        timestamp: e.header.timestamp.saturating_sub(start),
+        kernel: e.kernel[..frames].to_vec(),
+        regs: [e.ip, e.sp, e.fp, e.lr],
+        stack: stack.to_vec(),
+    })
+}
+
+/// One hit of a probe as the kernel sent it: a sample of the user stack
+/// (no kernel stack: a uprobe fires in user mode), and which probe, with
+/// its USDT arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// The thread, its registers and stack copy (all 0 and empty when
+    /// recorded without stacks).
+    pub sample: Sample,
+    /// The probe's id.
+    pub probe: u32,
+    /// The USDT arguments read (none for a uprobe).
+    pub args: Vec<ArgValue>,
+}
+
+/// Decodes a probe's hit; `start` as for [`decode`].
+fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
+    let fixed = std::mem::offset_of!(hit_event, stack);
+    let (e, stack) = with_stack::<hit_event>(data, fixed, event_kind::EVENT_HIT, |e| e.stack_len)?;
+    let count = (e.arg_count as usize).min(e.args.len());
+    // The strings fill their slots in argument order.
+    let mut strings = e.strings.iter();
+    let args = (0..count)
+        .map(|i| {
+            let read = e.string_mask & (1 << i) != 0;
+            let text = read.then(|| strings.next()).flatten();
+            let text = text.and_then(|s| c_text(s));
+            text.map_or(ArgValue::Number(e.args[i]), ArgValue::Text)
+        })
+        .collect();
+    Ok(Hit {
+        sample: Sample {
+            pid: e.header.pid,
+            tid: e.tid,
+            timestamp: e.header.timestamp.saturating_sub(start),
+            kernel: Vec::new(),
+            regs: [e.ip, e.sp, e.fp, e.lr],
+            stack: stack.to_vec(),
+        },
+        probe: e.probe,
+        args,
+    })
+}
+
+/// A process's word on which test runs in it now, from the variable a
+/// runner sets before each test (pytest's `PYTEST_CURRENT_TEST`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    pub pid: Pid,
+    /// Nanoseconds since the recording started.
+    pub timestamp: u64,
+    /// The test, as its runner names it (pytest's node id, without the
+    /// phase); `None` once the variable is unset, between tests.
+    pub test: Option<String>,
+}
+
+/// What the hits ring carries.
+pub enum FromHits {
+    Hit(Hit),
+    Mark(Mark),
+}
+
+/// Decodes a record of the hits ring; `start` as for [`decode`].
+pub fn decode_from_hits(data: &[u8], start: u64) -> Result<FromHits, Malformed> {
+    let header: event_header = copy(data).ok_or(Malformed::new(data.len(), 0))?;
+    if event_kind(header.kind) != event_kind::EVENT_TEST_MARK {
+        return decode_hit(data, start).map(FromHits::Hit);
+    }
+    let e: mark_event = copy(data).ok_or(Malformed::new(data.len(), header.kind))?;
+    let value = (e.set != 0).then(|| c_text(&e.value)).flatten();
+    Ok(FromHits::Mark(Mark {
+        pid: e.header.pid,
+        timestamp: e.header.timestamp.saturating_sub(start),
+        test: value.map(|v| pytest_node_id(&v).to_owned()),
+    }))
+}
+
+/// A record that ends where its copy of the user stack does: its fixed
+/// part (the first `fixed` bytes) read into a whole, zeroed struct, and
+/// the `stack_len` bytes of stack after it.
+fn with_stack<T: Plain + Default>(
+    data: &[u8],
+    fixed: usize,
+    kind: event_kind,
+    stack_len: impl Fn(&T) -> u32,
+) -> Result<(T, &[u8]), Malformed> {
+    let malformed = || Malformed::new(data.len(), kind.0);
+    let mut e = T::default();
+    let head = data.get(..fixed).ok_or_else(malformed)?;
+    // SAFETY: a plain C struct of integers, valid for any bytes.
+    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
+    bytes[..fixed].copy_from_slice(head);
+    let len = stack_len(&e) as usize;
+    let stack = data.get(fixed..fixed + len).ok_or_else(malformed)?;
+    Ok((e, stack))
+}
+
+/// The text of a C string the kernel read, if it is text: a pointer to
+/// anything else reads as bytes that are not, and stays a number. The
+/// skeleton's types make C's `char` an `i8` on every architecture (the
+/// BPF target's), though Rust's `c_char` is `u8` on aarch64.
+fn c_text(bytes: &[i8]) -> Option<String> {
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        // Cut at the buffer's end in the middle of a character: the
+        // characters before it stand.
+        Err(err) if err.utf8_error().error_len().is_none() => {
+            let whole = err.utf8_error().valid_up_to();
+            let mut bytes = err.into_bytes();
+            bytes.truncate(whole);
+            String::from_utf8(bytes).ok()?
+        }
+        Err(_) => return None,
+    };
+    (!text.is_empty() && !text.chars().any(char::is_control)).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::wire::bytes_of;
+
+    #[test]
+    fn hit_strings_fill_their_slots_in_argument_order() {
+        let mut hit = hit_event::default();
+        hit.header.kind = event_kind::EVENT_HIT.0;
+        hit.header.timestamp = 50;
+        hit.arg_count = 5;
+        hit.args = [1, 2, 3, 4, 42, 0];
+        // Arguments 2 and 3 were read: slots 0 and 1.
+        hit.string_mask = 0b1100;
+        for (slot, text) in [(0, &b"suite\0"[..]), (1, b"name\0")] {
+            for (to, &from) in hit.strings[slot].iter_mut().zip(text) {
+                *to = from as _;
+            }
+        }
+        let fixed = std::mem::offset_of!(hit_event, stack);
+        let decoded = decode_hit(&bytes_of(&hit)[..fixed], 10).unwrap();
+        let text = |s: &str| ArgValue::Text(s.into());
+        let n = ArgValue::Number;
+        assert_eq!(
+            decoded.args,
+            [n(1), n(2), text("suite"), text("name"), n(42)]
+        );
+        assert_eq!(decoded.sample.timestamp, 40);
+    }
+
+    #[test]
+    fn text_cut_in_a_character_keeps_the_whole_ones() {
+        let c = |bytes: &[u8]| c_text(&bytes.iter().map(|&b| b as _).collect::<Vec<i8>>());
+        assert_eq!(c(b"t::caf\xc3\xa9\0").as_deref(), Some("t::café"));
+        assert_eq!(c(b"t::caf\xc3\0").as_deref(), Some("t::caf"));
+        assert_eq!(c(b"t::\xff\xfe\0"), None);
+        assert_eq!(c(b"line\nbreak\0"), None);
+    }
+}
