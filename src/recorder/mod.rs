@@ -29,25 +29,24 @@
 //! [`LiveRecording::stopper`] stops a recording from another thread.
 
 mod collect;
+mod control;
 mod drain;
 mod error;
 mod hang;
 mod hooks;
 mod launch;
 mod lineage;
+mod live;
 mod load;
 mod notice;
+mod policy;
 pub mod probes;
 pub mod watch;
 mod wire;
 
-use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The channel of [`LiveRecording::events`] and
 /// [`LiveRecording::notices`]: crossbeam's, re-exported so that an
@@ -55,41 +54,19 @@ use std::time::{Duration, SystemTime};
 /// version.
 pub use crossbeam_channel::Receiver;
 
-pub use error::{Degraded, MemoryLimit, RecordError};
-
-/// How long an `--on-hang` run may take, unless
-/// [`Recorder::on_hang_timeout`] says otherwise.
-pub const DEFAULT_ON_HANG_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many processes of the tree can be alive at once, unless
-/// [`Recorder::max_processes`] says otherwise.
-pub const DEFAULT_MAX_PROCESSES: u32 = defaults::DEFAULT_MAX_PROCESSES.0;
-/// The ring buffer's size in MiB, unless [`Recorder::ring_bytes`] says
-/// otherwise: 2 MiB per CPU, from 4 to 16 MiB.
-pub fn default_ring_mib() -> u32 {
-    let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
-    cpus.saturating_mul(defaults::RING_MIB_PER_CPU.0)
-        .next_power_of_two()
-        .clamp(defaults::MIN_RING_MIB.0, defaults::MAX_DEFAULT_RING_MIB.0)
-}
-pub use error::WatchError;
+pub use error::{Degraded, MemoryLimit, RecordError, WatchError};
 pub use hang::Taken;
 pub use hooks::RUNS_MAX as ON_HANG_RUNS_MAX;
 pub use launch::sudo_owner;
-pub use load::{BufferChoice, HookChoice};
+pub use live::{LiveRecording, Stopper};
+pub use load::{default_ring_mib, BufferChoice, HookChoice, DEFAULT_MAX_PROCESSES};
 pub use notice::{Lingerer, Notice};
+pub use policy::DEFAULT_ON_HANG_TIMEOUT;
 
-use crate::bpf::types::defaults;
-use crate::event::{
-    BufferKind, CpuProfile, Header, Pid, Record, SyscallHook, Trailer, FORMAT_VERSION,
-};
+use crate::event::{Pid, SyscallHook};
+use launch::Target;
 use load::KernelConfig;
-
-/// Events queued between the drain thread and the consumer. When the
-/// consumer falls behind, the drain blocks and the kernel buffer absorbs
-/// the rest (its drops are counted). The channel allocates every slot up
-/// front, in RSS and page faults at every start (BENCHMARKS.md), for
-/// nothing the ring does not already hold.
-const QUEUE_CAPACITY: usize = 1 << 12;
+use policy::LingerPolicy;
 
 /// Configures and starts a recording.
 #[derive(Debug, Clone)]
@@ -103,32 +80,6 @@ pub struct Recorder {
     probe_specs: Vec<String>,
     /// Whether a test runner's own probes name its tests.
     runner_probes: bool,
-}
-
-impl Default for KernelConfig {
-    fn default() -> Self {
-        KernelConfig {
-            buffer: BufferChoice::Auto,
-            hooks: HookChoice::Auto,
-            syscall_hook: None,
-            raw: false,
-            max_processes: DEFAULT_MAX_PROCESSES,
-            ring_bytes: default_ring_mib() << 20,
-            // 1 MiB per CPU: bursts of thousands of processes between polls.
-            perf_pages: 256,
-            btf: None,
-            capture_fds: true,
-            env_names: crate::event::RUNNER_VARIABLES
-                .iter()
-                .map(|n| n.to_string())
-                .collect(),
-            detach_in_child: false,
-            cpu_profile: None,
-            probes: Vec::new(),
-            probe_stacks: true,
-            test_marks: None,
-        }
-    }
 }
 
 impl Recorder {
@@ -212,7 +163,7 @@ impl Recorder {
 
     /// Stops waiting for a process once it has outlived the process that
     /// started it, or the root, by `linger`: it is recorded as
-    /// [`Record::Lingering`] and, once the root has exited and only such
+    /// [`Record::Lingering`](crate::event::Record::Lingering) and, once the root has exited and only such
     /// processes are left, the recording ends. `None` (the default) waits
     /// for the whole tree.
     pub fn linger(mut self, linger: Option<Duration>) -> Self {
@@ -222,7 +173,7 @@ impl Recorder {
 
     /// Like timeout(1): after `timeout`, takes a snapshot of the live tree,
     /// then ends it (SIGTERM, SIGKILL 2 s later) and records the exits;
-    /// [`Trailer::timed_out`] says so.
+    /// [`Trailer::timed_out`](crate::event::Trailer::timed_out) says so.
     pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
         self.policy.timeout = timeout;
         self
@@ -407,48 +358,15 @@ impl Recorder {
         if self.kernel.cpu_profile.is_some() || !self.kernel.probes.is_empty() {
             self.kernel.test_marks = probes::runner::TestMarks::find();
         }
-        self.add_nextest_probes();
-    }
-
-    /// nextest's test probes, where the command runs nextest and this
-    /// kernel can attach them.
-    fn add_nextest_probes(&mut self) {
-        let Target::Command(argv) = &self.target else {
+        let Some(command) = self.target.command() else {
             return;
         };
-        let command: Vec<String> = argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let asked = self.kernel.probes.iter().any(|p| {
-            matches!(
-                p.place,
-                probes::Place::Usdt {
-                    attempt: Some(_),
-                    ..
-                }
-            )
-        });
-        let specs = match asked {
-            true => return,
-            false => probes::runner::nextest_specs(&command),
-        };
-        if specs.is_empty() || !load::probes_supported() {
-            return;
-        }
-        // After the probes given, numbered on from them.
-        let given = self.kernel.probes.len();
-        match probes::resolve(&specs) {
-            Ok(runner) if given + runner.len() <= probes::MAX_PROBES => {
-                for mut point in runner {
-                    point.point.id += given as u32;
-                    point.optional = true;
-                    self.kernel.probes.push(point);
-                }
-                self.kernel.probe_stacks &= given > 0;
-            }
-            Ok(_) => log::debug!("nextest's probes: past the {} probes", probes::MAX_PROBES),
-            Err(err) => log::debug!("nextest's probes: {err}"),
+        let given = &self.kernel.probes;
+        let runner = probes::runner::nextest_points(&command, given, load::probes_supported);
+        if !runner.is_empty() {
+            // Their hits need no stacks, unless probes were asked for.
+            self.kernel.probe_stacks &= !given.is_empty();
+            self.kernel.probes.extend(runner);
         }
     }
 
@@ -462,310 +380,12 @@ impl Recorder {
         if self.runner_probes {
             self.add_runner_probes();
         }
-        let (prepared, command) = match &self.target {
-            Target::Command(argv) => {
-                let command = argv
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect();
-                (
-                    Prepared::Launch(launch::Launch::new(
-                        argv,
-                        self.keep_root,
-                        self.command_output.as_deref(),
-                    )?),
-                    command,
-                )
-            }
-            Target::Pids(pids) if pids.is_empty() => return Err(RecordError::NoCommand),
-            Target::Pids(pids) => {
-                let attach = launch::running::Attach::new(pids)?;
-                let command = attach.command();
-                (Prepared::Attach(attach), command)
-            }
-        };
-        let start_time = SystemTime::now();
-        let control = Arc::new(Control::new());
-        let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
-        let (events_tx, events_rx) = crossbeam_channel::bounded(QUEUE_CAPACITY);
-        let (notices_tx, notices_rx) = crossbeam_channel::unbounded();
-        let outputs = drain::Outputs {
-            events: events_tx,
-            notices: notices_tx,
-            ready: ready_tx,
-        };
+        let output = self.command_output.as_deref();
+        let (prepared, command) = self.target.prepare(self.keep_root, output)?;
         let policy = LingerPolicy {
-            command_output: self.command_output.clone(),
-            ..self.policy.clone()
+            command_output: self.command_output,
+            ..self.policy
         };
-        let config = self.kernel.clone();
-        let thread_control = Arc::clone(&control);
-        let thread = std::thread::Builder::new()
-            .name("proctrace-drain".into())
-            .spawn(move || drain::run(config, prepared, policy, thread_control, outputs))
-            .map_err(RecordError::system("starting the drain thread"))?;
-        let started = match ready_rx.recv() {
-            Ok(Ok(started)) => started,
-            Ok(Err(err)) => {
-                let _ = thread.join();
-                return Err(err);
-            }
-            Err(_) => return Err(join_error(thread)),
-        };
-        let header = Header {
-            format_version: FORMAT_VERSION,
-            proctrace_version: env!("CARGO_PKG_VERSION").to_string(),
-            start_time: humantime::format_rfc3339_nanos(start_time).to_string(),
-            root_pid: started.root_pid,
-            command,
-            kernel: nix::sys::utsname::uname()
-                .map(|u| u.release().to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            raw: self.kernel.raw,
-            buffer: started.buffer,
-            syscall_hook: started.syscall_hook,
-            cpus: online_cpus(),
-            cpu_profile: started.cpu_profile,
-            probes: self.kernel.probes.iter().map(|p| p.point.clone()).collect(),
-        };
-        Ok(LiveRecording {
-            header,
-            warnings: started.warnings,
-            tracked: started.tracked,
-            events: events_rx,
-            notices: notices_rx,
-            control,
-            thread,
-        })
+        live::start(self.kernel, prepared, policy, command)
     }
-}
-
-/// What a recording follows.
-#[derive(Debug, Clone)]
-enum Target {
-    Command(Vec<OsString>),
-    Pids(Vec<Pid>),
-}
-
-/// A target checked and ready to start on the drain thread.
-enum Prepared {
-    Launch(launch::Launch),
-    Attach(launch::running::Attach),
-}
-
-impl Prepared {
-    /// Starts following the target, `seed` putting each first process
-    /// into the kernel's tracked map; returns the root pid.
-    fn start(
-        &self,
-        probe: &load::Probe<'_>,
-        seed: impl Fn(Pid) -> Result<(), RecordError>,
-    ) -> Result<Pid, RecordError> {
-        match self {
-            Prepared::Launch(launch) => launch.start(seed),
-            Prepared::Attach(attach) => attach.start(seed, |pid| probe.untrack(pid)),
-        }
-    }
-
-    /// Whether the root is proctrace's child, whose status it collects.
-    fn is_child(&self) -> bool {
-        matches!(self, Prepared::Launch(_))
-    }
-}
-
-fn join_error(thread: JoinHandle<Result<Trailer, RecordError>>) -> RecordError {
-    match thread.join() {
-        Ok(Err(err)) => err,
-        _ => RecordError::System {
-            context: "the drain thread".into(),
-            source: std::io::Error::other("stopped unexpectedly"),
-        },
-    }
-}
-
-/// What to do about processes that outlive their parent or the root.
-#[derive(Debug, Clone)]
-struct LingerPolicy {
-    linger: Option<Duration>,
-    kill: bool,
-    subreaper: bool,
-    /// `--timeout`: snapshot, then end the tree.
-    timeout: Option<Duration>,
-    /// What `timeout` ends the tree with, before SIGKILL.
-    timeout_signal: nix::sys::signal::Signal,
-    /// `--hang-after`: snapshot once the tree has been quiet this long.
-    hang_after: Option<Duration>,
-    /// `--on-hang`: run for each culprit after a snapshot.
-    on_hang: Option<String>,
-    on_hang_timeout: Duration,
-    /// `--command-output`: its last line goes into each snapshot.
-    command_output: Option<PathBuf>,
-}
-
-impl Default for LingerPolicy {
-    fn default() -> Self {
-        LingerPolicy {
-            linger: None,
-            kill: false,
-            subreaper: false,
-            timeout: None,
-            timeout_signal: nix::sys::signal::Signal::SIGTERM,
-            hang_after: None,
-            on_hang: None,
-            on_hang_timeout: DEFAULT_ON_HANG_TIMEOUT,
-            command_output: None,
-        }
-    }
-}
-
-/// What the drain thread reports once it has started the command.
-struct Started {
-    root_pid: Pid,
-    buffer: BufferKind,
-    syscall_hook: Option<SyscallHook>,
-    warnings: Vec<Degraded>,
-    tracked: libbpf_rs::MapHandle,
-    cpu_profile: Option<CpuProfile>,
-}
-
-/// Requests from the consumer to the drain thread.
-#[derive(Debug)]
-struct Control {
-    stop: AtomicBool,
-    abort: AtomicBool,
-    /// A signal asking for a snapshot (0: none); recording goes on.
-    snapshot: AtomicI32,
-    /// A signal to pass on to the root after a snapshot, then stop (0: none).
-    interrupt: AtomicI32,
-    /// Written after each request: the drain waits on it beside the
-    /// kernel's buffer, so a snapshot starts at once, not a poll later.
-    wake: Option<EventFd>,
-}
-
-impl Control {
-    fn new() -> Control {
-        Control {
-            stop: AtomicBool::new(false),
-            abort: AtomicBool::new(false),
-            snapshot: AtomicI32::new(0),
-            interrupt: AtomicI32::new(0),
-            wake: EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK).ok(),
-        }
-    }
-
-    fn wake(&self) {
-        if let Some(wake) = &self.wake {
-            let _ = wake.write(1);
-        }
-    }
-}
-
-/// A recording under way (what [`Recorder::start`] returns), as opposed
-/// to one read back from a file ([`crate::recording::Recording`]).
-pub struct LiveRecording {
-    header: Header,
-    warnings: Vec<Degraded>,
-    tracked: libbpf_rs::MapHandle,
-    events: Receiver<Record>,
-    notices: Receiver<Notice>,
-    control: Arc<Control>,
-    thread: JoinHandle<Result<Trailer, RecordError>>,
-}
-
-/// Stops a recording from another thread (a signal handler's, say).
-#[derive(Debug, Clone)]
-pub struct Stopper(Arc<Control>);
-
-impl Stopper {
-    /// Ends the recording soon: events already in the kernel's buffer and
-    /// the tree's exits within a short grace period are still delivered.
-    pub fn stop(&self) {
-        self.0.stop.store(true, Ordering::Relaxed);
-        self.0.wake();
-    }
-
-    /// Ends the recording now, dropping events not yet delivered.
-    pub fn abort(&self) {
-        self.0.abort.store(true, Ordering::Relaxed);
-        self.0.wake();
-    }
-
-    /// Takes a snapshot of the live tree, saying it was `signal` that
-    /// asked; the recording goes on.
-    pub fn snapshot(&self, signal: i32) {
-        self.0.snapshot.store(signal, Ordering::Relaxed);
-        self.0.wake();
-    }
-
-    /// Takes a snapshot of the live tree, then sends `signal` on to the
-    /// root (SIGINT is not sent: a terminal delivers it to the tree
-    /// itself) and stops as [`Stopper::stop`] does.
-    pub fn interrupt(&self, signal: i32) {
-        self.0.interrupt.store(signal, Ordering::Relaxed);
-        self.0.wake();
-    }
-}
-
-impl LiveRecording {
-    /// The header line for this recording.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// The pid of the command.
-    pub fn root_pid(&self) -> Pid {
-        self.header.root_pid
-    }
-
-    /// Limits of this kernel, to tell the user once.
-    pub fn warnings(&self) -> &[Degraded] {
-        &self.warnings
-    }
-
-    /// The map of the processes the kernel side follows, the one it
-    /// filters every event with: a BPF hash map whose key is a followed
-    /// process's pid (an `i32`, in the initial pid namespace) and whose
-    /// value is one byte. A process is in it from its fork (or from
-    /// `attach`) until its exit. Its key and value layout is a stable
-    /// promise: an embedder may read it, or share it with a BPF object of
-    /// its own (`OpenMapMut::reuse_fd`) to follow the same tree, without
-    /// depending on the rest of the BPF side. It must not write to it.
-    pub fn tracked_map(&self) -> &libbpf_rs::MapHandle {
-        &self.tracked
-    }
-
-    /// The events, in order; the channel closes when the recording ends.
-    pub fn events(&self) -> &Receiver<Record> {
-        &self.events
-    }
-
-    /// What the recording finds worth saying while it runs: the root
-    /// exiting before its tree, lingering processes, signals sent.
-    pub fn notices(&self) -> &Receiver<Notice> {
-        &self.notices
-    }
-
-    /// A handle that can stop the recording from elsewhere.
-    pub fn stopper(&self) -> Stopper {
-        Stopper(Arc::clone(&self.control))
-    }
-
-    /// Waits for the recording to end and returns its totals. Events not
-    /// yet received are discarded.
-    pub fn finish(self) -> Result<Trailer, RecordError> {
-        drop(self.events);
-        self.thread.join().unwrap_or_else(|_| {
-            Err(RecordError::System {
-                context: "the drain thread".into(),
-                source: std::io::Error::other("panicked"),
-            })
-        })
-    }
-}
-
-/// How many CPUs are online, if the system says.
-fn online_cpus() -> Option<u32> {
-    // SAFETY: sysconf has no preconditions.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    u32::try_from(online).ok().filter(|&n| n > 0)
 }

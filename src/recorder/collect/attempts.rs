@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::event::{ArgValue, Pid, TestAttempt};
-use crate::recorder::probes::runner::AttemptProbe;
+use crate::recorder::probes::AttemptProbe;
 use crate::recorder::wire::Hit;
 
 /// The attempts told so far.

@@ -19,7 +19,7 @@ use crate::event::{
     latency_bucket, ArgValue, CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record,
     Stack, ARG_TUPLES_KEPT,
 };
-use crate::recorder::probes::runner::AttemptProbe;
+use crate::recorder::probes::AttemptProbe;
 use crate::recorder::watch::MmapWatch;
 use crate::recorder::wire::{Hit, Mark, Sample};
 use crate::recorder::wire::{Mapping, Seen};

@@ -19,15 +19,18 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid as NixPid;
 
 use super::collect::Collector;
+use super::control::{Control, Started};
+use super::error::RecordError;
 use super::hang::Taken;
 use super::hooks::{Hooks, OnHangCommand, Reaped};
+use super::launch::Prepared;
 use super::lineage::Lineage;
 use super::load::{self, KernelConfig, Probe};
 use super::notice::Notice;
+use super::policy::LingerPolicy;
 use super::probes::{attempt_probes, latency_pairs};
 use super::watch::{mapped_now, MmapWatch};
 use super::wire::{decode, decode_from_hits, decode_sample, FromHits};
-use super::{Control, LingerPolicy, Prepared, RecordError, Started};
 use crate::event::{BufferKind, Pid, Record, SnapshotCause, Trailer};
 use crate::inspect;
 
@@ -300,7 +303,8 @@ impl Drain<'_, '_> {
                     self.probe.track(pid)?;
                     self.watch_mappings(pid)
                 };
-                Ok((buffer, tracked, target.start(self.probe, seed)?))
+                let untrack = |pid| self.probe.untrack(pid);
+                Ok((buffer, tracked, target.start(seed, untrack)?))
             });
         let (buffer, tracked, root) = match started {
             Ok(ok) => ok,

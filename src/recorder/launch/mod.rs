@@ -1,6 +1,7 @@
 //! Starting the command so that its first exec is already traced: fork,
 //! stop the child under ptrace before it execs, let the caller seed the BPF
-//! map with its pid, then let it go.
+//! map with its pid, then let it go; or following processes that already
+//! run ([`running`]).
 
 pub(super) mod running;
 
@@ -16,8 +17,81 @@ use nix::sys::signal::{self, SigHandler, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{self, ForkResult, Gid, Pid as NixPid, Uid};
 
-use super::RecordError;
 use crate::event::Pid;
+use crate::recorder::error::RecordError;
+
+/// What a recording follows.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// A command to start: program and arguments.
+    Command(Vec<OsString>),
+    /// Processes that already run.
+    Pids(Vec<Pid>),
+}
+
+impl Target {
+    /// The command to start, as text; `None` when attaching.
+    pub(crate) fn command(&self) -> Option<Vec<String>> {
+        match self {
+            Target::Command(argv) => Some(
+                argv.iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+            ),
+            Target::Pids(_) => None,
+        }
+    }
+
+    /// Checks the target and makes it ready to start: the command found
+    /// and what its child needs prepared (unless `keep_root`, to run as
+    /// sudo's user; with its stdio sent to `output`), or every pid alive.
+    /// Also the command line the recording is named after.
+    pub(crate) fn prepare(
+        &self,
+        keep_root: bool,
+        output: Option<&Path>,
+    ) -> Result<(Prepared, Vec<String>), RecordError> {
+        match self {
+            Target::Command(argv) => {
+                let launch = Launch::new(argv, keep_root, output)?;
+                Ok((Prepared::Launch(launch), self.command().unwrap_or_default()))
+            }
+            Target::Pids(pids) if pids.is_empty() => Err(RecordError::NoCommand),
+            Target::Pids(pids) => {
+                let attach = running::Attach::new(pids)?;
+                let command = attach.command();
+                Ok((Prepared::Attach(attach), command))
+            }
+        }
+    }
+}
+
+/// A target checked and ready to start on the recording's thread.
+pub(crate) enum Prepared {
+    Launch(Launch),
+    Attach(running::Attach),
+}
+
+impl Prepared {
+    /// Starts following the target, `seed` putting each first process
+    /// into the kernel's tracked map (and `untrack` taking out a process
+    /// attached to that turned out gone); returns the root pid.
+    pub(crate) fn start(
+        &self,
+        seed: impl Fn(Pid) -> Result<(), RecordError>,
+        untrack: impl Fn(Pid),
+    ) -> Result<Pid, RecordError> {
+        match self {
+            Prepared::Launch(launch) => launch.start(seed),
+            Prepared::Attach(attach) => attach.start(seed, untrack),
+        }
+    }
+
+    /// Whether the root is proctrace's child, whose status it collects.
+    pub(crate) fn is_child(&self) -> bool {
+        matches!(self, Prepared::Launch(_))
+    }
+}
 
 /// The user a command runs as when proctrace itself runs through sudo.
 #[derive(Debug, Clone)]
@@ -51,7 +125,7 @@ impl Launch {
     pub fn new(
         argv: &[OsString],
         keep_root: bool,
-        output: Option<&std::path::Path>,
+        output: Option<&Path>,
     ) -> Result<Self, RecordError> {
         let program = argv.first().ok_or(RecordError::NoCommand)?;
         let display = program.to_string_lossy().into_owned();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::event::Pid;
 use crate::inspect::process::{life, Life};
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 /// How long a process caught inside exit() while it was seeded may take to
 /// finish exiting, before the seeds are checked once more.

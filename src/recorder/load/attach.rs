@@ -7,7 +7,7 @@ use libbpf_rs::{Link, ProgramMut};
 use super::tracefs;
 use crate::bpf::ProctraceSkel;
 use crate::event::SyscallHook;
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 pub(super) fn attach_sched(
     skel: &ProctraceSkel<'_>,

@@ -3,7 +3,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;

@@ -12,8 +12,8 @@ use super::{BufferChoice, KernelConfig, Settings};
 use crate::bpf::OpenProctraceSkel;
 use crate::event::BufferKind;
 use crate::event::SyscallHook;
+use crate::recorder::error::RecordError;
 use crate::recorder::probes::Place;
-use crate::recorder::RecordError;
 
 /// The CPU profile's ring: at 999 Hz on two busy CPUs a second of samples
 /// (the drain reads it every 50 ms); a page where nothing samples.

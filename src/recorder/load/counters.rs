@@ -9,7 +9,7 @@ use crate::bpf::types::loss_kind;
 use crate::bpf::ProctraceSkel;
 use crate::event::Pid;
 use crate::event::SyscallHook;
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 /// The `.bss` counters, in the mapping the kernel updates too: taken out
 /// of the skeleton so that every access to them is atomic.

@@ -21,7 +21,7 @@ use libbpf_rs::{AsRawLibbpf, Link};
 use super::attach::attach_loaded;
 use super::open_object;
 use crate::bpf::{OpenProctraceProgs, OpenProctraceSkel, ProctraceSkel};
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 /// Which of the four exec programs the second object loads.
 #[derive(Clone, Copy)]

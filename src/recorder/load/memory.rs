@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use libbpf_rs::ErrorKind;
 
-use crate::recorder::{MemoryLimit, RecordError};
+use crate::recorder::error::{MemoryLimit, RecordError};
 
 /// The ring buffer's size checked before anything loads: the kernel's
 /// own refusal of a bad one is a bare EINVAL.

@@ -33,11 +33,12 @@ use std::time::Instant;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
 
+use crate::bpf::types::defaults;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
 use crate::event::{BufferKind, CpuProfile, SyscallHook};
+use crate::recorder::error::{Degraded, RecordError};
 use crate::recorder::probes::runner::TestMarks;
 use crate::recorder::probes::Resolved;
-use crate::recorder::{Degraded, RecordError};
 use attach::{attach_sched, attach_syscalls, attach_tracepoints, detach_in_child};
 use checks::{check_privileges, pid_namespace, raise_memlock_limit};
 use configure::{choose_buffer, configure, has_bpf_loop, tracked_map_flags};
@@ -50,6 +51,19 @@ use sampling::attach_sampler;
 pub(crate) use sampling::check_rate;
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// How many processes of the tree can be alive at once, unless
+/// `Recorder::max_processes` says otherwise.
+pub const DEFAULT_MAX_PROCESSES: u32 = defaults::DEFAULT_MAX_PROCESSES.0;
+
+/// The ring buffer's size in MiB, unless `Recorder::ring_bytes` says
+/// otherwise: 2 MiB per CPU, from 4 to 16 MiB.
+pub fn default_ring_mib() -> u32 {
+    let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
+    cpus.saturating_mul(defaults::RING_MIB_PER_CPU.0)
+        .next_power_of_two()
+        .clamp(defaults::MIN_RING_MIB.0, defaults::MAX_DEFAULT_RING_MIB.0)
+}
 
 /// Which kernel-to-user buffer to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +121,32 @@ pub struct KernelConfig {
     /// variable), followed when stacks or hits are counted, to split them
     /// by test.
     pub test_marks: Option<TestMarks>,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            buffer: BufferChoice::Auto,
+            hooks: HookChoice::Auto,
+            syscall_hook: None,
+            raw: false,
+            max_processes: DEFAULT_MAX_PROCESSES,
+            ring_bytes: default_ring_mib() << 20,
+            // 1 MiB per CPU: bursts of thousands of processes between polls.
+            perf_pages: 256,
+            btf: None,
+            capture_fds: true,
+            env_names: crate::event::RUNNER_VARIABLES
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+            detach_in_child: false,
+            cpu_profile: None,
+            probes: Vec::new(),
+            probe_stacks: true,
+            test_marks: None,
+        }
+    }
 }
 
 /// The loaded and attached program.

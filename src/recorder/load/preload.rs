@@ -12,7 +12,7 @@ use super::{tracefs, KernelConfig, Settings, KERNEL_BTF};
 use crate::bpf::types::defaults;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkelBuilder};
 use crate::event::BufferKind;
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 /// What is made before the object loads, on two threads at once, a few
 /// milliseconds each: the kernel's BTF cut down to what the program's

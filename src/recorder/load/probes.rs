@@ -14,9 +14,9 @@ use libbpf_rs::{Link, MapCore, MapFlags, ProgramMut, ProgramType, UprobeOpts, Us
 use crate::bpf::types::probe_limits;
 use crate::bpf::ProctraceSkel;
 use crate::event::ProbeKind;
+use crate::recorder::error::RecordError;
 use crate::recorder::probes::runner::{TestMarks, TEST_VARIABLES};
 use crate::recorder::probes::{Place, Resolved};
-use crate::recorder::RecordError;
 
 /// Every process, not one: the tree's are picked in the kernel.
 const ALL_PROCESSES: i32 = -1;

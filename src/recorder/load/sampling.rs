@@ -13,7 +13,7 @@ use libbpf_rs::Link;
 
 use crate::bpf::ProctraceSkel;
 use crate::event::SampleClock;
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 /// Opens a sampling event at `hz` on every online CPU and attaches the
 /// sampling program to each: CPU cycles where the machine has a PMU, else

@@ -9,7 +9,7 @@ use std::path::Path;
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
-use crate::recorder::RecordError;
+use crate::recorder::error::RecordError;
 
 /// Where tracefs is found when it is mounted.
 const MOUNTED: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];

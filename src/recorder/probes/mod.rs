@@ -10,7 +10,9 @@
 //! - [`runner`]: test runners' probes that name tests (nextest's);
 //! - [`usdt`]: the USDT probes a file ships (`.note.stapsdt`).
 
+mod attempt;
 mod files;
+mod pattern;
 pub mod runner;
 mod spec;
 mod symbols;
@@ -19,7 +21,7 @@ pub mod usdt;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use runner::AttemptProbe;
+pub use attempt::AttemptProbe;
 pub use spec::{ProbeSpec, Target};
 
 use crate::event::{ProbeKind, ProbePoint};
@@ -303,40 +305,4 @@ pub fn attempt_probes(resolved: &[Resolved]) -> HashMap<u32, AttemptProbe> {
             _ => None,
         })
         .collect()
-}
-
-/// Whether `name` matches `pattern`, whose `*` stands for any run of
-/// characters and `?` for one.
-pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    fn go(p: &[u8], n: &[u8]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
-            Some((&c, rest)) => n
-                .split_first()
-                .is_some_and(|(&d, tail)| (c == b'?' || c == d) && go(rest, tail)),
-        }
-    }
-    go(pattern.as_bytes(), name.as_bytes())
-}
-
-/// Whether `pattern` has a wildcard.
-pub(crate) fn is_pattern(pattern: &str) -> bool {
-    pattern.contains(['*', '?'])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_match_as_shells_do() {
-        assert!(glob_match("mall*", "malloc"));
-        assert!(glob_match("*alloc", "malloc"));
-        assert!(glob_match("m?lloc", "malloc"));
-        assert!(glob_match("malloc", "malloc"));
-        assert!(!glob_match("malloc", "malloc2"));
-        assert!(!glob_match("m*x", "malloc"));
-        assert!(glob_match("*", ""));
-    }
 }

@@ -14,72 +14,15 @@
 
 use std::path::{Path, PathBuf};
 
+use super::attempt::NEXTEST;
 use super::usdt::probes;
-use super::{files, symbols};
-
-/// The provider of nextest's probes.
-pub const NEXTEST: &str = "nextest";
-
-/// Which arguments of a runner's probe say what of a test attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttemptProbe {
-    /// The start of an attempt (else its end).
-    pub start: bool,
-    /// The suite's: nextest's binary id.
-    pub suite: usize,
-    /// The test's name.
-    pub name: usize,
-    /// The test process's pid (at the start).
-    pub pid: Option<usize>,
-    /// The result (`pass`, `fail`; at the end).
-    pub result: Option<usize>,
-    /// The duration in nanoseconds (at the end).
-    pub duration: Option<usize>,
-}
-
-impl AttemptProbe {
-    /// The layout of nextest's probe `name` with `args` arguments, if
-    /// known.
-    pub fn nextest(name: &str, args: usize) -> Option<AttemptProbe> {
-        let start = |suite, pid| AttemptProbe {
-            start: true,
-            suite,
-            name: suite + 1,
-            pid,
-            result: None,
-            duration: None,
-        };
-        let done = |suite| AttemptProbe {
-            start: false,
-            suite,
-            name: suite + 1,
-            pid: None,
-            result: Some(suite + 2),
-            duration: Some(suite + 3),
-        };
-        match (name, args) {
-            ("test-attempt-start", 5) => Some(start(2, Some(4))),
-            ("test-attempt-start", 3) => Some(start(1, None)),
-            ("test-attempt-done", 6) => Some(done(2)),
-            ("test-attempt-done", 5) => Some(done(1)),
-            _ => None,
-        }
-    }
-
-    /// Bit i set where argument i is text: the suite, name and result.
-    pub fn strings(&self) -> u32 {
-        [Some(self.suite), Some(self.name), self.result]
-            .into_iter()
-            .flatten()
-            .fold(0, |mask, i| mask | 1 << i)
-    }
-}
+use super::{files, resolve, symbols, Place, Resolved, MAX_PROBES};
 
 /// The specs of nextest's test probes, for a command that runs nextest
 /// (an argument names it: `cargo nextest run`, `cargo-nextest`, `sh -c
 /// 'cargo nextest run'`): on `cargo-nextest` where cargo finds it
 /// (`$CARGO_HOME/bin`, then PATH), if that ships them.
-pub fn nextest_specs(command: &[String]) -> Vec<String> {
+fn nextest_specs(command: &[String]) -> Vec<String> {
     if !command.iter().any(|arg| arg.contains(NEXTEST)) {
         return Vec::new();
     }
@@ -97,6 +40,51 @@ pub fn nextest_specs(command: &[String]) -> Vec<String> {
         })
         .map(|name| format!("usdt:{}:{NEXTEST}:{name}", file.display()))
         .collect()
+}
+
+/// nextest's test probes, resolved and numbered after the `given` ones,
+/// where `command` runs nextest, none of `given` is one of them already
+/// and this kernel can attach them (`supported`): attached unasked, so
+/// never an error, and optional.
+pub(crate) fn nextest_points(
+    command: &[String],
+    given: &[Resolved],
+    supported: impl FnOnce() -> bool,
+) -> Vec<Resolved> {
+    let asked = given.iter().any(|p| {
+        matches!(
+            p.place,
+            Place::Usdt {
+                attempt: Some(_),
+                ..
+            }
+        )
+    });
+    let specs = match asked {
+        true => return Vec::new(),
+        false => nextest_specs(command),
+    };
+    if specs.is_empty() || !supported() {
+        return Vec::new();
+    }
+    match resolve(&specs) {
+        Ok(runner) if given.len() + runner.len() <= MAX_PROBES => runner
+            .into_iter()
+            .map(|mut point| {
+                point.point.id += given.len() as u32;
+                point.optional = true;
+                point
+            })
+            .collect(),
+        Ok(_) => {
+            log::debug!("nextest's probes: past the {MAX_PROBES} probes");
+            Vec::new()
+        }
+        Err(err) => {
+            log::debug!("nextest's probes: {err}");
+            Vec::new()
+        }
+    }
 }
 
 /// `cargo-nextest` as `cargo nextest` runs it.
@@ -147,20 +135,6 @@ impl TestMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn both_layouts_of_nextest_are_known() {
-        let start = AttemptProbe::nextest("test-attempt-start", 5).unwrap();
-        assert_eq!((start.suite, start.name, start.pid), (2, 3, Some(4)));
-        assert_eq!(start.strings(), 0b1100);
-        let done = AttemptProbe::nextest("test-attempt-done", 6).unwrap();
-        assert_eq!((done.result, done.duration), (Some(4), Some(5)));
-        assert_eq!(done.strings(), 0b11100);
-        let old = AttemptProbe::nextest("test-attempt-start", 3).unwrap();
-        assert_eq!((old.suite, old.name, old.pid), (1, 2, None));
-        assert_eq!(AttemptProbe::nextest("test-attempt-slow", 5), None);
-        assert_eq!(AttemptProbe::nextest("test-attempt-done", 9), None);
-    }
 
     #[test]
     fn libc_sets_variables_where_its_symbols_say() {

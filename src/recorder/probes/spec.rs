@@ -86,7 +86,7 @@ impl ProbeSpec {
         }
         let target = target.map_err(|why| malformed(&why))?;
         if let Target::Usdt { provider, .. } = &target {
-            if provider.is_empty() || super::is_pattern(provider) {
+            if provider.is_empty() || super::pattern::is_pattern(provider) {
                 return Err(malformed("the PROVIDER must be given, without a wildcard"));
             }
         }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
-use super::{glob_match, is_pattern};
+use super::pattern::{glob_match, is_pattern};
 
 /// The functions of `file` that `pattern` names, each once (aliases at
 /// one address keep the first name in order), with their file offsets.

@@ -11,8 +11,8 @@ use std::path::Path;
 use object::read::ReadCache;
 use object::{Object, ObjectSection};
 
-use super::runner::{AttemptProbe, NEXTEST};
-use super::{glob_match, is_pattern};
+use super::attempt::{AttemptProbe, NEXTEST};
+use super::pattern::{glob_match, is_pattern};
 
 /// The arguments the kernel reads as strings at the most (proctrace.h's
 /// PROBE_STRING_ARGS), of its first PROBE_ARGS.

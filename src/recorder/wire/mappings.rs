@@ -25,7 +25,7 @@ pub struct Mapping {
     pub path: String,
     /// The file's device (major, minor), where the kernel gave it rather
     /// than a build id (before 5.12, or where it could not read the build
-    /// id); `None` for a mapping of no file ([vdso], //anon).
+    /// id); `None` for a mapping of no file (`[vdso]`, `//anon`).
     pub dev: Option<(u32, u32)>,
     /// The file's inode, likewise.
     pub ino: Option<u64>,
