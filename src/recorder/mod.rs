@@ -32,6 +32,7 @@ mod collect;
 mod control;
 mod drain;
 mod error;
+mod frames;
 mod hang;
 mod hooks;
 mod launch;

@@ -1,0 +1,124 @@
+//! The profile's records, written once at the end: the frames named, the
+//! stacks numbered by their frames, then the counts that refer to them.
+
+use std::collections::HashMap;
+
+use super::tally::{merge, ArgCounts, Count, Tally, Test};
+use crate::event::{ArgValue, CpuSamples, Pid, ProbeArgs, ProbeHits, Record, Stack};
+use crate::recorder::frames::{Names, Place};
+
+/// The stacks of the recording, each numbered once by its frames.
+#[derive(Default)]
+struct StackIds(HashMap<Vec<u32>, u32>);
+
+impl StackIds {
+    /// The id of the stack of `places` (leaf first, as unwound; the
+    /// record's stacks start at the root).
+    fn of(&mut self, names: &Names, places: &[Place]) -> u32 {
+        let frames: Vec<u32> = places
+            .iter()
+            .rev()
+            .flat_map(|place| names.frames(place))
+            .copied()
+            .collect();
+        let next = self.0.len() as u32;
+        *self.0.entry(frames).or_insert(next)
+    }
+
+    fn into_records(self) -> impl Iterator<Item = Record> {
+        let mut stacks: Vec<Stack> = self
+            .0
+            .into_iter()
+            .map(|(frames, id)| Stack { id, frames })
+            .collect();
+        stacks.sort_by_key(|s| s.id);
+        stacks.into_iter().map(Record::Stack)
+    }
+}
+
+/// The Frame and Stack records, then CpuSamples, ProbeHits and ProbeArgs:
+/// places that name the same functions are one stack.
+pub(super) fn records(tally: Tally, names: Names) -> Vec<Record> {
+    let mut stacks = StackIds::default();
+    let mut merged: HashMap<(Pid, Test, u32), Count> = HashMap::new();
+    for ((pid, test, places), count) in &tally.samples {
+        let stack = stacks.of(&names, places);
+        merge(&mut merged, (*pid, test.clone(), stack), count);
+    }
+    let mut merged_hits: HashMap<(Pid, Test, u32, Option<u32>), Count> = HashMap::new();
+    for ((pid, test, probe, places), count) in &tally.hits {
+        let stack = (!places.is_empty()).then(|| stacks.of(&names, places));
+        merge(&mut merged_hits, (*pid, test.clone(), *probe, stack), count);
+    }
+    let mut records: Vec<Record> = names.table.into_iter().map(Record::Frame).collect();
+    records.extend(stacks.into_records());
+    records.extend(sample_records(merged).map(Record::CpuSamples));
+    records.extend(hit_records(merged_hits).map(Record::ProbeHits));
+    records.extend(arg_records(tally.args).map(Record::ProbeArgs));
+    records
+}
+
+/// By process and test, the most frequent stack first.
+fn sample_records(merged: HashMap<(Pid, Test, u32), Count>) -> impl Iterator<Item = CpuSamples> {
+    let mut samples: Vec<CpuSamples> = merged
+        .into_iter()
+        .map(|((pid, test, stack), count)| CpuSamples {
+            pid,
+            test: test.map(|t| t.to_string()),
+            stack,
+            count: count.count,
+            first: count.first,
+            last: count.last,
+        })
+        .collect();
+    samples.sort_by(|a, b| {
+        (a.pid, &a.test, b.count, a.stack).cmp(&(b.pid, &b.test, a.count, b.stack))
+    });
+    samples.into_iter()
+}
+
+/// By process, test and probe, the most frequent stack first.
+fn hit_records(
+    merged: HashMap<(Pid, Test, u32, Option<u32>), Count>,
+) -> impl Iterator<Item = ProbeHits> {
+    let mut hits: Vec<ProbeHits> = merged
+        .into_iter()
+        .map(|((pid, test, probe, stack), count)| ProbeHits {
+            pid,
+            test: test.map(|t| t.to_string()),
+            probe,
+            stack,
+            count: count.count,
+            first: count.first,
+            last: count.last,
+        })
+        .collect();
+    hits.sort_by(|a, b| {
+        (a.pid, &a.test, a.probe, b.count, a.stack)
+            .cmp(&(b.pid, &b.test, b.probe, a.count, b.stack))
+    });
+    hits.into_iter()
+}
+
+/// The USDT hits by arguments, most frequent first per process and probe,
+/// the tuples past the bound in one record of their own.
+fn arg_records(counts: ArgCounts) -> impl Iterator<Item = ProbeArgs> {
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by(|(a, _), (b, _)| a.cmp(b));
+    counts.into_iter().flat_map(|((pid, test, probe), tuples)| {
+        let mut kept: Vec<(Vec<ArgValue>, u64)> = tuples.kept.into_iter().collect();
+        kept.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
+        let line = move |args, other, count| ProbeArgs {
+            pid,
+            test: test.as_ref().map(|t| t.to_string()),
+            probe,
+            args,
+            other,
+            count,
+        };
+        let other = (tuples.other > 0).then(|| line(Vec::new(), true, tuples.other));
+        kept.into_iter()
+            .map(move |(args, count)| line(args, false, count))
+            .chain(other)
+    })
+}

@@ -1,0 +1,139 @@
+//! The counts the profile is made of: each process's samples by test and
+//! stack, its hits of each probe by test and stack, and its USDT hits by
+//! their arguments; and the test each process says runs in it now.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::event::{ArgValue, Pid, ARG_TUPLES_KEPT};
+use crate::recorder::frames::Place;
+use crate::recorder::wire::{Hit, Mark};
+
+/// The test a process said ran in it at a sample or hit, if any.
+pub(super) type Test = Option<Arc<str>>;
+
+/// How often something was counted, and when first and last.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Count {
+    pub count: u64,
+    pub first: u64,
+    pub last: u64,
+}
+
+impl Count {
+    fn merge(&mut self, other: &Count) {
+        self.count += other.count;
+        self.first = self.first.min(other.first);
+        self.last = self.last.max(other.last);
+    }
+}
+
+/// Counts one more at time `at` under `key`.
+fn count_at<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, Count>, key: K, at: u64) {
+    let count = counts.entry(key).or_insert(Count {
+        count: 0,
+        first: at,
+        last: at,
+    });
+    count.count += 1;
+    count.last = at;
+}
+
+/// Adds `count` to what `counts` has under `key`.
+pub(super) fn merge<K: std::hash::Hash + Eq>(
+    counts: &mut HashMap<K, Count>,
+    key: K,
+    count: &Count,
+) {
+    counts
+        .entry(key)
+        .and_modify(|sum| sum.merge(count))
+        .or_insert(*count);
+}
+
+/// One process's hits of one USDT probe by their arguments.
+#[derive(Default)]
+pub(super) struct ArgTuples {
+    pub kept: HashMap<Vec<ArgValue>, u64>,
+    pub other: u64,
+}
+
+/// Samples by process, test and stack (its places, leaf first).
+pub(super) type SampleCounts = HashMap<(Pid, Test, Vec<Place>), Count>;
+/// Hits by process, test, probe and stack (empty without stacks).
+pub(super) type HitCounts = HashMap<(Pid, Test, u32, Vec<Place>), Count>;
+/// USDT hits by process, test and probe, by their arguments.
+pub(super) type ArgCounts = HashMap<(Pid, Test, u32), ArgTuples>;
+
+#[derive(Default)]
+pub(super) struct Tally {
+    /// The test each process says runs in it now (see [`Mark`]); a fork
+    /// starts in its parent's.
+    tests: HashMap<Pid, Arc<str>>,
+    pub samples: SampleCounts,
+    pub hits: HitCounts,
+    /// Past the bound of tuples kept, by process, test and probe only.
+    pub args: ArgCounts,
+    /// Samples counted.
+    pub sample_total: u64,
+    /// Hits counted.
+    pub hit_total: u64,
+}
+
+impl Tally {
+    /// A fork starts in its parent's test.
+    pub(super) fn fork(&mut self, parent: Pid, child: Pid) {
+        if let Some(test) = self.tests.get(&parent).cloned() {
+            self.tests.insert(child, test);
+        }
+    }
+
+    /// A new program, or a process gone: no test marked any more.
+    pub(super) fn forget(&mut self, pid: Pid) {
+        self.tests.remove(&pid);
+    }
+
+    /// Follows a process's word on its current test.
+    pub(super) fn mark(&mut self, mark: Mark) {
+        match mark.test {
+            // A test's next phase keeps the name every key shares.
+            Some(test) if self.tests.get(&mark.pid).is_some_and(|t| **t == test) => {}
+            Some(test) => {
+                self.tests.insert(mark.pid, Arc::from(test));
+            }
+            None => {
+                self.tests.remove(&mark.pid);
+            }
+        }
+    }
+
+    fn test_of(&self, pid: Pid) -> Test {
+        self.tests.get(&pid).cloned()
+    }
+
+    /// Counts a sample of `pid` at `at` in the stack of `places`.
+    pub(super) fn sample(&mut self, pid: Pid, at: u64, places: Vec<Place>) {
+        self.sample_total += 1;
+        let test = self.test_of(pid);
+        count_at(&mut self.samples, (pid, test, places), at);
+    }
+
+    /// Counts one hit of a probe, in its stack and by its arguments.
+    pub(super) fn hit(&mut self, hit: Hit, places: Vec<Place>) {
+        self.hit_total += 1;
+        let (pid, at) = (hit.sample.pid, hit.sample.timestamp);
+        let test = self.test_of(pid);
+        count_at(&mut self.hits, (pid, test.clone(), hit.probe, places), at);
+        if hit.args.is_empty() {
+            return;
+        }
+        let tuples = self.args.entry((pid, test, hit.probe)).or_default();
+        if let Some(count) = tuples.kept.get_mut(&hit.args) {
+            *count += 1;
+        } else if tuples.kept.len() < ARG_TUPLES_KEPT {
+            tuples.kept.insert(hit.args, 1);
+        } else {
+            tuples.other += 1;
+        }
+    }
+}

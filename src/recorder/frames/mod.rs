@@ -1,0 +1,221 @@
+//! Frames: a raw sample (its kernel return addresses, its user registers
+//! and copy of the top of its user stack) turned into places, where the
+//! code was, and at the end every place named once.
+//!
+//! The user stack is unwound natively (`.eh_frame` rules, else frame
+//! pointers: [`crate::stacks::unwind`]); each return address is then
+//! handed to the [`Source`] that claims the mapping it lies in, which
+//! makes its places and later names them: native code in a file
+//! ([`native`]), code of no file, such as a JIT compiler writes
+//! ([`jit`]). An interpreter's frames are one more source: it claims the
+//! interpreter's mapping and turns a return address in its loop into the
+//! interpreted functions that loop ran. Kernel addresses are the
+//! [`kernel`] source's.
+
+mod jit;
+mod kernel;
+mod names;
+mod native;
+pub(crate) mod spaces;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::event::Pid;
+use crate::recorder::wire::{Mapping, Sample, Seen};
+use crate::stacks::symbolize::{lookup_address, Symbolizer};
+use crate::stacks::unwind::{Module, Regs, Unwinder};
+pub(crate) use names::Names;
+use spaces::AddressSpaces;
+
+/// User frames unwound per sample at the most.
+const MAX_USER_FRAMES: usize = 127;
+
+/// A frame before it is named: where the code was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Place {
+    /// A kernel address.
+    Kernel(u64),
+    /// A file offset in a module (an index into [`Modules`]).
+    Native(u32, u64),
+    /// An address of no file: no known mapping covers it, or one with no
+    /// file behind it (its module index), as JIT compilers write code in.
+    Jit(Pid, u64, Option<u32>),
+}
+
+/// One return address of a sample's user stack, with what is known of it.
+pub(crate) struct At<'a> {
+    /// The sample it was found in.
+    pub sample: &'a Sample,
+    /// The address to look up (the call, not the return address).
+    pub addr: u64,
+    /// The mapping that held it at the sample, if one did.
+    pub mapping: Option<&'a Mapping>,
+}
+
+/// A kind of code a sample's frames can be in.
+pub(crate) trait Source {
+    /// Whether a return address in `mapping` (`None`: in no mapping
+    /// known) is this source's to turn into places.
+    fn claims(&self, mapping: Option<&Mapping>) -> bool;
+
+    /// The places of a return address this source claimed, leaf first.
+    fn places(&mut self, at: &At<'_>, modules: &mut Modules, out: &mut Vec<Place>);
+
+    /// Names the places among `places` that are this source's.
+    fn name(&mut self, places: &[Place], naming: &mut Naming<'_>);
+}
+
+/// The mapped files, by path, and their index.
+#[derive(Default)]
+pub(crate) struct Modules {
+    paths: Vec<Arc<str>>,
+    ids: HashMap<Arc<str>, u32>,
+}
+
+impl Modules {
+    /// The index of the module at `path`, made on first sight.
+    pub(crate) fn id(&mut self, path: &str) -> u32 {
+        if let Some(&id) = self.ids.get(path) {
+            return id;
+        }
+        let id = self.paths.len() as u32;
+        let path: Arc<str> = Arc::from(path);
+        self.ids.insert(Arc::clone(&path), id);
+        self.paths.push(path);
+        id
+    }
+
+    /// The path of module `id`.
+    pub(crate) fn path(&self, id: u32) -> &str {
+        &self.paths[id as usize]
+    }
+}
+
+/// What naming needs: the files read once for every source, the modules,
+/// and the frames named so far.
+pub(crate) struct Naming<'a> {
+    pub symbolizer: &'a mut Symbolizer,
+    pub modules: &'a Modules,
+    pub names: &'a mut Names,
+}
+
+/// The tree's address spaces over time, and what turns its samples into
+/// places and names them.
+pub(crate) struct Frames {
+    spaces: AddressSpaces,
+    unwinder: Unwinder,
+    modules: Modules,
+    /// Asked in order to claim a user address, and to name their places.
+    sources: Vec<Box<dyn Source + Send>>,
+}
+
+impl Frames {
+    /// Native code, the kernel's, then code of no file.
+    pub(crate) fn new() -> Frames {
+        Frames {
+            spaces: AddressSpaces::new(),
+            unwinder: Unwinder::new(),
+            modules: Modules::default(),
+            sources: vec![
+                Box::new(native::Native),
+                Box::new(kernel::Kernel),
+                Box::new(jit::Jit),
+            ],
+        }
+    }
+
+    /// A mapping or exec the kernel announced.
+    pub(crate) fn seen(&mut self, seen: Seen) {
+        self.spaces.seen(seen);
+    }
+
+    /// A mapping a process had before anyone watched.
+    pub(crate) fn mapped(&mut self, mapping: Mapping) {
+        self.spaces.add(mapping);
+    }
+
+    /// `parent` forked `child` at `time`.
+    pub(crate) fn fork(&mut self, parent: Pid, child: Pid, time: u64) {
+        self.spaces.fork(parent, child, time);
+    }
+
+    /// `pid` exited at `time` and has no more samples to place.
+    pub(crate) fn exit(&mut self, pid: Pid, time: u64) {
+        self.spaces.exit(pid, time);
+    }
+
+    /// The places of a sample, the running one first: its kernel stack,
+    /// then its user stack unwound against the mappings of the time.
+    pub(crate) fn places(&mut self, sample: &Sample) -> Vec<Place> {
+        let mut places: Vec<Place> = sample
+            .kernel
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0)))
+            .collect();
+        for (i, addr) in self.unwind(sample).into_iter().enumerate() {
+            let addr = lookup_address(addr, i == 0);
+            let mapping = self.spaces.mapping_at(sample.pid, sample.timestamp, addr);
+            let at = At {
+                sample,
+                addr,
+                mapping,
+            };
+            let source = self.sources.iter_mut().find(|s| s.claims(mapping));
+            if let Some(source) = source {
+                source.places(&at, &mut self.modules, &mut places);
+            }
+        }
+        places
+    }
+
+    /// The user stack's return addresses, leaf first.
+    fn unwind(&mut self, sample: &Sample) -> Vec<u64> {
+        let [ip, sp, fp, lr] = sample.regs;
+        if ip == 0 {
+            return Vec::new();
+        }
+        let modules: Vec<Module> = self
+            .spaces
+            .modules_at(sample.pid, sample.timestamp)
+            .into_iter()
+            .map(module_of)
+            .collect();
+        let regs = Regs { ip, sp, fp, lr };
+        self.unwinder
+            .unwind(&modules, &regs, &sample.stack, MAX_USER_FRAMES)
+    }
+
+    /// Names every place once, each by its source.
+    pub(crate) fn name<'a>(&mut self, places: impl Iterator<Item = &'a Place>) -> Names {
+        let mut places: Vec<Place> = places.copied().collect();
+        places.sort_unstable();
+        places.dedup();
+        let mut names = Names::default();
+        let mut symbolizer = Symbolizer::new();
+        let mut naming = Naming {
+            symbolizer: &mut symbolizer,
+            modules: &self.modules,
+            names: &mut names,
+        };
+        for source in &mut self.sources {
+            source.name(&places, &mut naming);
+        }
+        names
+    }
+}
+
+fn module_of(mapping: &Mapping) -> Module {
+    Module {
+        start: mapping.start,
+        end: mapping.end,
+        file_offset: mapping.file_offset,
+        path: mapping.path.clone().into(),
+        dev: mapping
+            .dev
+            .map_or(0, |(major, minor)| libc::makedev(major, minor)),
+        ino: mapping.ino.unwrap_or(0),
+        build_id: mapping.build_id.clone(),
+    }
+}
