@@ -110,7 +110,8 @@ static __always_inline int on_hit(struct pt_regs *ctx, __u64 probe, bool usdt)
 	return 0;
 }
 
-SEC("uprobe")
+/* "?": loaded only where a probe of its kind is asked for. */
+SEC("?uprobe")
 int probe_uprobe(struct pt_regs *ctx)
 {
 	return on_hit(ctx, bpf_get_attach_cookie(ctx), false);
@@ -121,7 +122,7 @@ int probe_uprobe(struct pt_regs *ctx)
  * for the first NO_COOKIE_PROBES probes. (libbpf's USDT support finds a
  * probe's id by its address there, in a map of its own.) */
 #define UPROBE_COPY(id)                                                       \
-	SEC("uprobe")                                                          \
+	SEC("?uprobe")                                                         \
 	int probe_uprobe_##id(struct pt_regs *ctx)                             \
 	{                                                                      \
 		return on_hit(ctx, id, false);                                 \
@@ -144,7 +145,7 @@ UPROBE_COPY(13)
 UPROBE_COPY(14)
 UPROBE_COPY(15)
 
-SEC("usdt")
+SEC("?usdt")
 int probe_usdt(struct pt_regs *ctx)
 {
 	return on_hit(ctx, bpf_usdt_cookie(ctx), true);

@@ -1,19 +1,18 @@
-//! What is set in the opened object before it loads: its read-only data and its maps' sizes and flags, from the kernel it runs on.
+//! What is set in the opened object before it loads, from the kernel it
+//! runs on and what was asked: its read-only data, its maps' sizes and
+//! flags, and the programs that load.
 
 use std::os::fd::AsFd;
 use std::path::Path;
 
-use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{MapHandle, MapType, OpenMapMut, ProgramType};
 
 use super::preload::Preload;
-use super::probes::uprobe_copy_name;
+use super::probes;
 use super::{BufferChoice, KernelConfig, Settings};
-use crate::bpf::OpenProctraceSkel;
-use crate::event::BufferKind;
-use crate::event::SyscallHook;
+use crate::bpf::{OpenProctraceProgs, OpenProctraceSkel};
+use crate::event::{BufferKind, SyscallHook};
 use crate::recorder::error::RecordError;
-use crate::recorder::probes::Place;
 
 /// The CPU profile's ring: at 999 Hz on two busy CPUs a second of samples
 /// (the drain reads it every 50 ms); a page where nothing samples.
@@ -44,20 +43,52 @@ pub(super) fn configure(
     preload: &Preload,
     hook: SyscallHook,
 ) -> Result<(), RecordError> {
-    let Settings {
-        pidns: (min_level, inum),
-        buffer,
-        btf_hooks,
-        bpf_loop: looped,
-        tracked_flags,
-        cookies,
-    } = *settings;
+    let rings = Rings::of(config);
     let rodata = open
         .maps
         .rodata_data
         .as_deref_mut()
         .expect("rodata is memory-mapped by libbpf");
-    rodata.use_ringbuf = buffer == BufferKind::Ring;
+    set_rodata(rodata, config, settings, &rings);
+    size_maps(open, config, settings, preload, &rings)?;
+    choose_programs(&mut open.progs, config, settings, hook);
+    probes::configure(open, &config.probes, settings.cookies);
+    Ok(())
+}
+
+/// The sizes of the samples and hits rings: a page where nothing is
+/// sent on them.
+struct Rings {
+    samples: u32,
+    hits: u32,
+}
+
+impl Rings {
+    fn of(config: &KernelConfig) -> Rings {
+        let samples = match config.cpu_profile {
+            Some(_) => SAMPLES_RING_BYTES,
+            None => page_size(),
+        };
+        let hits = if config.probes.iter().any(|p| !p.optional) {
+            HITS_RING_BYTES
+        } else if !config.probes.is_empty() || config.test_marks.is_some() {
+            RUNNER_HITS_RING_BYTES
+        } else {
+            page_size()
+        };
+        Rings { samples, hits }
+    }
+}
+
+/// The program's read-only settings.
+fn set_rodata(
+    rodata: &mut crate::bpf::types::rodata,
+    config: &KernelConfig,
+    settings: &Settings,
+    rings: &Rings,
+) {
+    let (min_level, inum) = settings.pidns;
+    rodata.use_ringbuf = settings.buffer == BufferKind::Ring;
     rodata.raw_mode = config.raw;
     rodata.pidns_is_init = inum == PROC_PID_INIT_INO;
     rodata.pidns_min_level = min_level;
@@ -65,36 +96,31 @@ pub(super) fn configure(
     rodata.capture_fds = config.capture_fds;
     rodata.capture_env = !config.env_names.is_empty();
     rodata.wakeup_bytes = u64::from(config.ring_bytes / 2);
-    let samples_bytes = if config.cpu_profile.is_some() {
-        SAMPLES_RING_BYTES
-    } else {
-        page_size()
-    };
-    rodata.sample_wakeup_bytes = u64::from(samples_bytes / 2);
-    let probing = !config.probes.is_empty();
-    let marking = config.test_marks.is_some();
-    let hits_bytes = if config.probes.iter().any(|p| !p.optional) {
-        HITS_RING_BYTES
-    } else if probing || marking {
-        RUNNER_HITS_RING_BYTES
-    } else {
-        page_size()
-    };
-    rodata.hit_wakeup_bytes = u64::from(hits_bytes / 2);
+    rodata.sample_wakeup_bytes = u64::from(rings.samples / 2);
+    rodata.hit_wakeup_bytes = u64::from(rings.hits / 2);
     rodata.hit_stacks = config.probe_stacks;
+}
 
+/// The maps' sizes and flags, and the maps made ahead reused.
+fn size_maps(
+    open: &mut OpenProctraceSkel<'_>,
+    config: &KernelConfig,
+    settings: &Settings,
+    preload: &Preload,
+    rings: &Rings,
+) -> Result<(), RecordError> {
     let map_error = RecordError::bpf("sizing the BPF maps");
     let tracked = &mut open.maps.tracked;
     tracked
         .set_max_entries(config.max_processes)
-        .and_then(|()| tracked.set_map_flags(tracked.map_flags() | tracked_flags))
+        .and_then(|()| tracked.set_map_flags(tracked.map_flags() | settings.tracked_flags))
         .map_err(map_error)?;
     let cpus = libbpf_rs::num_possible_cpus().map_err(RecordError::bpf("counting CPUs"))?;
     open.maps
         .exec_scratch
         .set_max_entries(cpus as u32)
         .map_err(RecordError::bpf("sizing the BPF maps"))?;
-    if buffer == BufferKind::Ring {
+    if settings.buffer == BufferKind::Ring {
         let events = &mut open.maps.events;
         let mut ring = || -> libbpf_rs::Result<()> {
             events.set_type(MapType::RingBuf)?;
@@ -113,25 +139,27 @@ pub(super) fn configure(
         .map_err(RecordError::bpf("reusing the maps made ahead"))?;
     open.maps
         .samples
-        .set_max_entries(samples_bytes)
+        .set_max_entries(rings.samples)
         .map_err(RecordError::bpf("sizing the samples ring"))?;
     open.maps
         .hits
-        .set_max_entries(hits_bytes)
+        .set_max_entries(rings.hits)
         .map_err(RecordError::bpf("sizing the probe hits ring"))?;
-    let progs = &mut open.progs;
+    Ok(())
+}
+
+/// The lifecycle programs that load: BTF-typed or raw, the exec program
+/// with or without bpf_loop, the hook for setsid and setpgid, the CPU
+/// sampler and the test marks.
+fn choose_programs(
+    progs: &mut OpenProctraceProgs<'_>,
+    config: &KernelConfig,
+    settings: &Settings,
+    hook: SyscallHook,
+) {
+    let (btf_hooks, looped) = (settings.btf_hooks, settings.bpf_loop);
     progs.cpu_sample.set_autoload(config.cpu_profile.is_some());
-    let uprobes: Vec<u32> = config
-        .probes
-        .iter()
-        .filter(|p| matches!(p.place, Place::Offset(_)))
-        .map(|p| p.point.id)
-        .collect();
-    let usdt = uprobes.len() < config.probes.len();
-    progs
-        .probe_uprobe
-        .set_autoload(cookies && !uprobes.is_empty());
-    progs.probe_usdt.set_autoload(usdt);
+    let marking = config.test_marks.is_some();
     progs.mark_setenv.set_autoload(marking);
     progs.mark_unsetenv.set_autoload(marking);
     for (btf, raw, wanted) in [
@@ -157,19 +185,6 @@ pub(super) fn configure(
         .set_autoload(fexit && has_compat_syscalls());
     progs.setsid_tracepoint.set_autoload(tracepoint);
     progs.setpgid_tracepoint.set_autoload(tracepoint);
-    // Without cookies, a copy of the uprobe program per uprobe.
-    let copies: Vec<String> = match cookies {
-        true => Vec::new(),
-        false => uprobes.into_iter().map(uprobe_copy_name).collect(),
-    };
-    for mut prog in open.open_object_mut().progs_mut() {
-        let name = prog.name().to_string_lossy();
-        if name.starts_with("probe_uprobe_") {
-            let wanted = copies.iter().any(|c| *c == name);
-            prog.set_autoload(wanted);
-        }
-    }
-    Ok(())
 }
 
 /// The tracked map's own flags: from 6.1 (bpf_mem_alloc) a hash map that

@@ -195,35 +195,8 @@ pub fn load<'obj>(
     config: &KernelConfig,
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<Probe<'obj>, RecordError> {
-    let status = fs::read_to_string("/proc/self/status")
-        .map_err(RecordError::system("reading /proc/self/status"))?;
-    check_privileges(&status)?;
-    let pidns = pid_namespace(&status)?;
-    let kernel_btf = Path::new(KERNEL_BTF).exists();
-    if let Some(path) = &config.btf {
-        check_btf(path)?;
-    } else if !kernel_btf {
-        return Err(RecordError::NoBtf);
-    }
-    let cookies = !config.probes.is_empty() && probes::kernel_has_cookies();
-    if !config.probes.is_empty() {
-        probes::check_kernel(&config.probes, cookies)?;
-    }
-    raise_memlock_limit();
-
-    let btf_hooks = config.hooks != HookChoice::Raw && kernel_btf;
-    let settings = Settings {
-        pidns,
-        buffer: choose_buffer(config.buffer),
-        btf_hooks,
-        bpf_loop: has_bpf_loop(),
-        tracked_flags: tracked_map_flags(),
-        cookies,
-    };
-    if settings.buffer == BufferKind::Ring {
-        memory::check_ring_size(config.ring_bytes)?;
-    }
-    let hooks = syscall_hooks(config, kernel_btf, btf_hooks);
+    let (settings, kernel_btf) = settle(config)?;
+    let hooks = syscall_hooks(config, kernel_btf, settings.btf_hooks);
     let started = Instant::now();
     let preload = Preload::make(
         config,
@@ -233,18 +206,7 @@ pub fn load<'obj>(
     log::debug!(
         "made ahead in {:.1} ms: {}",
         millis(started),
-        match &preload.cut {
-            Some(cut) => format!(
-                "the kernel's BTF cut to {} bytes{}",
-                cut.len(),
-                if cut.kept {
-                    ", kept from an earlier run"
-                } else {
-                    ""
-                }
-            ),
-            None => "no cut of the kernel's BTF".into(),
-        }
+        preload.describe()
     );
     let btf = config
         .btf
@@ -276,6 +238,39 @@ pub fn load<'obj>(
         },
         None => failure,
     })
+}
+
+/// Checks privileges, BTF and what this kernel can do for the probes,
+/// and settles what does not depend on the hook for setsid/setpgid; also
+/// whether the kernel has BTF of its own.
+fn settle(config: &KernelConfig) -> Result<(Settings, bool), RecordError> {
+    let status = fs::read_to_string("/proc/self/status")
+        .map_err(RecordError::system("reading /proc/self/status"))?;
+    check_privileges(&status)?;
+    let pidns = pid_namespace(&status)?;
+    let kernel_btf = Path::new(KERNEL_BTF).exists();
+    if let Some(path) = &config.btf {
+        check_btf(path)?;
+    } else if !kernel_btf {
+        return Err(RecordError::NoBtf);
+    }
+    let cookies = !config.probes.is_empty() && probes::kernel_has_cookies();
+    if !config.probes.is_empty() {
+        probes::check_kernel(&config.probes, cookies)?;
+    }
+    raise_memlock_limit();
+    let settings = Settings {
+        pidns,
+        buffer: choose_buffer(config.buffer),
+        btf_hooks: config.hooks != HookChoice::Raw && kernel_btf,
+        bpf_loop: has_bpf_loop(),
+        tracked_flags: tracked_map_flags(),
+        cookies,
+    };
+    if settings.buffer == BufferKind::Ring {
+        memory::check_ring_size(config.ring_bytes)?;
+    }
+    Ok((settings, kernel_btf))
 }
 
 /// What is settled before the program is opened.
@@ -364,11 +359,51 @@ fn load_with<'obj>(
     };
     let loaded = Instant::now();
     let counters = Counters::take(&mut skel);
-    let mut links = attach_sched(&skel, settings.btf_hooks)?;
+    let attached = attach(&skel, config, settings, hook, tracepoints)?;
+    log::debug!(
+        "libbpf loaded the object (relocation, maps, verifier) in {:.1} ms; attached in {:.1} ms",
+        (loaded - started).as_secs_f64() * 1e3,
+        millis(loaded)
+    );
+    let mut links = attached.links;
     links.extend(exec_links);
+    Ok(Probe {
+        skel,
+        counters,
+        buffer: settings.buffer,
+        syscall_hook: attached.syscall_hook,
+        warnings: attached.warnings,
+        cpu_profile: attached.cpu_profile,
+        _links: links,
+        slow_links: attached.slow_links,
+        detach_in_child: config.detach_in_child,
+    })
+}
+
+/// What attaching gave.
+struct Attached {
+    links: Vec<Link>,
+    /// Those that wait out an RCU grace period each to detach.
+    slow_links: Vec<Link>,
+    syscall_hook: Option<SyscallHook>,
+    warnings: Vec<Degraded>,
+    cpu_profile: Option<CpuProfile>,
+}
+
+/// Attaches the loaded programs: the sched tracepoints, the sampler, the
+/// probes and test marks, and `hook` for setsid/setpgid (the syscall
+/// tracepoints by their `tracepoints` ids).
+fn attach(
+    skel: &ProctraceSkel<'_>,
+    config: &KernelConfig,
+    settings: &Settings,
+    hook: SyscallHook,
+    tracepoints: Option<[u64; 2]>,
+) -> Result<Attached, RecordError> {
+    let mut links = attach_sched(skel, settings.btf_hooks)?;
     let cpu_profile = match config.cpu_profile {
         Some(hz) => {
-            let (sampling, clock) = attach_sampler(&skel, hz)?;
+            let (sampling, clock) = attach_sampler(skel, hz)?;
             links.extend(sampling);
             Some(CpuProfile { hz, clock })
         }
@@ -376,14 +411,14 @@ fn load_with<'obj>(
     };
     // Unregistering a uprobe waits for the tasks in it (~100 ms a link on
     // 6.18): detached as the tracepoints are.
-    let mut slow_links = probes::attach(&skel, &config.probes, settings.cookies)?;
+    let mut slow_links = probes::attach(skel, &config.probes, settings.cookies)?;
     if let Some(marks) = &config.test_marks {
-        slow_links.extend(probes::attach_marks(&skel, marks));
+        slow_links.extend(probes::attach_marks(skel, marks));
     }
     let mut warnings = Vec::new();
     let attached = match tracepoints {
-        Some(ids) => attach_tracepoints(&skel, ids),
-        None => attach_syscalls(&skel, settings.btf_hooks, hook),
+        Some(ids) => attach_tracepoints(skel, ids),
+        None => attach_syscalls(skel, settings.btf_hooks, hook),
     };
     let syscall_hook = match attached {
         Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
@@ -403,21 +438,12 @@ fn load_with<'obj>(
         }
         Err(why) => return Err(why),
     };
-    log::debug!(
-        "libbpf loaded the object (relocation, maps, verifier) in {:.1} ms; attached in {:.1} ms",
-        (loaded - started).as_secs_f64() * 1e3,
-        millis(loaded)
-    );
-    Ok(Probe {
-        skel,
-        counters,
-        buffer: settings.buffer,
+    Ok(Attached {
+        links,
+        slow_links,
         syscall_hook,
         warnings,
         cpu_profile,
-        _links: links,
-        slow_links,
-        detach_in_child: config.detach_in_child,
     })
 }
 

@@ -32,6 +32,18 @@ pub(super) struct Preload {
 }
 
 impl Preload {
+    /// What was made ahead, for the log.
+    pub(super) fn describe(&self) -> String {
+        match &self.cut {
+            Some(cut) if cut.kept => format!(
+                "the kernel's BTF cut to {} bytes, kept from an earlier run",
+                cut.len()
+            ),
+            Some(cut) => format!("the kernel's BTF cut to {} bytes", cut.len()),
+            None => "no cut of the kernel's BTF".into(),
+        }
+    }
+
     pub(super) fn make(
         config: &KernelConfig,
         settings: &Settings,

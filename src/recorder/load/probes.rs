@@ -1,97 +1,73 @@
-//! Attaching the `--probe` points: uprobes by file offset, USDT probes by
-//! provider and name (libbpf reads the notes, sets the semaphores and
-//! works out where each argument is), all for every process: the program
-//! keeps the tree's hits only. The cookie of each attachment is the
-//! probe's id; before Linux 5.15, which has none, each uprobe is attached
-//! with a copy of the program that knows its id.
+//! The `--probe` points in the loaded object: each configured and attached
+//! by its kind ([`crate::recorder::probes::kinds`]), for every process (the
+//! program keeps the tree's hits only); the uprobes on libc that tell the
+//! tests inside a process; and what this kernel can attach. The cookie of
+//! each attachment is the probe's id; before Linux 5.15, which has none,
+//! each uprobe is attached with a copy of the program that knows its id.
 
 use std::io::Read;
 use std::path::Path;
 
-use libbpf_rs::skel::Skel;
-use libbpf_rs::{Link, MapCore, MapFlags, ProgramMut, ProgramType, UprobeOpts, UsdtOpts};
+use libbpf_rs::skel::OpenSkel;
+use libbpf_rs::{Link, MapCore, MapFlags, ProgramType, UprobeOpts};
 
 use crate::bpf::types::probe_limits;
-use crate::bpf::ProctraceSkel;
-use crate::event::ProbeKind;
+use crate::bpf::{OpenProctraceSkel, ProctraceSkel};
 use crate::recorder::error::RecordError;
+use crate::recorder::probes::kinds::{self, ALL_PROCESSES};
 use crate::recorder::probes::runner::{TestMarks, TEST_VARIABLES};
 use crate::recorder::probes::{Place, Resolved};
 
-/// Every process, not one: the tree's are picked in the kernel.
-const ALL_PROCESSES: i32 = -1;
-
-/// Attaches every point, in order; the first that fails ends it, unless
-/// it is optional. The
-/// USDT probes' string arguments are set first: the first hit may come at
-/// once.
+/// Attaches every point, in order, each by its kind; the first that
+/// fails ends it, unless it is optional.
 pub(super) fn attach(
     skel: &ProctraceSkel<'_>,
     points: &[Resolved],
     cookies: bool,
 ) -> Result<Vec<Link>, RecordError> {
-    for point in points {
-        if let Place::Usdt { strings, .. } = point.place {
-            skel.maps
-                .probe_strings
-                .update(
-                    &point.point.id.to_ne_bytes(),
-                    &strings.to_ne_bytes(),
-                    MapFlags::ANY,
-                )
-                .map_err(RecordError::bpf("setting the probes' string arguments"))?;
-        }
-    }
     let mut links = Vec::new();
     for point in points {
-        match attach_one(skel, point, cookies) {
+        let attached = kinds::of(point.point.kind).attach(skel, point, cookies);
+        match attached {
             Ok(link) => links.push(link),
-            Err(err) if point.optional => log::warn!("{err}: recording without it"),
-            Err(err) => return Err(err),
+            Err(source) => {
+                let err = RecordError::ProbeAttach {
+                    probe: point.point.spec.clone(),
+                    at: point.point.label(),
+                    source: Box::new(source),
+                };
+                match point.optional {
+                    true => log::warn!("{err}: recording without it"),
+                    false => return Err(err),
+                }
+            }
         }
     }
     Ok(links)
 }
 
-fn attach_one(
-    skel: &ProctraceSkel<'_>,
-    resolved: &Resolved,
-    cookies: bool,
-) -> Result<Link, RecordError> {
-    let cookie = u64::from(resolved.point.id);
-    let attached = match &resolved.place {
-        Place::Offset(offset) => {
-            // A kernel without cookies refuses any but 0 (EOPNOTSUPP).
-            let opts = UprobeOpts {
-                cookie: if cookies { cookie } else { 0 },
-                retprobe: resolved.point.kind == ProbeKind::Uretprobe,
-                ..Default::default()
-            };
-            let copy;
-            let program = if cookies {
-                &skel.progs.probe_uprobe
-            } else {
-                copy = uprobe_copy(skel, resolved.point.id);
-                &copy
-            };
-            program.attach_uprobe_with_opts(ALL_PROCESSES, &resolved.file, *offset as usize, opts)
+/// Sets what the points need before the object loads, kind by kind: the
+/// programs to load, and the copies of the uprobe program without cookies.
+pub(super) fn configure(open: &mut OpenProctraceSkel<'_>, points: &[Resolved], cookies: bool) {
+    for kind in kinds::KINDS {
+        let of_kind: Vec<&Resolved> = points
+            .iter()
+            .filter(|p| p.point.kind == kind.kind())
+            .collect();
+        kind.configure(&mut open.progs, &of_kind, cookies);
+    }
+    let copies: Vec<String> = points
+        .iter()
+        .filter_map(|p| kinds::of(p.point.kind).copy(p, cookies))
+        .collect();
+    if copies.is_empty() {
+        return;
+    }
+    for mut prog in open.open_object_mut().progs_mut() {
+        if copies.iter().any(|c| *c == prog.name().to_string_lossy()) {
+            prog.set_autoload(true);
         }
-        Place::Usdt { provider, name, .. } => skel.progs.probe_usdt.attach_usdt_with_opts(
-            ALL_PROCESSES,
-            &resolved.file,
-            provider,
-            name,
-            UsdtOpts {
-                cookie,
-                ..Default::default()
-            },
-        ),
-    };
-    attached.map_err(|source| RecordError::ProbeAttach {
-        probe: resolved.point.spec.clone(),
-        at: resolved.point.label(),
-        source: Box::new(source),
-    })
+    }
 }
 
 /// Attaches the uprobes on libc's `setenv` and `unsetenv` that tell the
@@ -132,23 +108,6 @@ pub(super) fn attach_marks(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Vec<L
         );
         Vec::new()
     })
-}
-
-/// The copy of the uprobe program that knows probe `id`, for a kernel
-/// without cookies (probes.bpf.h's UPROBE_COPY); `check_kernel` let no
-/// id past them through.
-fn uprobe_copy<'obj>(skel: &'obj ProctraceSkel<'_>, id: u32) -> ProgramMut<'obj> {
-    let name = uprobe_copy_name(id);
-    let copy = skel
-        .object()
-        .progs_mut()
-        .find(|p| p.name() == name.as_str());
-    copy.expect("a copy of the uprobe program per probe (probes.bpf.h)")
-}
-
-/// The name of the copy of the uprobe program for probe `id`.
-pub(super) fn uprobe_copy_name(id: u32) -> String {
-    format!("probe_uprobe_{id}")
 }
 
 /// Whether this kernel can attach `probes`: it has uprobes, and before

@@ -11,8 +11,11 @@
 //! - [`usdt`]: the USDT probes a file ships (`.note.stapsdt`).
 
 mod attempt;
+mod error;
 mod files;
+pub(crate) mod kinds;
 mod pattern;
+mod point;
 pub mod runner;
 mod spec;
 mod symbols;
@@ -22,88 +25,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use attempt::AttemptProbe;
-pub use spec::{ProbeSpec, Target};
+pub use error::{ListError, ProbeError};
+pub use point::Target;
+pub use point::{Place, Resolved, MAX_PROBES};
+pub use spec::ProbeSpec;
 
 use crate::event::{ProbeKind, ProbePoint};
-
-/// Probes attached at the most, all specs together: each is a perf event
-/// and a slot of libbpf's USDT tables (256 by default); proctrace.h's
-/// MAX_PROBES sizes the kernel's table of them.
-pub const MAX_PROBES: usize = 256;
-
-/// Why a `--probe` cannot be attached.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProbeError {
-    /// The spec does not parse.
-    #[error("--probe {spec:?}: {why}")]
-    Malformed {
-        /// The spec as given.
-        spec: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// No such file, and no library or program of that name.
-    #[error("--probe {spec:?}: no file {file:?} (not a path, nor a library in ld.so.cache, nor a program on PATH)")]
-    NoFile {
-        /// The spec as given.
-        spec: String,
-        /// Its FILE.
-        file: String,
-    },
-    /// The file cannot be read as an ELF object.
-    #[error("--probe {spec:?}: reading {}: {why}", file.display())]
-    Unreadable {
-        /// The spec as given.
-        spec: String,
-        /// The file it resolved to.
-        file: PathBuf,
-        /// What went wrong.
-        why: String,
-    },
-    /// The file has no function or USDT probe by that name.
-    #[error("--probe {spec:?}: {} has no {what} {name:?}", file.display())]
-    NotFound {
-        /// The spec as given.
-        spec: String,
-        /// The file it resolved to.
-        file: PathBuf,
-        /// `function` or `USDT probe`.
-        what: &'static str,
-        /// The function or probe (pattern) looked for.
-        name: String,
-    },
-    /// A pattern matched more than can be attached.
-    #[error("--probe {spec:?}: {matched} matches in {}, past the {MAX_PROBES} probes proctrace attaches: narrow the pattern", file.display())]
-    TooMany {
-        /// The spec as given.
-        spec: String,
-        /// The file it resolved to.
-        file: PathBuf,
-        /// How many points it matched.
-        matched: usize,
-    },
-}
-
-/// What `proctrace probes` lists cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ListError {
-    /// Neither a file nor a live process.
-    #[error("{target:?}: no such process, and no such file (nor a library in ld.so.cache, nor a program on PATH)")]
-    NoTarget {
-        /// The target as given.
-        target: String,
-    },
-    /// A file that cannot be read as ELF.
-    #[error("reading {}: {why}", file.display())]
-    Unreadable {
-        /// The file.
-        file: PathBuf,
-        /// What went wrong.
-        why: String,
-    },
-}
 
 /// The USDT probes of a file (a path, a library or program name), or of
 /// every file a live process (a pid) maps, file by file; files without
@@ -161,39 +88,6 @@ fn mapped_files(pid: u32) -> Option<Vec<(PathBuf, PathBuf)>> {
     Some(files)
 }
 
-/// One place to attach to: a point of a spec.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
-    /// What the recording's header says of it.
-    pub point: ProbePoint,
-    /// The file to attach to.
-    pub file: PathBuf,
-    /// Where: the file offset of the function (uprobes), or the USDT's
-    /// provider and name for libbpf to find.
-    pub place: Place,
-    /// Attached unasked (a runner's test probes): where it cannot be,
-    /// the recording goes on without it.
-    pub optional: bool,
-}
-
-/// See [`Resolved::place`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
-    /// A file offset.
-    Offset(u64),
-    /// A USDT probe.
-    Usdt {
-        /// Its provider.
-        provider: String,
-        /// Its name.
-        name: String,
-        /// Bit i: argument i is read as a C string where it points to one.
-        strings: u32,
-        /// What its arguments say of a test, where a runner fires it.
-        attempt: Option<AttemptProbe>,
-    },
-}
-
 /// Resolves every spec to the points it attaches to, numbered in order.
 pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
     let mut resolved = Vec::new();
@@ -211,41 +105,13 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
         if !files::native(&file) {
             return Err(unreadable(NOT_ELF.into()));
         }
-        let places: Vec<(String, Place)> = match &spec.target {
-            Target::Function { pattern, offset } => symbols::functions(&file, pattern)
-                .map_err(unreadable)?
-                .into_iter()
-                .map(|(name, at)| {
-                    let name = match offset {
-                        0 => name,
-                        n => format!("{name}+{n:#x}"),
-                    };
-                    (name, Place::Offset(at + offset))
-                })
-                .collect(),
-            Target::Usdt { provider, name } => usdt::matching(&file, provider, name)
-                .map_err(unreadable)?
-                .into_iter()
-                .map(|m| {
-                    let label = format!("{}:{}", m.provider, m.name);
-                    let place = Place::Usdt {
-                        provider: m.provider,
-                        name: m.name,
-                        strings: m.strings,
-                        attempt: m.attempt,
-                    };
-                    (label, place)
-                })
-                .collect(),
-        };
+        let kind = kinds::of(spec.kind);
+        let places = kind.resolve(&file, &spec.target).map_err(unreadable)?;
         if places.is_empty() {
             return Err(ProbeError::NotFound {
                 spec: text.clone(),
                 file,
-                what: match spec.kind {
-                    ProbeKind::Usdt => "USDT probe",
-                    _ => "function",
-                },
+                what: kind.what(),
                 name: spec.target.to_string(),
             });
         }

@@ -15,8 +15,9 @@
 use std::path::{Path, PathBuf};
 
 use super::attempt::NEXTEST;
+use super::point::{Place, Resolved, MAX_PROBES};
 use super::usdt::probes;
-use super::{files, resolve, symbols, Place, Resolved, MAX_PROBES};
+use super::{files, resolve, symbols};
 
 /// The specs of nextest's test probes, for a command that runs nextest
 /// (an argument names it: `cargo nextest run`, `cargo-nextest`, `sh -c

@@ -1,10 +1,10 @@
-//! `--probe` specs, as bpftrace writes its probes:
-//! `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
-//! `usdt:FILE:PROVIDER:NAME`.
+//! `--probe` specs, as bpftrace writes its probes: `KIND:` then what the
+//! kind takes (see [`super::kinds`]): `uprobe:FILE:FUNCTION[+OFFSET]`,
+//! `uretprobe:FILE:FUNCTION`, `usdt:FILE:PROVIDER:NAME`.
 
-use std::fmt;
-
-use super::ProbeError;
+use super::error::ProbeError;
+use super::kinds;
+use super::point::Target;
 use crate::event::ProbeKind;
 
 /// A parsed `--probe`.
@@ -18,121 +18,29 @@ pub struct ProbeSpec {
     pub target: Target,
 }
 
-/// What in the file a spec names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A function name or pattern, and an offset into each match.
-    Function {
-        /// The name, or a pattern with `*` and `?`.
-        pattern: String,
-        /// Bytes into the function.
-        offset: u64,
-    },
-    /// A USDT probe's provider and name (or a pattern of names).
-    Usdt {
-        /// The provider, as given.
-        provider: String,
-        /// The name, or a pattern with `*` and `?`.
-        name: String,
-    },
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Function { pattern, .. } => f.write_str(pattern),
-            Target::Usdt { provider, name } => write!(f, "{provider}:{name}"),
-        }
-    }
-}
-
 impl ProbeSpec {
     /// Parses a spec; what is wrong with one is said in a line naming it.
     pub fn parse(text: &str) -> Result<ProbeSpec, ProbeError> {
-        let malformed = |why: &str| ProbeError::Malformed {
+        let malformed = |why: String| ProbeError::Malformed {
             spec: text.to_owned(),
-            why: why.to_owned(),
+            why,
         };
-        let (kind, rest) = text.split_once(':').ok_or_else(|| {
-            malformed(
-                "expected uprobe:FILE:FUNCTION, uretprobe:FILE:FUNCTION or usdt:FILE:PROVIDER:NAME",
-            )
+        let (prefix, rest) = text
+            .split_once(':')
+            .ok_or_else(|| malformed(format!("expected {}", kinds::syntaxes())))?;
+        let kind = kinds::by_prefix(prefix).ok_or_else(|| {
+            malformed(format!("unknown probe type {prefix:?}: {}", kinds::names()))
         })?;
-        let kind = match kind {
-            "uprobe" | "u" => ProbeKind::Uprobe,
-            "uretprobe" | "ur" => ProbeKind::Uretprobe,
-            "usdt" | "U" => ProbeKind::Usdt,
-            _ => {
-                return Err(malformed(&format!(
-                    "unknown probe type {kind:?}: uprobe, uretprobe or usdt"
-                )))
-            }
-        };
-        // The file is all before the last one (usdt: two) colons: a path
-        // may hold a colon, a function or provider may not.
-        let parts: Vec<&str> = rest.rsplitn(3, ':').collect();
-        let (file, target) = match kind {
-            ProbeKind::Usdt => match parts.as_slice() {
-                [name, provider, file] => (*file, usdt_target(provider, name)),
-                _ => return Err(malformed("expected usdt:FILE:PROVIDER:NAME")),
-            },
-            _ => match rest.rsplit_once(':') {
-                Some((file, function)) => (file, function_target(kind, function)),
-                None => return Err(malformed("expected FILE:FUNCTION after the probe type")),
-            },
-        };
+        let (file, target) = kind.parse(rest).map_err(malformed)?;
         if file.is_empty() {
-            return Err(malformed("no FILE"));
-        }
-        let target = target.map_err(|why| malformed(&why))?;
-        if let Target::Usdt { provider, .. } = &target {
-            if provider.is_empty() || super::pattern::is_pattern(provider) {
-                return Err(malformed("the PROVIDER must be given, without a wildcard"));
-            }
+            return Err(malformed("no FILE".into()));
         }
         Ok(ProbeSpec {
-            kind,
-            file: file.to_owned(),
+            kind: kind.kind(),
+            file,
             target,
         })
     }
-}
-
-fn usdt_target(provider: &str, name: &str) -> Result<Target, String> {
-    if name.is_empty() {
-        return Err("no probe NAME".into());
-    }
-    Ok(Target::Usdt {
-        provider: provider.to_owned(),
-        name: name.to_owned(),
-    })
-}
-
-fn function_target(kind: ProbeKind, function: &str) -> Result<Target, String> {
-    let (pattern, offset) = match function.split_once('+') {
-        Some((pattern, offset)) => {
-            if kind == ProbeKind::Uretprobe {
-                return Err("a uretprobe fires at the return: it takes no +OFFSET".into());
-            }
-            (pattern, parse_offset(offset)?)
-        }
-        None => (function, 0),
-    };
-    if pattern.is_empty() {
-        return Err("no FUNCTION".into());
-    }
-    Ok(Target::Function {
-        pattern: pattern.to_owned(),
-        offset,
-    })
-}
-
-fn parse_offset(text: &str) -> Result<u64, String> {
-    let parsed = match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => text.parse(),
-    };
-    parsed.map_err(|_| format!("the +OFFSET {text:?} is not a number"))
 }
 
 #[cfg(test)]

@@ -1,0 +1,75 @@
+//! What a spec names in its file, and a point it resolved to: the file
+//! and place a probe attaches to, and what the recording's header says of
+//! it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::attempt::AttemptProbe;
+use crate::event::ProbePoint;
+
+/// Probes attached at the most, all specs together: each is a perf event
+/// and a slot of libbpf's USDT tables (256 by default); proctrace.h's
+/// MAX_PROBES sizes the kernel's table of them.
+pub const MAX_PROBES: usize = 256;
+
+/// One place to attach to: a point of a spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// What the recording's header says of it.
+    pub point: ProbePoint,
+    /// The file to attach to.
+    pub file: PathBuf,
+    /// Where: the file offset of the function (uprobes), or the USDT's
+    /// provider and name for libbpf to find.
+    pub place: Place,
+    /// Attached unasked (a runner's test probes): where it cannot be,
+    /// the recording goes on without it.
+    pub optional: bool,
+}
+
+/// See [`Resolved::place`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A file offset.
+    Offset(u64),
+    /// A USDT probe.
+    Usdt {
+        /// Its provider.
+        provider: String,
+        /// Its name.
+        name: String,
+        /// Bit i: argument i is read as a C string where it points to one.
+        strings: u32,
+        /// What its arguments say of a test, where a runner fires it.
+        attempt: Option<AttemptProbe>,
+    },
+}
+
+/// What in the file a spec names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A function name or pattern, and an offset into each match.
+    Function {
+        /// The name, or a pattern with `*` and `?`.
+        pattern: String,
+        /// Bytes into the function.
+        offset: u64,
+    },
+    /// A USDT probe's provider and name (or a pattern of names).
+    Usdt {
+        /// The provider, as given.
+        provider: String,
+        /// The name, or a pattern with `*` and `?`.
+        name: String,
+    },
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Function { pattern, .. } => f.write_str(pattern),
+            Target::Usdt { provider, name } => write!(f, "{provider}:{name}"),
+        }
+    }
+}
