@@ -31,6 +31,22 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Process id, as proctrace's PID namespace sees it.
 pub type Pid = i32;
 
+/// The lines of a recording that come after its events, from the
+/// recorder's collector (`--cpu-profile`, `--probe`, a runner's own
+/// probes): the one list of them, as a pattern.
+macro_rules! profile_lines {
+    () => {
+        $crate::event::Record::Frame(_)
+            | $crate::event::Record::Stack(_)
+            | $crate::event::Record::CpuSamples(_)
+            | $crate::event::Record::ProbeHits(_)
+            | $crate::event::Record::ProbeArgs(_)
+            | $crate::event::Record::ProbeLatency(_)
+            | $crate::event::Record::TestAttempt(_)
+    };
+}
+pub(crate) use profile_lines;
+
 /// One line of a recording. New kinds of record may be added: match with
 /// a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -992,6 +1008,12 @@ impl Record {
         }
     }
 
+    /// Whether this is a line of the profile, which come after the
+    /// events: frames, stacks, samples, probe hits, test attempts.
+    pub fn is_profile(&self) -> bool {
+        matches!(self, profile_lines!())
+    }
+
     /// Position in the global order; `None` for the lines that are no
     /// event (header, trailer, the profile's).
     pub fn seq(&self) -> Option<u64> {
@@ -1034,15 +1056,7 @@ impl Record {
             Record::Lingering(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Snapshot(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::OnHang(e) => Some((&mut e.seq, &mut e.timestamp)),
-            Record::Header(_)
-            | Record::Trailer(_)
-            | Record::Frame(_)
-            | Record::Stack(_)
-            | Record::CpuSamples(_)
-            | Record::ProbeHits(_)
-            | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_)
-            | Record::TestAttempt(_) => None,
+            Record::Header(_) | Record::Trailer(_) | profile_lines!() => None,
         }
     }
 
@@ -1056,15 +1070,7 @@ impl Record {
             Record::Lingering(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Snapshot(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::OnHang(e) => Some((e.seq, e.timestamp, e.pid)),
-            Record::Header(_)
-            | Record::Trailer(_)
-            | Record::Frame(_)
-            | Record::Stack(_)
-            | Record::CpuSamples(_)
-            | Record::ProbeHits(_)
-            | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_)
-            | Record::TestAttempt(_) => None,
+            Record::Header(_) | Record::Trailer(_) | profile_lines!() => None,
         }
     }
 }

@@ -91,12 +91,15 @@ pub fn hotspots(profile: &Profile, processes: &Processes) -> Hotspots {
     }
 }
 
-/// One process's samples in one stack, with what the flame graphs fold
-/// them under.
+/// One process's CPU samples, or its hits of one probe, in one stack,
+/// with what the flame graphs fold them under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SampledStack {
-    /// The process sampled, by its index in [`Processes`]; `None` where
-    /// the recording has no process of its pid (see [`sampled_process`]).
+pub struct CountedStack {
+    /// The probe hit there ([`ProbePoint::id`](crate::event::ProbePoint::id));
+    /// `None` for CPU samples.
+    pub probe: Option<u32>,
+    /// The process, by its index in [`Processes`]; `None` where the
+    /// recording has no process of its pid (see [`sampled_process`]).
     pub process: Option<usize>,
     /// Its test, where a runner names one: the one the process said ran
     /// in it then, else its own ([`test_of`](super::testname::test_of)).
@@ -104,16 +107,16 @@ pub struct SampledStack {
     /// What it ran ([`sampled_program`]).
     pub program: String,
     /// The functions ([`Frame::label`](crate::event::Frame::label)), the
-    /// outermost caller first.
+    /// outermost caller first (none for hits counted without stacks).
     pub frames: Vec<String>,
-    /// Samples taken there.
-    pub samples: u64,
+    /// Samples or hits there.
+    pub count: u64,
 }
 
 /// Every line of samples of the profile, in the order the recording has
 /// them; alike stacks are not merged, so that each view merges them by
 /// what it shows (the text of a collapsed stack, a process, a test).
-pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<SampledStack> {
+pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<CountedStack> {
     let mut tests = LineTests::new(processes);
     profile
         .samples
@@ -121,7 +124,8 @@ pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<SampledSt
         .map(|samples| {
             let process = sampled_process(processes, samples);
             let test = tests.of(samples.test.as_deref(), process);
-            SampledStack {
+            CountedStack {
+                probe: None,
                 process,
                 test,
                 program: program_of(processes, process, samples.pid),
@@ -130,7 +134,7 @@ pub fn sampled_stacks(profile: &Profile, processes: &Processes) -> Vec<SampledSt
                     .iter()
                     .map(|f| f.label())
                     .collect(),
-                samples: samples.count,
+                count: samples.count,
             }
         })
         .collect()

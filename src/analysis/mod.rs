@@ -36,13 +36,13 @@ pub mod testname;
 mod usage;
 
 pub use cpu::{
-    hotspots, hottest_stacks, sampled_process, sampled_program, sampled_stacks, Hot, HotGroup,
-    HotStack, Hotspots, SampledStack,
+    hotspots, hottest_stacks, sampled_process, sampled_program, sampled_stacks, CountedStack, Hot,
+    HotGroup, HotStack, Hotspots,
 };
 pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
 pub use holders::{held, Held, HeldFile, Holder, Others};
 pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
-pub use probes::{hit_stacks, probe_uses, probed_processes, HitStack, Latency, ProbeUse};
+pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse};
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::cpu::{process_between, program_of};
+use super::cpu::{process_between, program_of, CountedStack};
 use super::testname::LineTests;
 use crate::event::{ArgValue, Pid, ProbeHits, ProbeLatency, ProbePoint};
 use crate::processes::Processes;
@@ -178,52 +178,30 @@ fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
     })
 }
 
-/// One process's hits of one probe in one stack, with what the flame
-/// graphs fold them under.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HitStack {
-    /// The probe's id ([`ProbePoint::id`]).
-    pub point: u32,
-    /// The process, by index, where the recording has it.
-    pub process: Option<usize>,
-    /// Its test, where a runner names one.
-    pub test: Option<String>,
-    /// What the process ran.
-    pub program: String,
-    /// The functions, the outermost caller first (none without stacks).
-    pub frames: Vec<String>,
-    /// The probe ([`ProbePoint::label`]).
-    pub probe: String,
-    /// Hits there.
-    pub hits: u64,
-}
-
-/// Every line of hits, in the order the recording has them.
+/// Every line of hits of one of `probes`, in the order the recording
+/// has them.
 pub fn hit_stacks(
     probes: &[ProbePoint],
     profile: &Profile,
     processes: &Processes,
-) -> Vec<HitStack> {
-    let labels: Vec<String> = probes.iter().map(ProbePoint::label).collect();
+) -> Vec<CountedStack> {
     let mut tests = LineTests::new(processes);
     profile
         .probe_hits
         .iter()
-        .filter_map(|hits| {
-            let probe = labels.get(hits.probe as usize)?.clone();
+        .filter(|hits| (hits.probe as usize) < probes.len())
+        .map(|hits| {
             let (process, program) = process_of(processes, hits);
-            let point = hits.probe;
             let test = tests.of(hits.test.as_deref(), process);
             let frames = hits.stack.map(|s| profile.stack(s)).unwrap_or_default();
-            Some(HitStack {
-                point,
+            CountedStack {
+                probe: Some(hits.probe),
                 process,
                 test,
                 program,
                 frames: frames.iter().map(|f| f.label()).collect(),
-                probe,
-                hits: hits.count,
-            })
+                count: hits.count,
+            }
         })
         .collect()
 }

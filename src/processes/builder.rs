@@ -4,7 +4,9 @@ use std::collections::HashMap;
 
 use super::storage::{small, ExecRow, Grouped, Row, Text};
 use super::{Processes, SessionChange, TooLarge};
-use crate::event::{Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot, TestAttempt};
+use crate::event::{
+    profile_lines, Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot, TestAttempt,
+};
 use crate::text::shell_join;
 
 /// A table that grows as a recording is made, for what a recorder says
@@ -84,16 +86,7 @@ impl Builder {
             Record::SetPgid(e) => self
                 .session_changes
                 .push((index, SessionChange::SetPgid(e.clone()))),
-            Record::Header(_)
-            | Record::Trailer(_)
-            | Record::OnHang(_)
-            | Record::Frame(_)
-            | Record::Stack(_)
-            | Record::CpuSamples(_)
-            | Record::ProbeHits(_)
-            | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_)
-            | Record::TestAttempt(_) => {}
+            Record::Header(_) | Record::Trailer(_) | Record::OnHang(_) | profile_lines!() => {}
         }
         Ok(Some(index as usize))
     }

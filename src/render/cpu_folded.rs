@@ -32,7 +32,7 @@ pub(super) fn lines(recording: &Recording) -> BTreeMap<String, u64> {
         parts.extend(sampled.frames.iter().map(|f| frame(f)));
         // Saturating: a hostile recording's counts may add up past u64.
         let count = lines.entry(parts.join(";")).or_default();
-        *count = count.saturating_add(sampled.samples);
+        *count = count.saturating_add(sampled.count);
     }
     lines
 }

@@ -29,7 +29,7 @@ use serde::{Serialize, Serializer};
 
 use super::cpu::headline;
 use super::Options;
-use crate::analysis::{hit_stacks, probe_uses, programs, sampled_stacks, Peak};
+use crate::analysis::{hit_stacks, probe_uses, programs, sampled_stacks, CountedStack, Peak};
 use crate::event::{Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
@@ -264,63 +264,38 @@ fn probe_facts(recording: &Recording) -> Vec<ProbeFact> {
 /// it: its program, then its functions.
 type StackKey = (Option<usize>, Option<usize>, Vec<String>);
 
-/// A stack as the page merges it.
-struct Counted {
-    process: Option<usize>,
-    test: Option<String>,
-    probe: Option<usize>,
-    program: String,
-    frames: Vec<String>,
-    count: u64,
-}
-
 /// The CPU samples' stacks and the probes' (with their probes, hit ones
-/// only, in the order attached).
-fn counted_stacks(recording: &Recording) -> (Vec<Counted>, Vec<ProbeFlame>) {
+/// only, in the order attached, and each probe's index among them).
+fn counted_stacks(
+    recording: &Recording,
+) -> (Vec<CountedStack>, Vec<ProbeFlame>, HashMap<u32, usize>) {
     let processes = &recording.processes;
-    let sampled = sampled_stacks(&recording.profile, processes);
-    let mut stacks: Vec<Counted> = sampled
-        .into_iter()
-        .map(|s| Counted {
-            process: s.process,
-            test: s.test,
-            probe: None,
-            program: s.program,
-            frames: s.frames,
-            count: s.samples,
-        })
-        .collect();
+    let mut stacks = sampled_stacks(&recording.profile, processes);
     let points = recording.header.as_ref().map_or(&[][..], |h| &h.probes[..]);
     let mut probes: Vec<ProbeFlame> = Vec::new();
     let mut probe_index: HashMap<u32, usize> = HashMap::new();
     let mut hits = hit_stacks(points, &recording.profile, processes);
-    hits.sort_by_key(|h| h.point);
+    hits.sort_by_key(|h| h.probe);
     for hit in hits {
-        let index = *probe_index.entry(hit.point).or_insert_with(|| {
+        let point = hit.probe.unwrap_or_default();
+        let index = *probe_index.entry(point).or_insert_with(|| {
             probes.push(ProbeFlame {
-                label: hit.probe.clone(),
+                label: points[point as usize].label(),
                 hits: 0,
             });
             probes.len() - 1
         });
-        probes[index].hits = probes[index].hits.saturating_add(hit.hits);
-        stacks.push(Counted {
-            process: hit.process,
-            test: hit.test,
-            probe: Some(index),
-            program: hit.program,
-            frames: hit.frames,
-            count: hit.hits,
-        });
+        probes[index].hits = probes[index].hits.saturating_add(hit.count);
+        stacks.push(hit);
     }
-    (stacks, probes)
+    (stacks, probes, probe_index)
 }
 
 /// The profile and the probes' stacks for the page, and each process's
 /// samples by index; `None` for a recording made with neither
 /// `--cpu-profile` nor a probe that was hit.
 fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec<u64>)> {
-    let (counted, probes) = counted_stacks(recording);
+    let (counted, probes, probe_index) = counted_stacks(recording);
     let headline = match headline(recording) {
         Some(headline) => headline,
         None if !probes.is_empty() => String::new(),
@@ -345,7 +320,8 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
         }
         let mut frames = stack.frames;
         frames.insert(0, stack.program);
-        let key = (stack.process.map(|i| row_of[i]), stack.probe, frames);
+        let probe = stack.probe.map(|point| probe_index[&point]);
+        let key = (stack.process.map(|i| row_of[i]), probe, frames);
         add(
             &mut merged.entry(key).or_insert((stack.test, 0)).1,
             stack.count,

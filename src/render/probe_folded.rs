@@ -16,18 +16,20 @@ use crate::stacks::folded::frame;
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
     let probes = recording.header.as_ref().map_or(&[][..], |h| &h.probes[..]);
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    let labels: Vec<String> = probes.iter().map(|p| p.label()).collect();
     for hit in hit_stacks(probes, &recording.profile, &recording.processes) {
+        let probe = &labels[hit.probe.unwrap_or_default() as usize];
         let parts: Vec<String> = hit
             .test
             .iter()
             .chain([&hit.program])
             .chain(&hit.frames)
-            .chain([&hit.probe])
+            .chain([probe])
             .map(|part| frame(part))
             .collect();
         // Saturating: a hostile recording's counts may add up past u64.
         let count = lines.entry(parts.join(";")).or_default();
-        *count = count.saturating_add(hit.hits);
+        *count = count.saturating_add(hit.count);
     }
     for (stack, count) in lines {
         writeln!(out, "{stack} {count}")?;

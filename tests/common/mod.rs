@@ -485,7 +485,10 @@ impl Run {
     /// profile's, which come last.
     pub fn events(&self) -> &[Record] {
         let body = &self.records[1..self.records.len() - 1];
-        &body[..body.iter().position(is_profile).unwrap_or(body.len())]
+        &body[..body
+            .iter()
+            .position(Record::is_profile)
+            .unwrap_or(body.len())]
     }
 
     /// The CPU profile's and the probes' lines, after the events.
@@ -607,7 +610,7 @@ impl Run {
     fn check_profile(&self, ctx: &dyn Fn() -> String) {
         let lines = self.profile_lines();
         assert!(
-            lines.iter().all(is_profile),
+            lines.iter().all(Record::is_profile),
             "profile lines interleaved\n{}",
             ctx()
         );
@@ -1025,18 +1028,4 @@ impl Drop for Tmpfs {
         // Lazily, should a process of a failed test still hold a file.
         let _ = nix::mount::umount2(self.dir.path(), nix::mount::MntFlags::MNT_DETACH);
     }
-}
-
-/// Whether `record` is a line of the CPU profile.
-pub fn is_profile(record: &Record) -> bool {
-    matches!(
-        record,
-        Record::Frame(_)
-            | Record::Stack(_)
-            | Record::CpuSamples(_)
-            | Record::ProbeHits(_)
-            | Record::ProbeArgs(_)
-            | Record::ProbeLatency(_)
-            | Record::TestAttempt(_)
-    )
 }
