@@ -28,7 +28,7 @@ mod profile;
 #[cfg(feature = "recorder")]
 pub mod symbolize;
 #[cfg(all(test, feature = "recorder"))]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(feature = "recorder")]
 pub mod unwind;
 

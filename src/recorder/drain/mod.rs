@@ -19,6 +19,8 @@ mod reorder;
 mod route;
 mod signals;
 mod snapshots;
+#[cfg(test)]
+mod tests;
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
