@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use crate::browser::{dom_and_console, have_chromium, screenshot, screenshot_path};
+use crate::common::browser::{dom_and_console, have_chromium, screenshot, screenshot_path};
 use crate::common::*;
 use proctrace::event::Pid;
 

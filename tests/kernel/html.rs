@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use proctrace::event::Pid;
 
-use crate::browser::{chromium, have_chromium, screenshot, screenshot_at, screenshot_path};
+use crate::common::browser::{chromium, have_chromium, screenshot, screenshot_at, screenshot_path};
 use crate::common::{big_recording, matching, process_count, record_demo, render, Synthetic};
 
 /// What the page reported in `#status`.

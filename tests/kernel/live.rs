@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
+use crate::common::terminal::{finished_run, Tmux};
 use crate::common::*;
-use crate::terminal::{finished_run, Tmux};
 
 /// A step that fails, then two distinct sleeps.
 const SCRIPT: &str = "echo out; sleep 0.3; sh -c 'exit 4'; sleep 1.5; sleep 0.2";

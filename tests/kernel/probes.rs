@@ -417,7 +417,7 @@ fn probes_lists_a_binarys_usdt_probes_and_a_live_processs() {
 
 #[test]
 fn the_html_report_lists_each_probes_hits() {
-    if !crate::browser::have_chromium() {
+    if !crate::common::browser::have_chromium() {
         return;
     }
     let probed = workload("probed");

@@ -2,8 +2,8 @@
 //! on the last row while the command's output scrolls above it, whole
 //! lines, and is gone when the recording ends; on a pipe there is none.
 
+use crate::common::terminal::{finished_run, Tmux};
 use crate::common::*;
-use crate::terminal::{finished_run, Tmux};
 
 #[test]
 fn the_status_line_keeps_to_the_last_row_of_a_terminal() {
