@@ -290,7 +290,7 @@ int BPF_PROG(exit_raw, struct task_struct *task)
 }
 
 /* setsid and setpgid, three ways; userspace loads the cheapest this kernel
- * allows (src/recorder/kernel/mod.rs). First, fexit on the syscalls' functions:
+ * allows (src/recorder/load/mod.rs). First, fexit on the syscalls' functions:
  * no other syscall pays anything. setsid's entry points of both ABIs alias
  * one function that calls ksys_setsid; setpgid has one per ABI, each
  * reading its argument from the saved user registers. */
