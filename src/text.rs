@@ -217,6 +217,117 @@ pub fn shorten(text: &str, width: Option<usize>) -> String {
     cut
 }
 
+/// Narrowest a word of a command line is cut to, '…' included.
+const WORD_KEPT: usize = 16;
+
+/// Cuts a line that holds a command line (`sh -c '…' arg`) to `width`
+/// terminal columns by cutting the middle of its widest words, so that
+/// every word keeps its start and end and the words after a long one
+/// (the argument that tells two such processes apart) stay: `python3 -c
+/// 'import time, s…p(100)' server-1008`. Only where no word is left to cut
+/// is the line's end cut, as [`shorten`] does.
+pub fn shorten_command(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width.map(|w| w.max(MIN_WIDTH)) else {
+        return text.to_string();
+    };
+    let mut over = text.width().saturating_sub(width);
+    if over == 0 {
+        return text.to_string();
+    }
+    let words = word_spans(text);
+    let mut kept: Vec<usize> = words.iter().map(|&(a, b)| text[a..b].width()).collect();
+    while over > 0 {
+        // The widest word, the first of equals: cut it as far as needed.
+        let Some((at, &widest)) = kept
+            .iter()
+            .enumerate()
+            .rev()
+            .max_by_key(|&(_, &w)| w)
+            .filter(|&(_, &w)| w > WORD_KEPT)
+        else {
+            break;
+        };
+        let to = widest.saturating_sub(over).max(WORD_KEPT);
+        over -= widest - to;
+        kept[at] = to;
+    }
+    let mut line = String::with_capacity(text.len());
+    let mut from = 0;
+    for (&(a, b), &keep) in words.iter().zip(&kept) {
+        line.push_str(&text[from..a]);
+        line.push_str(&cut_middle(&text[a..b], keep));
+        from = b;
+    }
+    line.push_str(&text[from..]);
+    shorten(&line, Some(width))
+}
+
+/// `word` in `keep` columns: its start, '…', and its last third.
+fn cut_middle(word: &str, keep: usize) -> Cow<'_, str> {
+    if word.width() <= keep {
+        return Cow::Borrowed(word);
+    }
+    let tail_width = (keep - 1) / 3;
+    let head = take_columns(word.chars(), keep - 1 - tail_width);
+    let tail: String = take_columns(word.chars().rev(), tail_width)
+        .chars()
+        .rev()
+        .collect();
+    Cow::Owned(format!("{head}…{tail}"))
+}
+
+/// The characters of `chars` that fit in `columns`, in their order.
+fn take_columns(chars: impl Iterator<Item = char>, columns: usize) -> String {
+    let mut used = 0;
+    chars
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= columns
+        })
+        .collect()
+}
+
+/// The byte ranges of the words of a line as [`shell_join`] quotes them:
+/// runs of text between blanks, a quoted blank (`'a b'`, `$'a\' b'`,
+/// `a\ b`) inside its word.
+fn word_spans(line: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    let mut chars = line.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c == ' ' {
+            if let Some(s) = start.take() {
+                spans.push((s, at));
+            }
+            continue;
+        }
+        start.get_or_insert(at);
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' => {
+                // `$'...'` takes backslash escapes, `'...'` none.
+                let escapes = at > 0 && line.as_bytes()[at - 1] == b'$';
+                while let Some((_, q)) = chars.next() {
+                    match q {
+                        '\\' if escapes => {
+                            chars.next();
+                        }
+                        '\'' => break,
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, line.len()));
+    }
+    spans
+}
+
 /// `pids a–b, c`: pids as ranges where they run on.
 pub fn pid_ranges(mut pids: Vec<i32>) -> String {
     pids.sort_unstable();
@@ -316,6 +427,49 @@ mod tests {
             12
         );
         assert_eq!(shorten("abcdefghijklmnopqrstuvwxyz", None).len(), 26);
+    }
+
+    #[test]
+    fn commands_are_cut_inside_their_widest_words() {
+        let script = "'import time, socket; s = socket.socket(); time.sleep(100)'";
+        let line = format!("python3 -c {script} server-1008");
+        let cut = shorten_command(&line, Some(50));
+        assert_eq!(cut, "python3 -c 'import time, sock…ep(100)' server-1008");
+        assert_eq!(cut.width(), 50);
+        // Quoted blanks are inside their word; words that fit stay whole.
+        assert_eq!(
+            shorten_command(
+                "a 'b c d e f g h i j k l m n o p' $'q\\' r s t u v' w",
+                Some(40)
+            ),
+            "a 'b c d e f g…n o p' $'q\\' r s t u v' w"
+        );
+        assert_eq!(shorten_command("sh -c 'true'", Some(40)), "sh -c 'true'");
+        assert_eq!(shorten_command(&line, None), line);
+        // Two long words: the wider is cut first, then both.
+        let two = format!("{} {}", "a".repeat(40), "b".repeat(30));
+        assert_eq!(
+            shorten_command(&two, Some(60)),
+            format!("{}…{} {}", "a".repeat(19), "a".repeat(9), "b".repeat(30))
+        );
+        assert_eq!(
+            shorten_command(&two, Some(33)),
+            format!(
+                "{}…{} {}…{}",
+                "a".repeat(10),
+                "a".repeat(5),
+                "b".repeat(10),
+                "b".repeat(5)
+            )
+        );
+        // Nothing left to cut inside a word: the end goes.
+        let words = "abcdefgh ".repeat(8);
+        assert_eq!(shorten_command(&words, Some(20)), shorten(&words, Some(20)));
+        // Columns, not bytes: a CJK character takes two.
+        let cjk = format!("run {}", "漢".repeat(20));
+        let cut = shorten_command(&cjk, Some(24));
+        assert_eq!(cut, "run 漢漢漢漢漢漢…漢漢漢");
+        assert!(cut.width() <= 24, "{cut}");
     }
 
     #[test]

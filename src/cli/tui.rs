@@ -21,7 +21,7 @@ use ratatui::{Frame, Terminal};
 
 use proctrace::processes::{Process, Processes};
 use proctrace::text::glance;
-use proctrace::text::visible;
+use proctrace::text::{shorten_command, visible};
 
 /// What a key asks of the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,15 +196,15 @@ impl View {
             .unwrap_or(0)
             .min(rows.len().saturating_sub(1));
         self.table.select(Some(selected));
+        let fixed = [8, 8, 12, 8];
+        // What the fixed columns and the blank after each leave.
+        let width = usize::from(body.width).saturating_sub(fixed.iter().map(|w| w + 1).sum());
         let table = Table::new(
-            rows.iter().map(|r| self.row(processes, r)),
-            [
-                Constraint::Length(8),
-                Constraint::Length(8),
-                Constraint::Length(12),
-                Constraint::Length(8),
-                Constraint::Fill(1),
-            ],
+            rows.iter().map(|r| self.row(processes, r, width)),
+            fixed
+                .map(|w| Constraint::Length(w as u16))
+                .into_iter()
+                .chain([Constraint::Fill(1)]),
         )
         .header(
             Row::new(["PID", "AGE", "STATE", "CPU", "COMMAND"])
@@ -250,7 +250,8 @@ impl View {
         ])
     }
 
-    fn row<'a>(&self, processes: &'a Processes, shown: &Shown) -> Row<'a> {
+    /// A process's line, its command cut to `width` columns.
+    fn row<'a>(&self, processes: &'a Processes, shown: &Shown, width: usize) -> Row<'a> {
         let process = processes.get(shown.index);
         let indent = if self.sort == Sort::Tree {
             "  ".repeat(shown.depth.min(20))
@@ -262,6 +263,7 @@ impl View {
             "{indent}{mark}{}",
             visible(&processes.describe(shown.index))
         );
+        let command = shorten_command(&command, Some(width));
         let style = if shown.failed {
             Style::new().fg(Color::Red)
         } else if shown.ended {

@@ -8,7 +8,7 @@ use std::fs;
 
 use super::process::{life, Life};
 use crate::event::{Outsider, Pid};
-use crate::text::{shell_join, shorten};
+use crate::text::{shell_join, shorten_command};
 
 /// Characters of an outsider's command line kept.
 const COMMAND_WIDTH: usize = 80;
@@ -70,7 +70,7 @@ fn command(pid: Pid) -> String {
     } else {
         shell_join(&argv)
     };
-    shorten(&line, Some(COMMAND_WIDTH))
+    shorten_command(&line, Some(COMMAND_WIDTH))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use crate::analysis::diff::{Diff, Lone, Moved, Pair, Side, Slower};
 use crate::text::visible;
-use crate::text::{count, seconds, shorten};
+use crate::text::{count, seconds, shorten, shorten_command};
 
 /// Functions listed each way in the CPU section: what moved most; the
 /// rest is said in one line, and `--json` has it all.
@@ -81,7 +81,11 @@ fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result
             )?;
             write_under(&lone.path, out)?;
             for name in &lone.named {
-                writeln!(out, "      with {}", shorten(&visible(name), Some(100)))?;
+                writeln!(
+                    out,
+                    "      with {}",
+                    shorten_command(&visible(name), Some(100))
+                )?;
             }
             if lone.descendants > lone.named.len() {
                 writeln!(
@@ -226,7 +230,7 @@ fn write_under(path: &[String], out: &mut dyn Write) -> io::Result<()> {
 /// What a process ran, on one line of reasonable length.
 fn command(side: &Side) -> String {
     const WIDTH: usize = 100;
-    shorten(&visible(&side.command), Some(WIDTH))
+    shorten_command(&visible(&side.command), Some(WIDTH))
 }
 
 fn test_note(test: Option<&String>) -> String {

@@ -9,7 +9,7 @@ use inferno::flamegraph::{self, Direction};
 use super::{folded, Options, Weight};
 use crate::recording::Recording;
 use crate::text::shell_join;
-use crate::text::shorten;
+use crate::text::shorten_command;
 
 /// Longest command line the title shows.
 const TITLE_WIDTH: usize = 100;
@@ -59,7 +59,10 @@ pub(super) fn title(recording: &Recording) -> String {
         .as_ref()
         .map(|header| shell_join(&header.command));
     match command {
-        Some(command) => format!("proctrace: {}", shorten(&command, Some(TITLE_WIDTH))),
+        Some(command) => format!(
+            "proctrace: {}",
+            shorten_command(&command, Some(TITLE_WIDTH))
+        ),
         None => "proctrace".to_owned(),
     }
 }

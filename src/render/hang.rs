@@ -14,7 +14,7 @@ use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::stacks::Profile;
 use crate::text::pid_ranges;
-use crate::text::{count, fd_list, seconds, shorten, visible};
+use crate::text::{count, fd_list, seconds, shorten, shorten_command, visible};
 
 /// Columns a command gets in a line of the chain.
 const COMMAND_WIDTH: usize = 60;
@@ -264,7 +264,7 @@ fn cause(cause: SnapshotCause) -> String {
 
 /// `PID command`, the command it ran at the snapshot.
 fn name(p: &Blocked) -> String {
-    let command = shorten(&visible(&p.command), Some(COMMAND_WIDTH));
+    let command = shorten_command(&visible(&p.command), Some(COMMAND_WIDTH));
     format!("{} {command}", p.pid).trim_end().to_string()
 }
 
@@ -275,7 +275,7 @@ fn group_name(hang: &Hang, members: &[usize]) -> String {
         return name(first);
     }
     let pids = members.iter().map(|&m| hang.processes[m].pid).collect();
-    let command = shorten(&visible(&first.command), Some(COMMAND_WIDTH));
+    let command = shorten_command(&visible(&first.command), Some(COMMAND_WIDTH));
     format!("{} × {command} (pids {})", members.len(), pid_ranges(pids))
 }
 
@@ -685,7 +685,7 @@ fn loop_text(looping: &Loop) -> String {
         "in a loop: {} in {}, {endings}: `{}`",
         count(looping.runs, "run", "runs"),
         seconds(looping.span),
-        shorten(&visible(&looping.command), Some(COMMAND_WIDTH))
+        shorten_command(&visible(&looping.command), Some(COMMAND_WIDTH))
     )
 }
 

@@ -17,7 +17,7 @@ use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::shell_join;
 use crate::text::visible;
-use crate::text::{count, seconds, shorten};
+use crate::text::{count, seconds, shorten, shorten_command};
 
 /// Rows a table shows before `… and N more`.
 const ROWS: usize = 10;
@@ -231,7 +231,7 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     let (culprits, chains): (Vec<&String>, Vec<&String>) = rest
         .iter()
         .partition(|l| super::hang::ANSWERS.iter().any(|a| l.starts_with(a)));
-    writeln!(out, "\n### Hang: {}\n", cell(heading))?;
+    writeln!(out, "\n### Hang: {}\n", sentence(heading))?;
     write_block(out, chains.into_iter().map(String::as_str), CHAIN_LINES)?;
     writeln!(out)?;
     for answer in culprits.iter().take(ROWS) {
@@ -241,7 +241,7 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
         } else {
             "Culprit"
         };
-        writeln!(out, "- **{kind}:** {}", cell(answer))?;
+        writeln!(out, "- **{kind}:** {}", sentence(answer))?;
     }
     if culprits.len() > ROWS {
         writeln!(out, "\n… and {} more answers", culprits.len() - ROWS)?;
@@ -254,7 +254,7 @@ fn write_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
 fn write_on_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     let runs = super::hang::last_runs(processes);
     for run in runs.iter().take(ROWS) {
-        writeln!(out, "\n**{}**\n", cell(&super::hang::on_hang_line(run)))?;
+        writeln!(out, "\n**{}**\n", sentence(&super::hang::on_hang_line(run)))?;
         if !run.output.is_empty() {
             write_block(out, run.output.lines(), OUTPUT_LINES)?;
         }
@@ -304,10 +304,16 @@ fn fence(lines: &[String]) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
-/// Text of the traced programs for a table cell or a line of the page:
-/// visible, cut to [`WIDTH`], then escaped (after the cut, so that no
-/// escape is cut in half).
+/// A command line (or a test's name) for a table cell or a heading:
+/// visible, cut to [`WIDTH`] inside its widest words, then escaped (after
+/// the cut, so that no escape is cut in half).
 fn cell(text: &str) -> String {
+    escape(&shorten_command(&visible(text), Some(WIDTH)))
+}
+
+/// A sentence that names processes (a hang's answer): as [`cell`], cut
+/// at its end, the commands in it being cut already.
+fn sentence(text: &str) -> String {
     escape(&shorten(&visible(text), Some(WIDTH)))
 }
 
@@ -350,7 +356,10 @@ mod tests {
         assert_eq!(cell("a\nb|c"), r"a\\nb\|c");
         let long = "<".repeat(200);
         let cut = cell(&long);
-        assert_eq!(cut, format!("{}…", "&lt;".repeat(WIDTH - 1)));
+        // One word: its middle goes.
+        let tail = (WIDTH - 1) / 3;
+        let kept = |n| "&lt;".repeat(n);
+        assert_eq!(cut, format!("{}…{}", kept(WIDTH - 1 - tail), kept(tail)));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::Options;
 use crate::processes::{command_line, Processes};
 use crate::recording::Recording;
 use crate::text::shell_join;
-use crate::text::shorten;
+use crate::text::shorten_command;
 
 const NS_PER_MS: u64 = 1_000_000;
 
@@ -192,7 +192,7 @@ fn axis_format(end: u64) -> &'static str {
 /// that no line can close the Markdown fence a chart is often pasted in.
 fn escape(text: &str) -> String {
     let harmless = |c: char| c.is_alphanumeric() || " ./_-=+,@[](){}<>~^!?$*'\"|\\…".contains(c);
-    let text = shorten(text, Some(LABEL_WIDTH));
+    let text = shorten_command(text, Some(LABEL_WIDTH));
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         if harmless(c) {

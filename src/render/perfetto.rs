@@ -26,7 +26,7 @@ use crate::event::Pid;
 use crate::processes::{command_line, Argv, Outcome, Process, Processes, SessionChange};
 use crate::recording::Recording;
 use crate::text::shell_join;
-use crate::text::shorten;
+use crate::text::shorten_command;
 
 /// Linux pids stay below 2^22 (`PID_MAX_LIMIT`), so a process whose pid
 /// an earlier process of the recording had gets its track id above that.
@@ -188,7 +188,7 @@ fn metadata<'a>(
     events: &mut Vec<Event<'a>>,
 ) {
     let process = processes.get(index);
-    let name = shorten(
+    let name = shorten_command(
         &format!("{} {}", process.pid, processes.describe(index)),
         Some(NAME_WIDTH),
     );
@@ -226,7 +226,7 @@ fn slices<'a>(processes: &'a Processes, index: usize, track: i64, events: &mut V
         };
         let args = common_args(&process, process.pgid(), process.sid());
         events.push(slice(
-            shorten(&name, Some(NAME_WIDTH)),
+            shorten_command(&name, Some(NAME_WIDTH)),
             "fork",
             track,
             process.start(),
@@ -240,7 +240,7 @@ fn slices<'a>(processes: &'a Processes, index: usize, track: i64, events: &mut V
         args.filename = Some(exec.filename);
         args.argv = Some(exec.argv);
         args.argv_truncated = Some(exec.argv_truncated);
-        let name = shorten(&command, Some(NAME_WIDTH));
+        let name = shorten_command(&command, Some(NAME_WIDTH));
         args.command = Some(command);
         events.push(slice(name, "exec", track, exec.timestamp, until, args));
     }

@@ -11,7 +11,7 @@ use crate::analysis::{critical_path, group_usage, Peak, Usage};
 use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::text::visible;
-use crate::text::{seconds, shorten};
+use crate::text::{seconds, shorten_command};
 
 /// Groups listed in each table.
 const TOP: usize = 15;
@@ -56,7 +56,7 @@ fn write_table(
             mebibytes(group.max_rss),
             visible(name)
         );
-        writeln!(out, "{}", shorten(&line, options.width))?;
+        writeln!(out, "{}", shorten_command(&line, options.width))?;
     }
     writeln!(out)
 }
@@ -94,7 +94,7 @@ pub(super) fn write_critical_path(
             visible(&processes.describe(link.index))
         );
         let width = options.width.unwrap_or(PATH_WIDTH);
-        writeln!(out, "{}", shorten(&line, Some(width)))?;
+        writeln!(out, "{}", shorten_command(&line, Some(width)))?;
     }
     if !left_out.is_empty() {
         let rest: u64 = left_out.iter().map(|&i| path.links[i].own_ns).sum();

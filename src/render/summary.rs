@@ -9,7 +9,7 @@ use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::shell_join;
 use crate::text::visible;
-use crate::text::{count, seconds, shorten};
+use crate::text::{count, seconds, shorten, shorten_command};
 
 /// How many of the slowest processes are listed.
 const SLOWEST: usize = 5;
@@ -194,7 +194,7 @@ fn write_outlived(
             processes.describe(found.index),
             starter.unwrap_or_default()
         );
-        writeln!(out, "{}", shorten(&visible(&line), options.width))?;
+        writeln!(out, "{}", shorten_command(&visible(&line), options.width))?;
     }
     write_left_out(outlived.len(), out)
 }
@@ -243,7 +243,7 @@ fn write_titled(
     }
     writeln!(out, "\n{title} ({count}):")?;
     for line in lines.take(LISTED) {
-        writeln!(out, "{}", shorten(&visible(&line), options.width))?;
+        writeln!(out, "{}", shorten_command(&visible(&line), options.width))?;
     }
     write_left_out(count, out)
 }

@@ -10,7 +10,7 @@ use super::{paint, Options};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::visible;
-use crate::text::{seconds, shorten};
+use crate::text::{seconds, shorten_command};
 
 /// Writes the tree, every top-level process with its descendants.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -91,7 +91,7 @@ fn write_line(
     );
     let pid = process.pid.to_string();
     let fixed = prefix.width() + pid.len() + times.len() + outcome.to_string().len() + 4;
-    let command = shorten(
+    let command = shorten_command(
         &visible(&command),
         options.width.map(|w| w.saturating_sub(fixed)),
     );

@@ -44,6 +44,9 @@ fn every_mode_renders_as_expected() {
         ("leak", &["leaks", "summary", "markdown"][..]),
         // A real `record --timeout 1s` of `sleep 30 | cat`: one snapshot.
         ("hang", &["markdown"][..]),
+        // Two `python3 -c SCRIPT server-N` told apart by the argument after
+        // the long script, which a cut command keeps.
+        ("servers", &["hang"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
