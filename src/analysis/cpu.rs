@@ -167,16 +167,17 @@ pub(crate) fn process_between(
         })
 }
 
-/// What the process `samples` were taken of ran: its program, or its pid
-/// where the recording never saw it exec (a process attached to).
+/// What the process `samples` were taken of ran: its
+/// [`name`](Processes::name), or its pid where the recording has no
+/// process of that pid.
 pub fn sampled_program(processes: &Processes, samples: &CpuSamples) -> String {
     let index = sampled_process(processes, samples);
     program_of(processes, index, samples.pid)
 }
 
 pub(crate) fn program_of(processes: &Processes, index: Option<usize>, pid: Pid) -> String {
-    match index.and_then(|i| processes.get(i).program()) {
-        Some(program) => program.to_owned(),
+    match index {
+        Some(index) => processes.name(index),
         None => format!("<pid {pid}>"),
     }
 }

@@ -45,7 +45,8 @@ impl Usage {
 pub struct GroupUsage {
     /// Each program under its command group: a shell that ends as `sleep`
     /// counts once as the shell and once as `sleep`, each with its own
-    /// share. A process that never exec'd is `<fork>`.
+    /// share. A process that never exec'd is `<fork>` and the group it
+    /// inherited ([`Processes::command_group`]).
     pub by_command: Vec<(String, Usage)>,
     /// Each process under its test, whole; empty when no test runner ran.
     pub by_test: Vec<(String, Usage)>,
@@ -61,7 +62,8 @@ pub fn group_usage(processes: &Processes) -> GroupUsage {
         let ran = programs(&process, end);
         for program in &ran {
             let exec = process.execs.iter().nth(program.exec);
-            let group = exec.map_or_else(|| "<fork>".into(), |e| command_group_of(&e));
+            let group =
+                exec.map_or_else(|| processes.command_group(index), |e| command_group_of(&e));
             let last = program.exec + 1 == ran.len();
             by_command.entry(group).or_default().add(
                 program.end - program.start,
@@ -84,7 +86,11 @@ pub fn group_usage(processes: &Processes) -> GroupUsage {
             )
         };
         if ran.is_empty() {
-            whole(by_command.entry("<fork>".into()).or_default());
+            whole(
+                by_command
+                    .entry(processes.command_group(index))
+                    .or_default(),
+            );
         }
         if let Some(test) = test_of(processes, index) {
             whole(by_test.entry(test).or_default());

@@ -11,12 +11,23 @@ impl Processes {
     /// arguments with what differs from run to run folded: numbers become
     /// `N`, file names `*.ext` (or `*` without an extension when they are
     /// paths), option values likewise, and repeats of the same folded
-    /// argument are kept once. `<fork>` for a process that never exec'd.
+    /// argument are kept once. `<fork>` and the group of what it
+    /// inherited for a process that never exec'd, as
+    /// [`name`](Processes::name) says.
     pub fn command_group(&self, index: usize) -> String {
-        match self.get(index).execs.last() {
+        let process = self.get(index);
+        match process.execs.last() {
             Some(exec) => command_group_of(&exec),
-            None => "<fork>".into(),
+            None => forked_group(self.exec_at(index, process.start())),
         }
+    }
+}
+
+/// The group of a process that never exec'd and ran `inherited`.
+pub(crate) fn forked_group(inherited: Option<ExecView<'_>>) -> String {
+    match inherited {
+        Some(exec) => format!("<fork> {}", command_group_of(&exec)),
+        None => "<fork>".into(),
     }
 }
 

@@ -337,10 +337,11 @@ impl<'a> ExecView<'a> {
         let base = |word: &'a str| word.rsplit('/').next().unwrap_or(word);
         let mut words = self.argv.iter().map(base);
         let first = words.next().unwrap_or_else(|| base(self.filename));
+        // `python3.11` and `perl5.36` are their interpreters too.
+        let unversioned = first.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let interpreter = INTERPRETERS.contains(&first) || INTERPRETERS.contains(&unversioned);
         match self.argv.get(1) {
-            Some(script) if INTERPRETERS.contains(&first) && !script.starts_with('-') => {
-                base(script)
-            }
+            Some(script) if interpreter && !script.starts_with('-') => base(script),
             _ => first,
         }
     }
@@ -616,7 +617,8 @@ impl Processes {
 
     /// A one-line description of the process at `index`: what it was
     /// started to run and, if it exec'd again, what it ended up running;
-    /// `<fork>` and the inherited command if it never exec'd.
+    /// `<fork>` and the inherited command if it never exec'd. The long
+    /// form of [`name`](Self::name): the two always agree.
     pub fn describe(&self, index: usize) -> String {
         let process = self.get(index);
         // One exec is its own first and last: one command line to make.
@@ -624,35 +626,67 @@ impl Processes {
         match (process.first_command(), last.flatten()) {
             (Some(first), Some(last)) if first != last => format!("{first} → {last}"),
             (Some(first), _) => first.into_owned(),
-            (None, _) => match self.command_at(index, process.start()) {
-                Some(inherited) => format!("<fork> {inherited}"),
-                None => "<fork>".to_string(),
-            },
+            (None, _) => forked(
+                self.exec_at(index, process.start())
+                    .map(|e| command_line(&e)),
+            ),
+        }
+    }
+
+    /// The process at `index` in a word or two, for the lists, stacks and
+    /// labels that name many processes: the [`program`](ExecView::program)
+    /// it ended up running or, if it never exec'd, `<fork>` and the one it
+    /// inherited (`<fork> mp.py`), as [`describe`](Self::describe) says it
+    /// at length.
+    pub fn name(&self, index: usize) -> String {
+        let process = self.get(index);
+        match process.program() {
+            Some(program) => program.to_owned(),
+            None => forked(self.exec_at(index, process.start()).map(|e| e.program())),
         }
     }
 
     /// [`command_at`](Self::command_at) for display: `<fork>` marks a
     /// process that had not exec'd yet and ran its parent's program.
     pub fn describe_at(&self, index: usize, at: u64) -> String {
-        let command = self.command_at(index, at).unwrap_or_default();
         let process = self.get(index);
+        let command = self.command_at(index, at);
         if process.execs.iter().any(|e| e.timestamp <= at) {
-            command.into_owned()
+            command.unwrap_or_default().into_owned()
         } else {
-            format!("<fork> {command}").trim_end().to_string()
+            forked(command)
         }
     }
 
     /// What the process at `index` was running at time `at`: its exec
     /// current then or, before it exec'd, what it inherited from its parent.
     pub fn command_at(&self, index: usize, at: u64) -> Option<Cow<'_, str>> {
-        let process = self.get(index);
-        match process.execs.iter().rev().find(|e| e.timestamp <= at) {
-            Some(exec) => Some(command_line(&exec)),
-            None => process
-                .parent
-                .and_then(|parent| self.command_at(parent, process.start())),
+        self.exec_at(index, at).map(|exec| command_line(&exec))
+    }
+
+    /// The exec the process at `index` ran at time `at`: its own current
+    /// then or, before its first, the one its nearest ancestor ran when it
+    /// forked.
+    pub fn exec_at(&self, index: usize, at: u64) -> Option<ExecView<'_>> {
+        // A loop, not recursion: a long chain of forks must not exhaust
+        // the call stack.
+        let (mut index, mut at) = (index, at);
+        loop {
+            let process = self.get(index);
+            if let Some(exec) = process.execs.iter().rev().find(|e| e.timestamp <= at) {
+                return Some(exec);
+            }
+            (index, at) = (process.parent?, process.start());
         }
+    }
+}
+
+/// A process that had not exec'd, running what it inherited: `<fork>
+/// sh -c …`, or `<fork>` where nothing says what.
+fn forked<T: fmt::Display>(inherited: Option<T>) -> String {
+    match inherited {
+        Some(inherited) => format!("<fork> {inherited}").trim_end().to_string(),
+        None => "<fork>".to_string(),
     }
 }
 
@@ -687,19 +721,9 @@ mod tests {
     fn execs_keep_their_text_whatever_its_length() {
         let long = "x".repeat(20_000);
         let mut builder = Builder::default();
-        let fork = Record::Fork(Fork {
-            seq: 0,
-            timestamp: 5,
-            parent_pid: 1,
-            child_pid: 2,
-            parent_pgid: 1,
-            child_pgid: None,
-            child_sid: None,
-            child_ppid: None,
-        });
         for event in [
             exec(1, 1, &["sh", "-c", &long], None),
-            fork,
+            fork(1, 2, 5),
             exec(2, 6, &["env", "a b"], Some("recorded otherwise")),
             exec(2, 7, &["true"], None),
         ] {
@@ -719,6 +743,41 @@ mod tests {
         assert_eq!(commands, ["recorded otherwise", "true"]);
         assert_eq!(child.execs.first().unwrap().argv.get(1), Some("a b"));
         assert_eq!(table.describe(1), "recorded otherwise → true");
+    }
+
+    fn fork(parent: Pid, child: Pid, timestamp: u64) -> Record {
+        Record::Fork(Fork {
+            seq: 0,
+            timestamp,
+            parent_pid: parent,
+            child_pid: child,
+            parent_pgid: 1,
+            child_pgid: None,
+            child_sid: None,
+            child_ppid: None,
+        })
+    }
+
+    #[test]
+    fn a_fork_is_named_by_what_it_inherited_in_every_form() {
+        let mut builder = Builder::default();
+        for event in [
+            exec(1, 1, &["python3.11", "mp.py", "7"], None),
+            fork(1, 2, 2),
+            fork(2, 3, 3),
+            fork(1, 4, 4),
+            exec(4, 5, &["sleep", "1"], None),
+        ] {
+            builder.add(&event).unwrap();
+        }
+        let table = builder.finish(Some(10));
+        let names: Vec<String> = (0..4).map(|i| table.name(i)).collect();
+        assert_eq!(names, ["mp.py", "<fork> mp.py", "<fork> mp.py", "sleep"]);
+        assert_eq!(table.describe(2), "<fork> python3.11 mp.py 7");
+        assert_eq!(table.command_group(2), "<fork> mp.py N");
+        // Before its exec, the last fork ran its parent's program.
+        assert_eq!(table.describe_at(3, 4), "<fork> python3.11 mp.py 7");
+        assert_eq!(table.describe_at(3, 5), "sleep 1");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub(super) fn each_stack(
     Ok(())
 }
 
-/// A process as one frame: its program, `<fork>` if it never exec'd.
+/// A process as one frame: its [`name`](Processes::name).
 fn frame(processes: &Processes, index: usize) -> String {
-    folded::frame(processes.get(index).program().unwrap_or("<fork>"))
+    folded::frame(&processes.name(index))
 }

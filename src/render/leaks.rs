@@ -229,12 +229,11 @@ fn write_unrecorded(
     Ok(())
 }
 
-/// A process in two words: `1834 cat`, or `1831 <fork>` for one that
-/// never exec'd and so ran its parent's program.
+/// A process in a few words: `1834 cat`, or `1831 <fork> bats` for one
+/// that never exec'd and so ran its parent's program.
 fn name(processes: &Processes, index: usize) -> String {
     let process = processes.get(index);
-    let program = process.program().unwrap_or("<fork>");
-    format!("{} {}", process.pid, visible(program))
+    format!("{} {}", process.pid, visible(&processes.name(index)))
 }
 
 /// A process and its parent: `1834 cat (started by 1832 bats-format-cat)`.

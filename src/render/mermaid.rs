@@ -129,7 +129,11 @@ fn write_tasks(processes: &Processes, index: usize, out: &mut dyn Write) -> io::
     };
     let end = processes.end();
     if process.execs.is_empty() {
-        let name = format!("[{}] <fork>", process.pid);
+        let name = format!(
+            "[{}] {}",
+            process.pid,
+            shorten_store_paths(&processes.describe(index))
+        );
         return write_task(out, &name, status, process.start(), process.end(end));
     }
     for (exec, until) in process.exec_spans(end) {
@@ -165,10 +169,11 @@ fn write_task(
 /// `[pid] command` of a process, for section headings.
 fn label(processes: &Processes, index: usize) -> String {
     let process = processes.get(index);
-    match process.first_command() {
-        Some(command) => format!("[{}] {}", process.pid, shorten_store_paths(&command)),
-        None => format!("[{}] <fork>", process.pid),
-    }
+    let command = match process.first_command() {
+        Some(command) => command.into_owned(),
+        None => processes.describe(index),
+    };
+    format!("[{}] {}", process.pid, shorten_store_paths(&command))
 }
 
 /// An axis that counts from the start: `dateFormat x` puts time 0 at the

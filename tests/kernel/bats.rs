@@ -149,7 +149,7 @@ fn the_test_that_leaks_a_sleeper_is_blamed_and_no_other() {
     let fd3 = leaks.split("\n  holds fd 3 → pipe:[").nth(1).unwrap();
     let next = fd3.lines().nth(1).unwrap();
     assert!(
-        next.starts_with("    also fd 0 of ") && next.contains(" <fork> (started by "),
+        next.starts_with("    also fd 0 of ") && next.contains(" <fork> bats (started by "),
         "{leaks}"
     );
     assert!(!leaks.contains("may hold the other end"), "{leaks}");

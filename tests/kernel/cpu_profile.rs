@@ -2,10 +2,11 @@
 //! only, unwound through binaries built without frame pointers, named
 //! after the processes are gone, and checked against perf.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 
 use crate::common::*;
+use proctrace::event::Pid;
 
 /// `hot` samples: three quarters in spin_a, one in spin_b, both under
 /// main -> work (tests/workloads/hot.c).
@@ -457,4 +458,74 @@ fn go_tool_pprof_reads_the_profile_and_splits_it_by_process_and_test() {
     let all = go_pprof(dir, &["-traces"], &pb);
     assert_eq!(trace_labels(&traces, "pid"), trace_labels(&all, "pid"));
     assert!(trace_labels(&all, "program").iter().all(|p| p == "hot"));
+}
+
+/// A `multiprocessing.Pool(2)` script: its workers fork from it and never
+/// exec, and spin and call getppid in `work`.
+const POOL: &str = "import multiprocessing, os, time
+def work(n):
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        os.getppid()
+    return n
+if __name__ == '__main__':
+    with multiprocessing.Pool(2) as pool:
+        print(pool.map(work, range(2)))
+";
+
+/// Every view names a worker that never exec'd as the tree does: `<fork>`
+/// and what it inherited, the program where a word must do; none falls
+/// back to its pid.
+#[test]
+fn a_forked_worker_has_one_name_in_every_view() {
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !prerequisite(python.exists(), "/usr/bin/python3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("mp.py");
+    std::fs::write(&script, POOL).unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999", "--probe", "uprobe:libc:getppid"]);
+    let run = record_in(dir, &opts, &["/usr/bin/python3", script.to_str().unwrap()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let workers: Vec<Pid> = run
+        .children(run.root())
+        .into_iter()
+        .filter(|&pid| run.execs(pid).is_empty())
+        .collect();
+    assert!(workers.len() >= 2, "{}", run.text);
+    let show = |mode: &str| {
+        let out = run.dir.path().join(mode);
+        render(&run.dir.path().join("rec.ndjson"), mode, &out);
+        std::fs::read_to_string(out).unwrap()
+    };
+    let tree = show("tree");
+    let long = format!("<fork> /usr/bin/python3 {}", script.display());
+    for pid in &workers {
+        assert!(
+            tree.contains(&format!("─ {pid} {long}  +")),
+            "{pid}:\n{tree}"
+        );
+    }
+    let folded = show("cpu-folded");
+    let programs: BTreeSet<&str> = folded.lines().filter_map(|l| l.split(';').next()).collect();
+    assert_eq!(
+        programs,
+        BTreeSet::from(["<fork> mp.py", "mp.py"]),
+        "{folded}"
+    );
+    let cpu = show("cpu");
+    assert!(cpu.contains(" <fork> mp.py: "), "{cpu}");
+    let probes = show("probes");
+    for pid in &workers {
+        assert!(
+            probes.contains(&format!("  {pid} <fork> mp.py\n")),
+            "{pid}:\n{probes}"
+        );
+    }
+    assert!(
+        !cpu.contains("<pid ") && !probes.contains("<pid "),
+        "{cpu}\n{probes}"
+    );
 }

@@ -26,16 +26,31 @@ pub fn record_cpu_tree() -> Run {
 
 /// What `folded` must say, worked out from the events themselves: each
 /// process's frames are the programs (argv[0]'s file name) from the root
-/// down; its weight its CPU time in whole microseconds.
+/// down, `<fork> ` and its nearest ancestor's for one that never exec'd
+/// (none of this tree execs after forking); its weight its CPU time in
+/// whole microseconds.
 fn expected_stacks(run: &Run) -> BTreeMap<String, u64> {
     let parent: BTreeMap<Pid, Pid> = run
         .forks()
         .iter()
         .map(|f| (f.child_pid, f.parent_pid))
         .collect();
-    let frame = |pid: Pid| match run.argvs(pid).last() {
-        Some(argv) => argv[0].rsplit('/').next().unwrap().to_string(),
-        None => "<fork>".to_string(),
+    let program = |pid: Pid| {
+        let argv = run.argvs(pid).last().cloned()?;
+        Some(argv[0].rsplit('/').next().unwrap().to_string())
+    };
+    let frame = |pid: Pid| match program(pid) {
+        Some(program) => program,
+        None => {
+            let mut up = parent[&pid];
+            let inherited = loop {
+                match program(up) {
+                    Some(program) => break program,
+                    None => up = parent[&up],
+                }
+            };
+            format!("<fork> {inherited}")
+        }
     };
     let mut stacks = BTreeMap::new();
     for exit in run.all_exits() {

@@ -66,7 +66,7 @@ fn a_real_run_is_one_trace_the_otlp_schema_accepts() {
     let subshell = spans
         .iter()
         .find(|s| s["span_id"] == sleep["parent_span_id"]);
-    assert_eq!(subshell.expect("the subshell's span")["name"], "<fork>");
+    assert_eq!(subshell.expect("the subshell's span")["name"], "<fork> sh");
 }
 
 /// The environment of a GitHub Actions job.

@@ -17,7 +17,7 @@ fn mermaid_cli_renders_every_label() {
         "[1000] bash demo.sh",
         "[1000] <store>/bin/hello --greeting=x:y",
         "[1001] sleep 0.2",
-        "[1002] <fork>",
+        "[1002] <fork> bash demo.sh",
         "[1003] sh -c 'echo a:b # c; exit 1'",
         "[1004] curl -w '%{http_code}' 'http://localhost:8080/#top'",
     ] {

@@ -137,7 +137,8 @@ fn the_demo_is_one_trace_under_traceparent() {
     assert_eq!(exec["name"], "exec");
     assert_eq!(exec["timeUnixNano"], "1795246800383456789");
 
-    assert_eq!(by_pid[&1002]["name"], "<fork>");
+    // A subshell is named by what it inherited, as in every view.
+    assert_eq!(by_pid[&1002]["name"], "<fork> demo.sh");
     assert_eq!(
         by_pid[&1001].get("status"),
         None,

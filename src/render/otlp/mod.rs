@@ -458,11 +458,10 @@ impl<'a> Trace<'a> {
             span_id: self.span_id(index),
             parent_span_id: self.parent_of(index),
             trace_state: self.trace_state.clone(),
-            name: process
-                .execs
-                .first()
-                .map_or("<fork>", |e| e.program())
-                .into(),
+            name: match process.execs.first() {
+                Some(exec) => exec.program().into(),
+                None => processes.name(index).into(),
+            },
             kind: SPAN_KIND_INTERNAL,
             start_time_unix_nano: self.time(process.start()),
             end_time_unix_nano: self.time(process.end(processes.end())),
