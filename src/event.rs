@@ -58,6 +58,9 @@ pub enum Record {
     Fork(Fork),
     /// A process successfully executed a new program.
     Exec(Exec),
+    /// A process already running when `record --pid` attached, as `/proc`
+    /// showed it then.
+    Attached(Attached),
     /// The last thread of a process is gone.
     Exit(Exit),
     /// A process became the leader of a new session.
@@ -439,6 +442,33 @@ impl Fd {
     pub fn same_file(&self, other: &Fd) -> bool {
         self.dev == other.dev && self.ino == other.ino
     }
+}
+
+/// A process that `record --pid` followed from the moment it attached:
+/// one of the processes given or their descendants then, already running,
+/// so that neither its fork nor its exec is in the recording. Read from
+/// `/proc` just before the kernel started following it, and its first
+/// record, parents before their children.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attached {
+    /// Position in the recording's one global order.
+    #[serde(default)]
+    pub seq: u64,
+    /// Nanoseconds since the recording started: when proctrace attached.
+    pub timestamp: u64,
+    /// The process.
+    pub pid: Pid,
+    /// Its parent then.
+    pub ppid: Pid,
+    /// Its process group then.
+    pub pgid: Pid,
+    /// Its session then.
+    pub sid: Pid,
+    /// The program's file (`/proc/PID/exe`); empty where it could not be read.
+    pub filename: String,
+    /// The program's arguments (`/proc/PID/cmdline`), as text; empty for a
+    /// process that has none (a kernel thread) or could not be read.
+    pub argv: Vec<String>,
 }
 
 /// The whole thread group of a process is gone.
@@ -991,6 +1021,7 @@ impl Record {
             Record::Header(_) => "Header",
             Record::Fork(_) => "Fork",
             Record::Exec(_) => "Exec",
+            Record::Attached(_) => "Attached",
             Record::Exit(_) => "Exit",
             Record::SetSid(_) => "SetSID",
             Record::SetPgid(_) => "SetPGID",
@@ -1050,6 +1081,7 @@ impl Record {
         match self {
             Record::Fork(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Exec(e) => Some((&mut e.seq, &mut e.timestamp)),
+            Record::Attached(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::Exit(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::SetSid(e) => Some((&mut e.seq, &mut e.timestamp)),
             Record::SetPgid(e) => Some((&mut e.seq, &mut e.timestamp)),
@@ -1064,6 +1096,7 @@ impl Record {
         match self {
             Record::Fork(e) => Some((e.seq, e.timestamp, e.child_pid)),
             Record::Exec(e) => Some((e.seq, e.timestamp, e.pid)),
+            Record::Attached(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::Exit(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::SetSid(e) => Some((e.seq, e.timestamp, e.pid)),
             Record::SetPgid(e) => Some((e.seq, e.timestamp, e.pid)),

@@ -3,7 +3,8 @@
 //! looks stuck. No BPF: the recorder takes its snapshots through this
 //! layer, and so can any program that knows the pids of a tree.
 //!
-//! - `process`: a process's `/proc` directory and its stat line;
+//! - `process`: a process's `/proc` directory and its stat line, and
+//!   the [`Attached`](crate::event::Attached) record of one already running;
 //! - `fds`: the descriptors it holds;
 //! - `blocked`: what each of its threads is blocked in, and on what;
 //! - `futex`: the thread a futex word names, and the shared memory it
@@ -28,6 +29,7 @@ use outsiders::outsider;
 use process::{run_ns, Life, ProcDir, Stat};
 
 pub use fds::held_fds;
+pub use process::attached;
 
 use crate::event::{CpuUse, Fd, Mapped, Peer, Pid, Snapshot, SnapshotCause};
 

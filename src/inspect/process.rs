@@ -10,7 +10,7 @@ use nix::dir::Dir;
 use nix::fcntl::{open, openat, OFlag};
 use nix::sys::stat::Mode;
 
-use crate::event::Pid;
+use crate::event::{Attached, Pid};
 
 /// A process's directory in `/proc`, opened once: what is read under it
 /// is looked up from it. A snapshot reads thousands of processes, and the
@@ -62,6 +62,10 @@ pub(crate) enum Life {
 /// The fields of `/proc/PID/stat` proctrace uses.
 pub(crate) struct Stat {
     pub state: char,
+    /// Its parent, process group and session.
+    pub ppid: Pid,
+    pub pgid: Pid,
+    pub sid: Pid,
     flags: u64,
     /// How many threads it has.
     pub threads: u64,
@@ -87,6 +91,9 @@ impl Stat {
         let fields: Vec<&str> = rest.split_whitespace().collect();
         Some(Stat {
             state: fields.first()?.chars().next()?,
+            ppid: fields.get(1)?.parse().ok()?,
+            pgid: fields.get(2)?.parse().ok()?,
+            sid: fields.get(3)?.parse().ok()?,
             flags: fields.get(6)?.parse().ok()?,
             threads: fields.get(17)?.parse().ok()?,
             start_ticks: fields.get(19)?.parse().ok()?,
@@ -138,6 +145,29 @@ fn ticks_ns(ticks: u64) -> u64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     ticks.saturating_mul(1_000_000_000) / hz
+}
+
+/// `pid` as `/proc` shows it, as the [`Attached`] record of a process
+/// followed from time `at` on; `None` once it is gone.
+pub fn attached(pid: Pid, at: u64) -> Option<Attached> {
+    let stat = Stat::read(pid)?;
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv = raw
+        .split(|&b| b == 0)
+        .filter(|arg| !arg.is_empty())
+        .map(|arg| String::from_utf8_lossy(arg).into_owned())
+        .collect();
+    Some(Attached {
+        seq: 0,
+        timestamp: at,
+        pid,
+        ppid: stat.ppid,
+        pgid: stat.pgid,
+        sid: stat.sid,
+        filename: exe.to_string_lossy().into_owned(),
+        argv,
+    })
 }
 
 /// Where `pid` is in its life; a process /proc has no record of is gone.

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use super::storage::{small, ExecRow, Grouped, Row, Text};
 use super::{Processes, SessionChange, TooLarge};
 use crate::event::{
-    profile_lines, Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot, TestAttempt,
+    profile_lines, Attached, Exec, Fd, Lingering, OnHang, Pid, Record, Resources, Snapshot,
+    TestAttempt,
 };
 use crate::text::shell_join;
 
@@ -71,7 +72,8 @@ impl Builder {
             Record::Fork(fork) => {
                 Row::put(&mut row.set, Row::FORK, &mut row.fork, Some(fork.timestamp))
             }
-            Record::Exec(exec) => self.add_exec(index, exec)?,
+            Record::Exec(exec) => self.add_exec(index, exec, false)?,
+            Record::Attached(attached) => self.add_exec(index, &running(attached), true)?,
             Record::Exit(exit) => {
                 row.set_exit(exit);
                 if let Some(used) = exit.resources {
@@ -91,7 +93,14 @@ impl Builder {
         Ok(Some(index as usize))
     }
 
-    pub(super) fn add_exec(&mut self, process: u32, exec: &Exec) -> Result<(), TooLarge> {
+    /// Adds an exec of `process`; `attached` for the program it was
+    /// running when `record --pid` attached ([`ExecView::attached`]).
+    pub(super) fn add_exec(
+        &mut self,
+        process: u32,
+        exec: &Exec,
+        attached: bool,
+    ) -> Result<(), TooLarge> {
         let strings = self.text.run();
         self.text.push(&exec.filename);
         for arg in &exec.argv {
@@ -117,6 +126,9 @@ impl Builder {
         }
         if has_cmdline {
             set |= ExecRow::CMDLINE;
+        }
+        if attached {
+            set |= ExecRow::ATTACHED;
         }
         let row = ExecRow {
             timestamp: exec.timestamp,
@@ -149,6 +161,7 @@ impl Builder {
         let parent_pid = match event {
             Record::Fork(f) => Some(f.parent_pid),
             Record::Exec(e) => Some(e.ppid),
+            Record::Attached(e) => Some(e.ppid),
             Record::Exit(e) => Some(e.ppid),
             _ => None,
         };
@@ -213,6 +226,7 @@ pub(super) fn group_of(event: &Record) -> Option<Pid> {
     match event {
         Record::Fork(f) => Some(f.child_pgid.unwrap_or(f.parent_pgid)),
         Record::Exec(e) => Some(e.pgid),
+        Record::Attached(e) => Some(e.pgid),
         Record::Exit(e) => Some(e.pgid),
         Record::SetPgid(e) => Some(e.pgid),
         _ => None,
@@ -224,8 +238,32 @@ pub(super) fn session_of(event: &Record) -> Option<Pid> {
     match event {
         Record::Fork(f) => f.child_sid,
         Record::Exec(e) => e.sid,
+        Record::Attached(e) => Some(e.sid),
         Record::Exit(e) => e.sid,
         Record::SetSid(e) => Some(e.sid),
         _ => None,
+    }
+}
+
+/// The program a process was running when `record --pid` attached, as an
+/// exec at the attach: what names the process in every view.
+fn running(attached: &Attached) -> Exec {
+    Exec {
+        seq: attached.seq,
+        timestamp: attached.timestamp,
+        pid: attached.pid,
+        ppid: attached.ppid,
+        pgid: attached.pgid,
+        sid: Some(attached.sid),
+        filename: attached.filename.clone(),
+        cmdline: shell_join(&attached.argv),
+        argv: attached.argv.clone(),
+        argv_truncated: false,
+        argv_raw: Default::default(),
+        filename_raw: None,
+        fds: Vec::new(),
+        fds_truncated: false,
+        env: Default::default(),
+        used_before: None,
     }
 }

@@ -175,6 +175,12 @@ impl<'a> Process<'a> {
         self.start() <= at && self.exit.is_none_or(|e| e.timestamp > at)
     }
 
+    /// Whether it was already running when `record --pid` attached: its
+    /// start is the attach, and it ran for longer than its times say.
+    pub fn attached(&self) -> bool {
+        self.execs.first().is_some_and(|exec| exec.attached)
+    }
+
     /// A short name for what it ended up running: its last exec's
     /// [`program`](ExecView::program).
     pub fn program(&self) -> Option<&'a str> {
@@ -314,6 +320,10 @@ pub struct ExecView<'a> {
     pub argv: Argv<'a>,
     /// argv was longer than proctrace copies, so the last entries are cut.
     pub argv_truncated: bool,
+    /// No exec the recording saw: the program the process was already
+    /// running when `record --pid` attached, read from `/proc` then, with
+    /// the attach's time.
+    pub attached: bool,
     /// The file descriptors the new program started with.
     pub fds: &'a [Fd],
     /// What the process had used when the program started, where the
@@ -580,6 +590,13 @@ impl Processes {
     /// What `record --on-hang` printed, in recording order.
     pub fn on_hang(&self) -> &[OnHang] {
         &self.on_hang
+    }
+
+    /// The execs the recording saw, in all: not the programs of the
+    /// processes attached to ([`ExecView::attached`]).
+    pub fn exec_count(&self) -> usize {
+        let attached = |row: &&ExecRow| row.set & ExecRow::ATTACHED != 0;
+        self.execs.items.iter().filter(|row| !attached(row)).count()
     }
 
     /// Nanoseconds from the start to the end of the recording.

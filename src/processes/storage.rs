@@ -93,6 +93,7 @@ impl ExecRow {
     pub(super) const SID: u16 = 1;
     pub(super) const ARGV_TRUNCATED: u16 = 1 << 1;
     pub(super) const CMDLINE: u16 = 1 << 2;
+    pub(super) const ATTACHED: u16 = 1 << 3;
 
     pub(super) fn view<'a>(&'a self, table: &'a Processes) -> ExecView<'a> {
         let mut strings = table.text.strings(self.strings);
@@ -111,6 +112,7 @@ impl ExecRow {
             filename,
             argv: Argv { strings, len: argc },
             argv_truncated: self.set & ExecRow::ARGV_TRUNCATED != 0,
+            attached: self.set & ExecRow::ATTACHED != 0,
             fds: &table.fds[fds..fds + self.fd_count as usize],
             cmdline: if has_cmdline { strings.nth(argc) } else { None },
             env: Argv {

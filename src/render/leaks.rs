@@ -81,10 +81,15 @@ fn write_process(
             visible(&processes.describe_at(ancestor, processes.get(next).start()))
         )?;
     }
+    let since = if process.attached() {
+        "running when attached"
+    } else {
+        "forked"
+    };
     writeln!(
         out,
-        "  lived:         {} (forked at +{})",
-        seconds(process.duration(end)),
+        "  lived:         {} ({since} at +{})",
+        super::wall(&process, end),
         seconds(process.start())
     )?;
     match (process.lingering, found) {

@@ -100,15 +100,17 @@ fn write_heading(
     };
     let status = outcome.map_or("nothing recorded".to_string(), |o| o.to_string());
     writeln!(out, "## {mark} {}: {status}\n", cell(&command))?;
-    let execs: usize = processes.all().map(|p| p.execs.len()).sum();
     writeln!(
         out,
         "**Wall time** {} · **Processes** {} ({}) · **Lost** {}",
         seconds(processes.wall_time()),
         processes.len(),
-        count(execs, "exec", "execs"),
+        count(processes.exec_count(), "exec", "execs"),
         super::lost(recording)
     )?;
+    if let Some(attached) = super::attached_line(processes) {
+        writeln!(out, "\n**Attached** {}", escape(&attached))?;
+    }
     if let Some(tests) = super::runner_check_line(&runner_check(processes)) {
         writeln!(out, "\n**Tests** {}", escape(&tests))?;
     }
@@ -157,7 +159,7 @@ fn failed_row(processes: &Processes, index: usize) -> Vec<String> {
 fn slowest_row(processes: &Processes, index: usize) -> Vec<String> {
     let process = processes.get(index);
     vec![
-        seconds(process.duration(processes.end())),
+        super::wall(&process, processes.end()),
         process.pid.to_string(),
         cell(&processes.describe(index)),
         process.outcome().to_string(),

@@ -41,8 +41,9 @@ pub use pprof::NoCpuProfile;
 
 use crate::analysis::testname::RunnerCheck;
 use crate::event::Record;
+use crate::processes::{Process, Processes};
 use crate::recording::{Events, Keep, Recording};
-use crate::text::count;
+use crate::text::{count, seconds};
 
 /// What `proctrace render` produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -254,6 +255,27 @@ fn lost(recording: &Recording) -> String {
             t.lost, t.lost_buffer_full, t.lost_tracking_full
         ),
     }
+}
+
+/// How long a process ran, as the lists of processes say it: `≥1.234s`
+/// for one already running when `record --pid` attached, whose times
+/// count from the attach.
+fn wall(process: &Process, recording_end: u64) -> String {
+    let at_least = if process.attached() { "≥" } else { "" };
+    format!("{at_least}{}", seconds(process.duration(recording_end)))
+}
+
+/// `Attached:` in the summary and the Markdown page: `4 processes
+/// already running at +0.004s, their times count from then (≥)`;
+/// `None` without `record --pid`.
+fn attached_line(processes: &Processes) -> Option<String> {
+    let attached: Vec<Process> = processes.all().filter(Process::attached).collect();
+    let first = attached.first()?;
+    Some(format!(
+        "{} already running at +{}, their times count from then (≥)",
+        count(attached.len(), "process", "processes"),
+        seconds(first.start())
+    ))
 }
 
 fn paint(options: Options, style: Style, text: &str) -> String {

@@ -88,7 +88,7 @@ pub(super) fn write_critical_path(
         let process = processes.get(link.index);
         let line = format!(
             "  {:>9} {:>9} own  {} {}",
-            seconds(process.duration(end)),
+            super::wall(&process, end),
             seconds(link.own_ns),
             process.pid,
             visible(&processes.describe(link.index))

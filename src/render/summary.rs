@@ -30,13 +30,15 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     writeln!(out, "Wall time:  {}", seconds(processes.wall_time()))?;
     let outlived = outlived(processes);
     write_command_end(processes, &outlived, out)?;
-    let execs: usize = processes.all().map(|p| p.execs.len()).sum();
     writeln!(
         out,
         "Processes:  {} ({})",
         processes.len(),
-        count(execs, "exec", "execs")
+        count(processes.exec_count(), "exec", "execs")
     )?;
+    if let Some(attached) = super::attached_line(processes) {
+        writeln!(out, "Attached:   {attached}")?;
+    }
     writeln!(out, "Lost:       {}", super::lost(recording))?;
     let check = runner_check(processes);
     write_runner_check(&check, out)?;
@@ -220,7 +222,7 @@ fn write_list(
         let process = processes.get(index);
         format!(
             "  {:>9}  {:>7}  {:<17}  {}",
-            seconds(process.duration(processes.end())),
+            super::wall(&process, processes.end()),
             process.pid,
             process.outcome().to_string(),
             processes.describe(index)

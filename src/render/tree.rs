@@ -87,7 +87,7 @@ fn write_line(
     let times = format!(
         "+{} {}",
         seconds(process.start()),
-        seconds(process.duration(processes.end()))
+        super::wall(&process, processes.end())
     );
     let pid = process.pid.to_string();
     let fixed = prefix.width() + pid.len() + times.len() + outcome.to_string().len() + 4;

@@ -103,6 +103,93 @@ fn attaching_follows_a_busy_tree_to_its_end() {
     }
 }
 
+/// What was running when proctrace attached is named by its command line
+/// from `/proc`, in the tree it had, and its times count from the attach,
+/// which the views say.
+#[test]
+fn attached_processes_are_named_by_their_command_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "sleep 1000 & wait";
+    let tree = Background::sh(script);
+    let root = tree.pid();
+    let sleep = loop {
+        match descendants(root)
+            .into_iter()
+            .find(|(_, comm)| comm == "sleep")
+        {
+            Some((pid, _)) => break pid,
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    };
+    let out = dir.path().join("rec.ndjson");
+    let mut proctrace = Command::new(recorder_bin())
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .args(["--pid", &root.to_string()])
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while fs::read_to_string(&out)
+        .unwrap_or_default()
+        .matches("{\"Attached\"")
+        .count()
+        < 2
+    {
+        assert!(started.elapsed() < HANG_TIMEOUT, "nothing attached");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sleep),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = wait_bounded(&mut proctrace, "proctrace record --pid");
+    assert_eq!(status.code(), Some(0));
+    drop(tree);
+
+    let records = read_records(&out);
+    let attached: Vec<(Pid, Pid, Vec<String>)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Attached(a) => Some((a.pid, a.ppid, a.argv.clone())),
+            _ => None,
+        })
+        .collect();
+    let me = std::process::id() as Pid;
+    assert_eq!(
+        attached,
+        [
+            (root, me, strings(&["sh", "-c", script])),
+            (sleep, root, strings(&["sleep", "1000"])),
+        ]
+    );
+    assert_eq!(records[1].kind(), "Attached", "the first event");
+
+    let show = |mode: &str| {
+        let text = dir.path().join(mode);
+        render(&out, mode, &text);
+        fs::read_to_string(text).unwrap()
+    };
+    let tree = show("tree");
+    let lines: Vec<&str> = tree.lines().collect();
+    assert_eq!(lines.len(), 2, "{tree}");
+    let root_line = format!("{root} sh -c 'sleep 1000 & wait'  +");
+    let sleep_line = format!("└─ {sleep} sleep 1000  +");
+    assert!(lines[0].starts_with(&root_line), "{tree}");
+    assert!(lines[1].starts_with(&sleep_line), "{tree}");
+    assert!(lines[0].ends_with(" exit 0"), "{tree}");
+    assert!(lines[1].ends_with(" killed by SIGTERM"), "{tree}");
+    assert!(lines.iter().all(|l| l.contains("s ≥")), "{tree}");
+    let summary = show("summary");
+    assert!(summary.contains("\nProcesses:  2 (0 execs)\n"), "{summary}");
+    let attached = "\nAttached:   2 processes already running at +";
+    assert!(summary.contains(attached), "{summary}");
+    assert!(
+        summary.contains(", their times count from then (≥)\n"),
+        "{summary}"
+    );
+}
+
 #[test]
 fn attaching_to_a_missing_pid_is_a_clear_error() {
     let output = Command::new(recorder_bin())

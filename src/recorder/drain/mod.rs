@@ -258,7 +258,12 @@ impl Drain<'_, '_> {
             self.watch_mappings(pid)
         };
         let untrack = |pid| self.probe.untrack(pid);
-        let root_pid = target.start(seed, untrack)?;
+        let (root_pid, attached) = target.start(self.clock.elapsed(), seed, untrack)?;
+        // Ahead of any event of theirs: the kernel follows them only
+        // after they were read.
+        for running in attached {
+            self.router.push(Record::Attached(running));
+        }
         let started = Started {
             tracked,
             root_pid,

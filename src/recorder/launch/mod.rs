@@ -17,7 +17,7 @@ use nix::sys::signal::{self, SigHandler, Signal};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{self, ForkResult, Gid, Pid as NixPid, Uid};
 
-use crate::event::Pid;
+use crate::event::{Attached, Pid};
 use crate::recorder::error::RecordError;
 
 /// What a recording follows.
@@ -73,17 +73,22 @@ pub(crate) enum Prepared {
 }
 
 impl Prepared {
-    /// Starts following the target, `seed` putting each first process
-    /// into the kernel's tracked map (and `untrack` taking out a process
-    /// attached to that turned out gone); returns the root pid.
+    /// Starts following the target at time `at`, `seed` putting each
+    /// first process into the kernel's tracked map (and `untrack` taking
+    /// out a process attached to that turned out gone); returns the root
+    /// pid and the processes attached to, which were running already.
     pub(crate) fn start(
         &self,
+        at: u64,
         seed: impl Fn(Pid) -> Result<(), RecordError>,
         untrack: impl Fn(Pid),
-    ) -> Result<Pid, RecordError> {
+    ) -> Result<(Pid, Vec<Attached>), RecordError> {
         match self {
-            Prepared::Launch(launch) => launch.start(seed),
-            Prepared::Attach(attach) => attach.start(seed, untrack),
+            Prepared::Launch(launch) => Ok((launch.start(seed)?, Vec::new())),
+            Prepared::Attach(attach) => {
+                let attached = attach.start(at, seed, untrack)?;
+                Ok((attach.root(), attached))
+            }
         }
     }
 

@@ -9,7 +9,8 @@ use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::event::Pid;
+use crate::event::{Attached, Pid};
+use crate::inspect::attached;
 use crate::inspect::process::{life, Life};
 use crate::recorder::error::RecordError;
 
@@ -43,25 +44,28 @@ impl Attach {
 
     /// The root's command line, from /proc.
     pub fn command(&self) -> Vec<String> {
-        let raw = fs::read(format!("/proc/{}/cmdline", self.root())).unwrap_or_default();
-        raw.split(|&b| b == 0)
-            .filter(|arg| !arg.is_empty())
-            .map(|arg| String::from_utf8_lossy(arg).into_owned())
-            .collect()
+        attached(self.root(), 0).map_or_else(Vec::new, |root| root.argv)
     }
 
-    /// Seeds the whole present tree; returns the root pid.
+    /// Seeds the whole present tree; returns each process followed, as
+    /// `/proc` showed it just before, parents first, each with the time
+    /// `at`.
     pub fn start(
         &self,
+        at: u64,
         track: impl Fn(Pid) -> Result<(), RecordError>,
         untrack: impl Fn(Pid),
-    ) -> Result<Pid, RecordError> {
+    ) -> Result<Vec<Attached>, RecordError> {
         let mut queue: VecDeque<Pid> = self.pids.iter().copied().collect();
         let mut seeded = HashSet::new();
+        let mut found = Vec::new();
         while let Some(pid) = queue.pop_front() {
             if !seeded.insert(pid) {
                 continue;
             }
+            // Read before the kernel follows it: an exec after that is
+            // an event of its own.
+            found.extend(attached(pid, at));
             track(pid)?;
             queue.extend(children(pid));
         }
@@ -78,11 +82,12 @@ impl Attach {
                 Life::Exiting => true,
                 Life::Gone => {
                     untrack(pid);
+                    found.retain(|a| a.pid != pid);
                     false
                 }
             });
             if left.is_empty() || Instant::now() >= deadline {
-                return Ok(self.root());
+                return Ok(found);
             }
             std::thread::sleep(EXIT_SETTLE / 5);
         }
