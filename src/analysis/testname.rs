@@ -104,7 +104,9 @@ fn inferred_test(processes: &Processes, index: usize) -> Option<String> {
         return Some(pytest_node_id(current).to_string());
     }
     let args: Vec<&str> = exec.argv.iter().collect();
-    go_test(&args).or_else(|| rust_test(&args, exec.env("NEXTEST_BINARY_ID")))
+    go_test(&args)
+        .or_else(|| rust_test(&args, exec.env("NEXTEST_BINARY_ID")))
+        .or_else(|| cpython_test(&args))
 }
 
 /// The suite of the test `index` runs or was started by, where its
@@ -263,6 +265,35 @@ fn rust_test(argv: &[&str], binary_id: Option<&str>) -> Option<String> {
         Some(binary) if nextest => format!("{binary} {test}"),
         _ => test.to_string(),
     })
+}
+
+/// CPython's own test runner (`python3 -m test -jN`): each worker process
+/// runs one test module, named in the JSON it is given: `-m
+/// test.libregrtest.worker '{"tests": ["test_json"], …}'` since 3.11.7
+/// and 3.12, `-m test.regrtest --worker-args '[{…}, "test_json"]'`
+/// before.
+fn cpython_test(argv: &[&str]) -> Option<String> {
+    let module = argv.iter().position(|&arg| arg == "-m")? + 1;
+    let json = match argv.get(module)? {
+        &"test.libregrtest.worker" => argv.get(module + 1)?,
+        &"test.regrtest" | &"test" => {
+            let flag = argv.iter().position(|&arg| arg == "--worker-args")?;
+            argv.get(flag + 1)?
+        }
+        _ => return None,
+    };
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    let test = match &value {
+        serde_json::Value::Object(runtests) => {
+            match runtests.get("tests")?.as_array()?.as_slice() {
+                [test] => test,
+                _ => return None,
+            }
+        }
+        serde_json::Value::Array(args) => args.last()?,
+        _ => return None,
+    };
+    test.as_str().map(str::to_owned)
 }
 
 /// `.../deps/NAME-<16 hex digits>`, as cargo names test binaries.
@@ -459,6 +490,35 @@ mod tests {
             rust_test(&["/x/deps/kernel-nothex0123456789", "t"], None),
             None
         );
+    }
+
+    #[test]
+    fn cpython_workers_are_their_test_module() {
+        let python = "/usr/bin/python3";
+        let worker = |json: &str| {
+            let argv = [python, "-B", "-u", "-m", "test.libregrtest.worker", json];
+            cpython_test(&argv)
+        };
+        assert_eq!(
+            worker(r#"{"tests": ["test_json"], "random_seed": 190085893}"#),
+            Some("test_json".into())
+        );
+        assert_eq!(worker(r#"{"tests": ["test_a", "test_b"]}"#), None);
+        assert_eq!(worker("not json"), None);
+        let old = [
+            python,
+            "-m",
+            "test.regrtest",
+            "--worker-args",
+            r#"[{"verbose": 0}, "test_textwrap"]"#,
+        ];
+        assert_eq!(cpython_test(&old), Some("test_textwrap".into()));
+        // The runner's own process runs no one test.
+        assert_eq!(
+            cpython_test(&[python, "-m", "test", "-j2", "test_json"]),
+            None
+        );
+        assert_eq!(cpython_test(&[python, "-m", "json.tool", "x.json"]), None);
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod perfetto;
 mod probes;
 mod pytest_split;
 mod record;
+mod regrtest;
 mod resources;
 mod signals;
 mod status;
