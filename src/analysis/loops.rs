@@ -4,15 +4,15 @@
 //! `sleep` or the attempt it happens to wait for at that moment.
 //!
 //! Found from the recording's own events: the children a process forked,
-//! each named by its command with every run of digits (and of hex digits
-//! six or more long) folded, so that a counter, a port or a temporary
-//! name that changes from run to run does not split a loop.
+//! each named by its command with what changes from run to run folded
+//! ([`fold_volatile`]), so that a counter, a port or a temporary name does
+//! not split a loop.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::processes::{command_line, Process, Processes};
+use crate::processes::{command_line, fold_volatile, Process, Processes};
 
 /// Finished runs of one command, at least, that make a loop.
 pub const LOOP_RUNS: usize = 3;
@@ -55,7 +55,7 @@ pub fn loop_at(processes: &Processes, index: usize, at: u64) -> Option<Loop> {
         .filter(|c| c.start() <= at)
         .filter_map(|c| {
             let exec = c.execs.iter().rev().find(|e| e.timestamp <= at)?;
-            let key = fold(&exec.argv.iter().collect::<Vec<_>>().join(" "));
+            let key = fold_volatile(&exec.argv.iter().collect::<Vec<_>>().join(" "));
             Some((c, key))
         })
         .collect();
@@ -131,33 +131,6 @@ fn describe(key: &str, streak: &[Process]) -> Loop {
         span: end.saturating_sub(streak[0].start()),
         endings,
     }
-}
-
-/// `text` with every run of digits, and every run of hex digits six or
-/// more long that holds a digit, as `#`.
-fn fold(text: &str) -> String {
-    let mut folded = String::with_capacity(text.len());
-    let mut run = String::new();
-    let flush = |run: &mut String, folded: &mut String| {
-        let digits = run.chars().all(|c| c.is_ascii_digit());
-        let hex = run.len() >= 6 && run.chars().any(|c| c.is_ascii_digit());
-        if !run.is_empty() && (digits || hex) {
-            folded.push('#');
-        } else {
-            folded.push_str(run);
-        }
-        run.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_hexdigit() {
-            run.push(c);
-        } else {
-            flush(&mut run, &mut folded);
-            folded.push(c);
-        }
-    }
-    flush(&mut run, &mut folded);
-    folded
 }
 
 #[cfg(test)]

@@ -90,8 +90,40 @@ fn fold_word(arg: &str) -> String {
             format!("*.{ext}")
         }
         _ if arg.contains('/') => "*".into(),
-        _ => arg.to_string(),
+        // mktemp's and Python's temporary names: random letters may hold
+        // no digit.
+        _ if arg.len() > 3 && arg.starts_with("tmp") => "tmp*".into(),
+        _ => fold_volatile(arg),
     }
+}
+
+/// `text` with what changes from run to run folded: each run of digits
+/// as `N` (`[31493]` is `[N]`, a pid in `@test_31493_tmp`, a port in
+/// `localhost:8080`, `"random_seed": 190085893,`), and each run of letters
+/// and digits that holds a digit and looks random (a hash or temporary
+/// name: six hex digits or more, or eight letters and digits) as `*`.
+/// What groups commands, aligns two runs and tells a loop's runs alike.
+pub fn fold_volatile(text: &str) -> String {
+    let mut folded = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric()) {
+        folded.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
+        let run = &rest[..end];
+        let digits = run.bytes().filter(u8::is_ascii_digit).count();
+        let hex = run.bytes().all(|b| b.is_ascii_hexdigit());
+        folded.push_str(match digits {
+            _ if digits == run.len() => "N",
+            1.. if run.len() >= 8 || (hex && run.len() >= 6) => "*",
+            _ => run,
+        });
+        rest = &rest[end..];
+    }
+    folded.push_str(rest);
+    folded
 }
 
 #[cfg(test)]
@@ -116,5 +148,20 @@ mod tests {
         assert_eq!(fold_argument("--color=auto"), "--color=auto");
         assert_eq!(fold_argument("cc -c  src/f17.c"), "cc -c *.c");
         assert_eq!(fold_argument("job 17"), "job N");
+        // Inside a word, what changes from run to run.
+        assert_eq!(fold_argument("[31493]"), "[N]");
+        assert_eq!(fold_argument("@test_30765_tmpæ"), "@test_N_tmpæ");
+        assert_eq!(fold_argument("localhost:8080"), "localhost:N");
+        assert_eq!(
+            fold_argument(r#"{"tests": ["test_json"], "random_seed": 190085893}"#),
+            r#"{"tests": ["test_json"], "random_seed": N}"#
+        );
+        assert_eq!(fold_argument("tmpk3j2x9qa"), "tmp*");
+        assert_eq!(fold_argument("tmp.AbCdEfGhIj"), "tmp*");
+        assert_eq!(fold_argument("build-k3j2x9qa"), "build-*");
+        assert_eq!(fold_argument("deadbeef cafe"), "deadbeef cafe");
+        assert_eq!(fold_argument("x.3fa9c0"), "x.*");
+        assert_eq!(fold_argument("python3"), "python3");
+        assert_eq!(fold_argument("-O2"), "-O2");
     }
 }

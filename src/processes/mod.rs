@@ -20,7 +20,7 @@ mod storage;
 
 pub(crate) use builder::Builder;
 pub use builder::Growing;
-pub use command::command_group_of;
+pub use command::{command_group_of, fold_volatile};
 use storage::{ExecRow, Grouped, Row, Strings, Text};
 
 use crate::event::{

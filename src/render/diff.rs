@@ -24,11 +24,11 @@ fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result
     for (name, run) in [("A", &diff.a), ("B", &diff.b)] {
         writeln!(
             out,
-            "{name}: {} ({}, {}, {} processes{})",
+            "{name}: {} ({}, {}, {}{})",
             visible(run.command.as_deref().unwrap_or("?")),
             run.status.as_deref().unwrap_or("status unknown"),
             seconds(run.wall_ns),
-            run.processes,
+            count(run.processes, "process", "processes"),
             match run.lost {
                 Some(0) => String::new(),
                 Some(lost) => format!(", {lost} events lost"),

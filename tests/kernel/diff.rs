@@ -120,6 +120,27 @@ fn a_failed_step_and_a_leak_are_the_only_differences() {
     }
 }
 
+/// Two runs of one command whose arguments hold what changes from run to
+/// run (a pid in brackets, a port, a temporary name) are matched as a
+/// person would match them: nothing differs.
+#[test]
+fn runs_differing_in_pids_ports_and_temporary_names_do_not_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"exec env true "[$$]" "localhost:$$" "$(mktemp -u tmpXXXXXXXX)""#;
+    let [a, b] = ["a", "b"].map(|name| {
+        let run = record(Mode::Ring, &["sh", "-c", script]);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let path = dir.path().join(format!("{name}.ndjson"));
+        std::fs::copy(run.dir.path().join("rec.ndjson"), &path).unwrap();
+        path
+    });
+    // Matching is the point, not time: a loaded machine may slow one run.
+    let (output, json) = diff(&["--slower", "+1h"], &a, &b);
+    assert_eq!(output.status.code(), Some(0), "{json:#}");
+    assert!(counts(&json).iter().all(|(_, n)| *n == 0), "{json:#}");
+    assert_eq!(json["a"]["processes"], 2, "{json:#}");
+}
+
 #[test]
 fn a_slower_step_is_found_beyond_the_thresholds_only() {
     let dir = tempfile::tempdir().unwrap();

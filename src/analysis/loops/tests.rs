@@ -64,7 +64,7 @@ fn a_failing_attempt_started_again_and_again_is_the_loop_not_the_pause() {
     let at = 140 * S;
     let found = loop_of(&records, at).expect("a loop");
     assert_eq!(found.command, "curl -sf localhost:8139/health");
-    assert_eq!(found.key, "curl -sf localhost:#/health");
+    assert_eq!(found.key, "curl -sf localhost:N/health");
     assert_eq!(found.runs, 139, "since the one that succeeded");
     assert_eq!(found.span, 139 * S + 3 - (S + 1));
     assert_eq!(found.endings, [("exit 7".to_string(), 139)]);
@@ -125,9 +125,12 @@ fn a_poll_of_sleeps_that_succeed_is_a_loop_too() {
 
 #[test]
 fn numbers_and_long_hex_fold_but_words_stay() {
-    assert_eq!(fold("curl localhost:8080/x"), "curl localhost:#/x");
-    assert_eq!(fold("/tmp/tmp.3fa9c0d1 bad cafe"), "/tmp/tmp.# bad cafe");
-    assert_eq!(fold("deadbeef"), "deadbeef");
+    assert_eq!(fold_volatile("curl localhost:8080/x"), "curl localhost:N/x");
+    assert_eq!(
+        fold_volatile("/tmp/tmp.3fa9c0d1 bad cafe"),
+        "/tmp/tmp.* bad cafe"
+    );
+    assert_eq!(fold_volatile("deadbeef"), "deadbeef");
 }
 
 /// A runner whose 1,000 children each retry `false` and now sleep: one
