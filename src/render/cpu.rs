@@ -1,7 +1,9 @@
 //! `cpu`: where the CPU went inside the processes (`record --cpu-profile`):
 //! the hottest functions by the samples taken in them (self) and under
 //! them (total), for the whole run, then per command and per test. Every
-//! list is cut short and says what it left out.
+//! list is cut short and says what it left out, and every share says what
+//! it is of: the commands and the tests are shares of the run's samples,
+//! each one's functions shares of its own.
 
 use std::collections::HashSet;
 use std::io::{self, Write};
@@ -29,12 +31,23 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         return writeln!(out, "{NO_SAMPLE}");
     }
     writeln!(out)?;
-    write_functions(out, &hot.functions, TOP, hot.samples, "", options)?;
-    write_groups(out, "command", &hot.by_command, options)?;
+    let run = Base {
+        of: "the run's",
+        samples: hot.samples,
+    };
+    write_functions(out, &hot.functions, TOP, run, "", options)?;
+    write_groups(out, "command", &hot.by_command, run, options)?;
     if !hot.by_test.is_empty() {
-        write_groups(out, "test", &hot.by_test, options)?;
+        write_groups(out, "test", &hot.by_test, run, options)?;
     }
     Ok(())
+}
+
+/// What a list's shares are of: `of` names it (`the run's`, `its`).
+#[derive(Clone, Copy)]
+struct Base {
+    of: &'static str,
+    samples: u64,
 }
 
 /// What the CPU views say of a recording made without `--cpu-profile`.
@@ -67,16 +80,21 @@ fn clock_name(clock: SampleClock) -> &'static str {
     }
 }
 
-/// The first `top` functions, with their shares of `of` samples.
+/// The first `top` functions, with their shares of `base`.
 fn write_functions(
     out: &mut dyn Write,
     functions: &[Hot],
     top: usize,
-    of: u64,
+    base: Base,
     indent: &str,
     options: Options,
 ) -> io::Result<()> {
-    writeln!(out, "{indent}{:>6} {:>6}  function", "self", "total")?;
+    let of = base.samples;
+    writeln!(
+        out,
+        "{indent}{:>6} {:>6}  function  (% of {} samples)",
+        "self", "total", base.of
+    )?;
     for hot in functions.iter().take(top) {
         let line = format!(
             "{indent}{:>6} {:>6}  {}  ({})",
@@ -92,27 +110,38 @@ fn write_functions(
         let samples = sum(functions[top..].iter().map(|h| h.self_samples));
         writeln!(
             out,
-            "{indent}… {left} more {} with {} of the samples",
+            "{indent}… {left} more {} with {} of {} samples",
             if left == 1 { "function" } else { "functions" },
-            share(samples, of)
+            share(samples, of),
+            base.of
         )?;
     }
     Ok(())
 }
 
-/// The busiest groups, each with its hottest functions.
+/// The busiest groups, each with its hottest functions: their shares of
+/// the run's samples, and where the groups do not cover them all (the
+/// samples outside any test), how much they do.
 fn write_groups(
     out: &mut dyn Write,
     kind: &str,
     groups: &[HotGroup],
+    run: Base,
     options: Options,
 ) -> io::Result<()> {
-    let total = sum(groups.iter().map(|g| g.samples));
+    let total = run.samples;
+    let covered = sum(groups.iter().map(|g| g.samples));
+    let outside = if covered < total {
+        format!(", {} in {kind}s", share(covered, total))
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "\nBy {kind} ({} of {}):",
+        "\nBy {kind} ({} of {}), % of {} samples{outside}:",
         GROUPS.min(groups.len()),
-        groups.len()
+        groups.len(),
+        run.of
     )?;
     for group in groups.iter().take(GROUPS) {
         let line = format!(
@@ -123,22 +152,20 @@ fn write_groups(
             count(group.processes as u64, "process", "processes")
         );
         writeln!(out, "{}", shorten(&line, options.width))?;
-        write_functions(
-            out,
-            &group.functions,
-            GROUP_TOP,
-            group.samples,
-            "    ",
-            options,
-        )?;
+        let own = Base {
+            of: "its",
+            samples: group.samples,
+        };
+        write_functions(out, &group.functions, GROUP_TOP, own, "    ", options)?;
     }
     if groups.len() > GROUPS {
         let samples = sum(groups[GROUPS..].iter().map(|g| g.samples));
         writeln!(
             out,
-            "  … {} more {kind}s with {} of the samples",
+            "  … {} more {kind}s with {} of {} samples",
             groups.len() - GROUPS,
-            share(samples, total)
+            share(samples, total),
+            run.of
         )?;
     }
     Ok(())

@@ -131,7 +131,7 @@ fn write_cpu(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "\nCPU share by function, self samples (A: {}, B: {}):",
+        "\nCPU share by function, % of each run's self samples (A: {}, B: {}):",
         count(shift.a_samples, "sample", "samples"),
         count(shift.b_samples, "sample", "samples")
     )?;
@@ -299,7 +299,7 @@ mod tests {
         let section = text.split_once("\nCPU share").unwrap().1;
         assert_eq!(
             section,
-            " by function, self samples (A: 400 samples, B: 1 sample):\n  \
+            " by function, % of each run's self samples (A: 400 samples, B: 1 sample):\n  \
              grew most (10 of 12):\n    \
              +12.0 points  f0  (hot)  1.0% → 13.0%\n    \
              +11.0 points  f1  (hot)  1.0% → 12.0%\n    \

@@ -179,8 +179,9 @@ const BUSY_WINDOW_NS: u64 = 5_000_000_000;
 const BUSY_STACKS: usize = 3;
 const BUSY_FRAMES: usize = 6;
 
-/// `  busy: 74% in spin_a ← work ← main`: the hottest stacks of a culprit
-/// that runs rather than waits, from the profile's last seconds.
+/// `  busy: 74% of its samples in the last 5 s: spin_a ← work ← main`:
+/// the hottest stacks of a culprit that runs rather than waits, from the
+/// profile's last seconds.
 fn busy_with(hang: &Hang, group: &[usize], profile: &Profile) -> Vec<String> {
     let p = &hang.processes[group[0]];
     if p.state != 'R' {
@@ -205,8 +206,9 @@ fn busy_with(hang: &Hang, group: &[usize], profile: &Profile) -> Vec<String> {
                 frames.push("…".into());
             }
             format!(
-                "  busy: {:.0}% in {}",
+                "  busy: {:.0}% of its samples in the last {} s: {}",
                 stack.samples as f64 * 100.0 / total.max(1) as f64,
+                BUSY_WINDOW_NS / 1_000_000_000,
                 frames.join(" ← ")
             )
         })

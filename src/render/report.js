@@ -1172,7 +1172,7 @@
     };
     if (cpu.samples) {
       option("", "the whole run (" + samplesText(cpu.samples) + ")");
-      for (const t of cpu.tests) option(t.name, "test " + t.name + " (" + share(t.samples, cpu.samples) + ")");
+      for (const t of cpu.tests) option(t.name, "test " + t.name + " (" + share(t.samples, cpu.samples) + " of the run's samples)");
     } else {
       $("tab-cpu").textContent = "Probes";
     }

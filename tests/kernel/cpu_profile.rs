@@ -206,7 +206,10 @@ fn a_profile_names_the_hottest_functions_per_command() {
         first.contains("spin_a"),
         "the hottest function first:\n{text}"
     );
-    assert!(text.contains("\nBy command (1 of 1):\n"), "{text}");
+    assert!(
+        text.contains("\nBy command (1 of 1), % of the run's samples:\n  100.0% hot: "),
+        "{text}"
+    );
 }
 
 /// `hot 400 2 50` sampled at 999 Hz: main -> work -> spin_a and spin_b
@@ -327,7 +330,8 @@ fn a_running_culprit_shows_its_hottest_stacks() {
         .collect();
     assert!(
         busy.first()
-            .is_some_and(|l| l.contains(" in spin_a") && l.contains("← work ← main")),
+            .is_some_and(|l| l.contains(" of its samples in the last 5 s: spin_a")
+                && l.contains("← work ← main")),
         "{text}"
     );
 }
@@ -527,5 +531,75 @@ fn a_forked_worker_has_one_name_in_every_view() {
     assert!(
         !cpu.contains("<pid ") && !probes.contains("<pid "),
         "{cpu}\n{probes}"
+    );
+}
+
+/// `12.3%`, as the views write a share.
+fn percent(part: u64, of: u64) -> String {
+    format!("{:.1}%", part as f64 * 100.0 / of as f64)
+}
+
+/// The `  12.3% NAME: N samples, …` lines of a `cpu` section, as (share,
+/// samples).
+fn group_lines(section: &str) -> Vec<(String, u64)> {
+    section
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("  ") && !l.starts_with("    ") && l.contains(" samples, "))
+        .map(|l| {
+            let (share, rest) = l.trim_start().split_once(' ').unwrap();
+            let samples = rest.rsplit_once(": ").unwrap().1.split(' ').next().unwrap();
+            (share.to_owned(), samples.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Half the run inside a test, half outside: the commands' and the test's
+/// shares are all of the run's samples, and the tests' heading says how
+/// much of the run they hold.
+#[test]
+fn every_share_of_cpu_says_its_base() {
+    let hot = workload("hot");
+    let hot = hot.to_str().unwrap();
+    let script = format!("{hot} 300; PYTEST_CURRENT_TEST='t.py::test_a (call)' {hot} 300");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=499"]);
+    let run = record_with(&opts, &["sh", "-c", &script]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let out = run.dir.path().join("cpu.txt");
+    render(&run.dir.path().join("rec.ndjson"), "cpu", &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let total: u64 = text
+        .strip_prefix("CPU profile: ")
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        text.lines().nth(2),
+        Some("  self  total  function  (% of the run's samples)"),
+        "{text}"
+    );
+    let (commands, tests) = text.split_once("\nBy test (1 of 1)").expect(&text);
+    let commands = commands.split_once("\nBy command (").expect(&text).1;
+    let commands = group_lines(commands);
+    assert!(!commands.is_empty(), "{text}");
+    for (share, samples) in &commands {
+        assert_eq!(*share, percent(*samples, total), "{text}");
+    }
+    let tested = group_lines(tests);
+    let [(share, in_test)] = &tested[..] else {
+        panic!("one test:\n{text}")
+    };
+    let in_test = *in_test;
+    assert_eq!(*share, percent(in_test, total), "{text}");
+    assert!(in_test < total, "samples outside the test:\n{text}");
+    let heading = format!(
+        ", % of the run's samples, {} in tests:\n",
+        percent(in_test, total)
+    );
+    assert!(tests.starts_with(&heading), "{text}");
+    assert!(
+        tests.contains("\n      self  total  function  (% of its samples)\n"),
+        "{text}"
     );
 }

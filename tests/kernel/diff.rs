@@ -243,7 +243,7 @@ fn the_functions_whose_cpu_share_moved_most_are_named() {
     let text = proctrace(&["diff", before.to_str().unwrap(), after.to_str().unwrap()]);
     let text = String::from_utf8(text.stdout).unwrap();
     let section = text
-        .split_once("\nCPU share by function, self samples (A: ")
+        .split_once("\nCPU share by function, % of each run's self samples (A: ")
         .unwrap_or_else(|| panic!("no CPU section:\n{text}"))
         .1;
     let lines: Vec<&str> = section.lines().collect();
