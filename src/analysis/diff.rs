@@ -137,6 +137,10 @@ pub struct Run {
     pub processes: usize,
     /// Events the kernel could not deliver; `None` without a trailer.
     pub lost: Option<u64>,
+    /// The recording is cut short ([`Recording::is_cut`]): what came after
+    /// the cut is missing, and its processes cut off before an exit are
+    /// compared by no status or time.
+    pub cut: bool,
     /// CPU samples taken (`record --cpu-profile`); `None` for a run
     /// recorded without a CPU profile.
     pub cpu_samples: Option<u64>,
@@ -221,7 +225,7 @@ impl Diff {
             let Some(ib) = *ib else { continue };
             let (pa, pb) = (a_processes.get(ia), b_processes.get(ib));
             let (oa, ob) = (pa.outcome(), pb.outcome());
-            let ended = oa != Outcome::Running && ob != Outcome::Running;
+            let ended = oa.ended() && ob.ended();
             let pair = || Pair {
                 path: one.path(ia),
                 a: one.side(ia),
@@ -411,6 +415,7 @@ fn run(recording: &Recording) -> Run {
         wall_ns: processes.wall_time(),
         processes: processes.len(),
         lost: recording.trailer.as_ref().map(|t| t.lost),
+        cut: recording.is_cut(),
         cpu_samples: profiled(recording).then(|| recording.profile.total()),
     }
 }

@@ -40,7 +40,10 @@ pub fn failures(processes: &Processes) -> Failures {
                 let waited = parent_process
                     .exit
                     .is_none_or(|e| e.timestamp >= process.end(end));
-                let unknown = matches!(parent_process.outcome(), Outcome::Ended | Outcome::Running);
+                let unknown = matches!(
+                    parent_process.outcome(),
+                    Outcome::Ended | Outcome::Running | Outcome::CutOff
+                );
                 waited
                     && (unknown
                         || propagated[parent]

@@ -23,7 +23,7 @@ impl Growing {
 
     /// The table as it stands.
     pub fn table(&self) -> Processes {
-        self.0.clone().finish(None)
+        self.0.clone().finish(None, false)
     }
 }
 
@@ -184,8 +184,9 @@ impl Builder {
         Ok(Some(index))
     }
 
-    /// The table; `end` is the end of the recording if the trailer says.
-    pub(crate) fn finish(self, end: Option<u64>) -> Processes {
+    /// The table; `end` is the end of the recording if the trailer says,
+    /// `cut` where the recording was cut short ([`Processes::is_cut`]).
+    pub(crate) fn finish(self, end: Option<u64>, cut: bool) -> Processes {
         let count = self.rows.len();
         drop(self.by_pid);
         // One after the other: each takes memory aside while it groups.
@@ -213,6 +214,7 @@ impl Builder {
             text: self.text,
             fds: self.fds,
             end: end.max(self.last_timestamp).unwrap_or(0),
+            cut,
             rows: self.rows,
             attempts: Vec::new(),
         };

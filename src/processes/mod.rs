@@ -55,6 +55,8 @@ pub struct Process<'a> {
     /// The processes it forked, in order.
     pub children: Children<'a>,
     row: &'a Row,
+    /// The recording was cut short ([`Processes::is_cut`]).
+    cut: bool,
 }
 
 /// The exit of a process: when, and how.
@@ -95,15 +97,23 @@ pub enum Outcome {
     Ended,
     /// It had not exited when the recording ended.
     Running,
+    /// The recording was cut short before its exit, if it had one: how
+    /// it ended is unknown.
+    CutOff,
 }
 
 impl Outcome {
+    /// Whether the recording holds its end: not still running, nor cut off.
+    pub fn ended(self) -> bool {
+        !matches!(self, Outcome::Running | Outcome::CutOff)
+    }
+
     /// Whether it failed: a non-zero exit code or a signal.
     pub fn failed(self) -> bool {
         match self {
             Outcome::Exited(code) => code != 0,
             Outcome::Killed { .. } => true,
-            Outcome::Ended | Outcome::Running => false,
+            Outcome::Ended | Outcome::Running | Outcome::CutOff => false,
         }
     }
 }
@@ -150,6 +160,7 @@ impl fmt::Display for Outcome {
             }
             Outcome::Ended => f.write_str("exited"),
             Outcome::Running => f.write_str("still running"),
+            Outcome::CutOff => f.write_str("cut off"),
         }
     }
 }
@@ -203,6 +214,7 @@ impl<'a> Process<'a> {
     /// How it ended.
     pub fn outcome(&self) -> Outcome {
         match self.exit {
+            None if self.cut => Outcome::CutOff,
             None => Outcome::Running,
             Some(Ended {
                 signal: Some(signal),
@@ -462,6 +474,8 @@ pub struct Processes {
     fds: Vec<Fd>,
     /// End of the recording, for processes that never exited.
     end: u64,
+    /// The recording was cut short: its end is its last event's.
+    cut: bool,
 }
 
 /// The item of process `index` in a list sorted by process index.
@@ -505,6 +519,7 @@ impl Processes {
             session_changes: self.session_changes.of(index),
             children: Children(self.children.of(index)),
             row,
+            cut: self.cut,
         }
     }
 
@@ -597,6 +612,14 @@ impl Processes {
     pub fn exec_count(&self) -> usize {
         let attached = |row: &&ExecRow| row.set & ExecRow::ATTACHED != 0;
         self.execs.items.iter().filter(|row| !attached(row)).count()
+    }
+
+    /// Whether the recording was cut short (a header and no trailer:
+    /// proctrace was killed, or the file truncated): its end is its last
+    /// event's, what came after is missing, and a process without an exit
+    /// may have ended ([`Outcome::CutOff`]).
+    pub fn is_cut(&self) -> bool {
+        self.cut
     }
 
     /// Nanoseconds from the start to the end of the recording.
@@ -746,7 +769,7 @@ mod tests {
         ] {
             builder.add(&event).unwrap();
         }
-        let table = builder.finish(Some(10));
+        let table = builder.finish(Some(10), false);
         assert_eq!(table.len(), 2);
         let root = table.get(0);
         let first = root.execs.first().unwrap();
@@ -787,7 +810,7 @@ mod tests {
         ] {
             builder.add(&event).unwrap();
         }
-        let table = builder.finish(Some(10));
+        let table = builder.finish(Some(10), false);
         let names: Vec<String> = (0..4).map(|i| table.name(i)).collect();
         assert_eq!(names, ["mp.py", "<fork> mp.py", "<fork> mp.py", "sleep"]);
         assert_eq!(table.describe(2), "<fork> python3.11 mp.py 7");
@@ -809,7 +832,7 @@ mod tests {
         for event in [Record::Exec(with_env), exec(1, 2, &["true"], None)] {
             builder.add(&event).unwrap();
         }
-        let table = builder.finish(Some(3));
+        let table = builder.finish(Some(3), false);
         let execs: Vec<_> = table.get(0).execs.iter().collect();
         assert_eq!(
             (execs[0].env("A"), execs[0].env("B")),

@@ -75,7 +75,8 @@ impl fmt::Display for ReadWarning {
             ),
             ReadWarning::NoTrailer { name } => write!(
                 f,
-                "{name}: no trailer: the recording was interrupted, events may be missing"
+                "{name}: no trailer: the recording is cut short (proctrace was killed, or \
+                 the file truncated); what came after the cut is missing"
             ),
         }
     }
@@ -314,6 +315,13 @@ impl Recording {
         Self::read_unordered(reader, keep)
     }
 
+    /// Whether the file ends without its trailer: proctrace was killed,
+    /// or the file truncated ([`Processes::is_cut`]). The profile and the
+    /// probes' hits, written last, are missing with it.
+    pub fn is_cut(&self) -> bool {
+        self.processes.is_cut()
+    }
+
     /// The events in causal order, if they were kept.
     pub fn events(&self) -> Option<&Events> {
         self.events.as_ref()
@@ -449,10 +457,11 @@ impl Build {
             return Err(ReadError::Empty { name: self.name });
         }
         let events = self.events.map(EventsWriter::finish).transpose();
+        let cut = self.header.is_some() && self.trailer.is_none();
         Ok(Recording {
             processes: self
                 .processes
-                .finish(self.trailer.as_ref().map(|t| t.end_timestamp)),
+                .finish(self.trailer.as_ref().map(|t| t.end_timestamp), cut),
             header: self.header,
             trailer: self.trailer,
             profile: self.profile,

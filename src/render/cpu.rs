@@ -28,7 +28,10 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     writeln!(out, "CPU profile: {headline}")?;
     let hot = hotspots(&recording.profile, &recording.processes);
     if hot.samples == 0 {
-        return writeln!(out, "{NO_SAMPLE}");
+        return writeln!(out, "{}", no_sample(recording));
+    }
+    if let Some(note) = super::cut_note(recording, CUT_SAMPLES) {
+        writeln!(out, "{note}")?;
     }
     writeln!(out)?;
     let run = Base {
@@ -53,8 +56,16 @@ struct Base {
 /// What the CPU views say of a recording made without `--cpu-profile`.
 pub(super) const NO_PROFILE: &str =
     "no CPU profile: record with --cpu-profile to sample where the CPU goes";
-/// ... and of one whose tree was never sampled.
-pub(super) const NO_SAMPLE: &str = "no sample of the tree was taken (it used too little CPU)";
+/// What a recording cut short means for its samples.
+const CUT_SAMPLES: &str =
+    "samples are written at a recording's end, so those of the cut part are missing";
+
+/// What the CPU views say of a recording with a profile and no sample:
+/// its tree used too little CPU, or the samples were cut off with the file.
+pub(super) fn no_sample(recording: &Recording) -> String {
+    super::cut_note(recording, CUT_SAMPLES)
+        .unwrap_or_else(|| "no sample of the tree was taken (it used too little CPU)".to_owned())
+}
 
 /// The profile in one line, `1184 samples of 4 processes at 999 Hz
 /// (cpu-clock), 0 lost`; `None` without one.
@@ -62,7 +73,10 @@ pub(super) fn headline(recording: &Recording) -> Option<String> {
     let profile = recording.header.as_ref()?.cpu_profile?;
     let samples = &recording.profile.samples;
     let processes: HashSet<Pid> = samples.iter().map(|s| s.pid).collect();
-    let lost = recording.trailer.as_ref().map_or(0, |t| t.lost_samples);
+    let lost = match &recording.trailer {
+        Some(trailer) => trailer.lost_samples.to_string(),
+        None => "unknown".to_owned(),
+    };
     Some(format!(
         "{} of {} at {} Hz ({}), {} lost",
         count(recording.profile.total(), "sample", "samples"),

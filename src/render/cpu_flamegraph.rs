@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Direction};
 
-use super::cpu::{headline, NO_PROFILE, NO_SAMPLE};
+use super::cpu::{headline, no_sample, NO_PROFILE};
 use super::flamegraph::title;
 use super::{cpu_folded, Options};
 use crate::recording::Recording;
@@ -27,7 +27,10 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
         .map(|(stack, count)| format!("{stack} {count}"))
         .collect();
     if lines.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, NO_SAMPLE));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            no_sample(recording),
+        ));
     }
     let mut settings = flamegraph::Options::default();
     settings.direction = Direction::Straight;

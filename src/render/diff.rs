@@ -20,7 +20,8 @@ pub fn write_diff(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<
     write_cpu(diff, out)
 }
 
-fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<()> {
+/// The two runs, a line each, and what a cut one lacks.
+fn write_runs(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
     for (name, run) in [("A", &diff.a), ("B", &diff.b)] {
         writeln!(
             out,
@@ -36,6 +37,21 @@ fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result
             }
         )?;
     }
+    for (name, run) in [("A", &diff.a), ("B", &diff.b)] {
+        if run.cut {
+            writeln!(
+                out,
+                "{name} is cut short (no trailer): its processes after the cut are missing (\
+                 \"Only in\" the other run), and those cut off before an exit are compared by \
+                 no status or time."
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<()> {
+    write_runs(diff, out)?;
     if !diff.differs() {
         return writeln!(out, "\nNo differences beyond the thresholds.");
     }
@@ -250,6 +266,7 @@ mod tests {
             wall_ns: 1_000_000_000,
             processes: 1,
             lost: Some(0),
+            cut: false,
             cpu_samples,
         }
     }

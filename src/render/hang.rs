@@ -27,6 +27,10 @@ pub(super) const ANSWERS: [&str; 2] = ["culprit: ", "deadlock: "];
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
     let processes = &recording.processes;
     let snapshots = processes.snapshots();
+    let cut = "a snapshot taken after the cut is missing with it";
+    if let Some(note) = super::cut_note(recording, cut) {
+        writeln!(out, "{note}")?;
+    }
     if snapshots.is_empty() {
         return writeln!(
             out,

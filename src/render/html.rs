@@ -69,6 +69,8 @@ struct Report<'a> {
     /// Events lost; `None` without a trailer, when nobody knows.
     lost: Option<u64>,
     interrupted: bool,
+    /// The file ends without its trailer ([`Recording::is_cut`]).
+    cut: bool,
     /// In tree order: each parent before its children.
     processes: Rows<'a>,
     /// The CPU profile; `None` for a recording made without one.
@@ -237,6 +239,7 @@ fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> 
         // Recordings of the original proctrace never had a trailer; for
         // the others a missing one means the recording was cut short.
         interrupted: trailer.map_or(header.is_some(), |t| t.interrupted),
+        cut: recording.is_cut(),
         processes: Rows {
             processes,
             order,

@@ -28,8 +28,21 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     let outlived = outlived(processes);
     let leaks = left_behind(processes, &outlived);
     let lingering = processes.lingering().next().is_some();
+    let cut = "a process cut off before its exit, or after its parent's, is not known to have \
+               outlived it";
+    if let Some(note) = super::cut_note(recording, cut) {
+        writeln!(out, "{note}")?;
+    }
     if leaks.is_empty() {
-        return writeln!(out, "no process outlived the process that started it");
+        let before = if recording.is_cut() {
+            " before the cut"
+        } else {
+            ""
+        };
+        return writeln!(
+            out,
+            "no process outlived the process that started it{before}"
+        );
     }
     writeln!(
         out,

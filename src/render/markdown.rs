@@ -17,7 +17,7 @@ use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::shell_join;
 use crate::text::visible;
-use crate::text::{count, seconds, shorten, shorten_command};
+use crate::text::{count, shorten, shorten_command};
 
 /// Rows a table shows before `… and N more`.
 const ROWS: usize = 10;
@@ -103,7 +103,7 @@ fn write_heading(
     writeln!(
         out,
         "**Wall time** {} · **Processes** {} ({}) · **Lost** {}",
-        seconds(processes.wall_time()),
+        super::run_wall(processes),
         processes.len(),
         count(processes.exec_count(), "exec", "execs"),
         super::lost(recording)
@@ -132,18 +132,30 @@ fn root(recording: &Recording, processes: &Processes) -> Option<usize> {
 }
 
 /// Why the page may not tell the whole run.
-fn warning(recording: &Recording) -> Option<&'static str> {
-    match &recording.trailer {
-        None => Some(
-            "The recording is cut short: it has no trailer (proctrace was killed \
-             or the file was truncated), so processes and events may be missing.",
-        ),
-        Some(t) if t.timed_out => Some("`--timeout` expired: proctrace ended the tree."),
-        Some(t) if t.interrupted => {
-            Some("The recording was interrupted before the process tree was gone.")
-        }
-        Some(_) => None,
+fn warning(recording: &Recording) -> Option<String> {
+    let cut_off = recording
+        .processes
+        .all()
+        .filter(|p| p.outcome() == Outcome::CutOff)
+        .count();
+    if let Some(note) = super::cut_note(recording, &super::summary::cut_meaning(cut_off)) {
+        return Some(format!("{}.", capitalized(&note)));
     }
+    match &recording.trailer {
+        Some(t) if t.timed_out => Some("`--timeout` expired: proctrace ended the tree.".into()),
+        Some(t) if t.interrupted => {
+            Some("The recording was interrupted before the process tree was gone.".into())
+        }
+        _ => None,
+    }
+}
+
+/// `text` with its first letter a capital, to start a sentence.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 fn failed_row(processes: &Processes, index: usize) -> Vec<String> {

@@ -40,6 +40,10 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     };
     // Whole before it is written: its length decides the first line.
     let mut chart: Vec<u8> = Vec::new();
+    let cut = "tasks without an end were cut off, and those after the cut are missing";
+    if let Some(note) = super::cut_note(recording, cut) {
+        writeln!(chart, "%% {note}")?;
+    }
     writeln!(chart, "gantt")?;
     writeln!(chart, "    title {}", escape(&title))?;
     writeln!(chart, "    dateFormat x")?;

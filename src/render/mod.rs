@@ -41,7 +41,7 @@ pub use pprof::NoCpuProfile;
 
 use crate::analysis::testname::RunnerCheck;
 use crate::event::Record;
-use crate::processes::{Process, Processes};
+use crate::processes::{Outcome, Process, Processes};
 use crate::recording::{Events, Keep, Recording};
 use crate::text::{count, seconds};
 
@@ -257,12 +257,32 @@ fn lost(recording: &Recording) -> String {
     }
 }
 
+/// What a view of a recording cut short says of it (`None` for a whole
+/// one): that the file ends without its trailer, and `what` that means
+/// for the view.
+fn cut_note(recording: &Recording, what: &str) -> Option<String> {
+    recording.is_cut().then(|| {
+        format!(
+            "the recording is cut short (no trailer: proctrace was killed, or the file \
+             truncated): {what}"
+        )
+    })
+}
+
 /// How long a process ran, as the lists of processes say it: `≥1.234s`
 /// for one already running when `record --pid` attached, whose times
-/// count from the attach.
+/// count from the attach, and for one cut off before its exit.
 fn wall(process: &Process, recording_end: u64) -> String {
-    let at_least = if process.attached() { "≥" } else { "" };
+    let lower_bound = process.attached() || process.outcome() == Outcome::CutOff;
+    let at_least = if lower_bound { "≥" } else { "" };
     format!("{at_least}{}", seconds(process.duration(recording_end)))
+}
+
+/// How long the run took, as `summary` and the Markdown page say it:
+/// `≥1.234s` where the recording was cut short.
+fn run_wall(processes: &Processes) -> String {
+    let at_least = if processes.is_cut() { "≥" } else { "" };
+    format!("{at_least}{}", seconds(processes.wall_time()))
 }
 
 /// `Attached:` in the summary and the Markdown page: `4 processes

@@ -59,6 +59,7 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
             "kernel": header.map(|h| &h.kernel),
             "proctrace_version": header.map(|h| &h.proctrace_version),
             "lost_events": recording.trailer.as_ref().map(|t| t.lost),
+            "cut_short": recording.is_cut(),
         }),
         trace_events: TraceEvents(processes),
     };

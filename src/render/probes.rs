@@ -36,8 +36,12 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         probes.len(),
         count(total, "hit", "hits"),
         count(probed_processes(profile) as u64, "process", "processes"),
-        trailer.map_or(0, |t| t.lost_probe_hits)
+        trailer.map_or_else(|| "unknown".to_owned(), |t| t.lost_probe_hits.to_string())
     )?;
+    let cut = "hits are written at a recording's end, so those of the cut part are missing";
+    if let Some(note) = super::cut_note(recording, cut) {
+        writeln!(out, "{note}")?;
+    }
     let (hit, unhit): (Vec<ProbeUse>, Vec<ProbeUse>) =
         probe_uses(probes, profile, &recording.processes)
             .into_iter()
@@ -50,26 +54,34 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
             write_latency(out, latency, ret.as_deref().unwrap_or("its return"))?;
         }
     }
-    write_unhit(out, &unhit, options)
+    write_unhit(out, &unhit, recording.is_cut(), options)
 }
 
 /// The probes no process of the tree hit, in one line: a wildcard may
-/// attach to hundreds.
-fn write_unhit(out: &mut dyn Write, unhit: &[ProbeUse], options: Options) -> io::Result<()> {
+/// attach to hundreds. Of a recording cut short, only that the file has
+/// no hit of them.
+fn write_unhit(
+    out: &mut dyn Write,
+    unhit: &[ProbeUse],
+    cut: bool,
+    options: Options,
+) -> io::Result<()> {
     let labels: Vec<String> = unhit
         .iter()
         .take(TOP)
         .map(|used| visible(&used.probe.label()).into_owned())
         .collect();
+    let none = if cut {
+        "The cut file has no hit of"
+    } else {
+        "No process of the tree hit"
+    };
     let line = match unhit.len() {
         0 => return Ok(()),
-        1 => format!("No process of the tree hit {}", labels[0]),
-        n if n <= TOP => format!(
-            "No process of the tree hit {n} probes: {}",
-            labels.join(", ")
-        ),
+        1 => format!("{none} {}", labels[0]),
+        n if n <= TOP => format!("{none} {n} probes: {}", labels.join(", ")),
         n => format!(
-            "No process of the tree hit {n} probes: {}, … and {} more",
+            "{none} {n} probes: {}, … and {} more",
             labels.join(", "),
             n - TOP
         ),

@@ -24,6 +24,11 @@ const PATH_WIDTH: usize = 160;
 /// Writes the profile.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
     let processes = &recording.processes;
+    let cut = "a process's CPU and peak RSS come with its exit, so those `cut off` before theirs \
+               count none, and their wall times are lower bounds (≥)";
+    if let Some(note) = super::cut_note(recording, cut) {
+        writeln!(out, "{note}\n")?;
+    }
     let usage = group_usage(processes);
     write_table(out, "Commands", &usage.by_command, options)?;
     if !usage.by_test.is_empty() {

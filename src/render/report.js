@@ -702,7 +702,8 @@
     const root = procs.find((p) => p.pid === data.root_pid);
     if (root) fact("Command's status", root.status, root.failed ? "bad" : "");
     fact("Lost events", data.lost === null ? "unknown" : String(data.lost), data.lost ? "bad" : "");
-    if (data.interrupted) fact("Recording", "interrupted", "bad");
+    if (data.cut) fact("Recording", "cut short: no trailer, what came after the cut is missing", "bad");
+    else if (data.interrupted) fact("Recording", "interrupted", "bad");
     if (cpu && cpu.headline) fact("CPU profile", samplesText(cpu.samples), "", () => showCpu(""));
     // `record --probe`: each probe's hits, which show the stacks at them,
     // or that no process of the tree hit it.
@@ -1215,7 +1216,9 @@
     const note = $("cpu-note");
     const probe = probeOf(of);
     if (!cpu.samples && probe < 0) {
-      note.textContent = "CPU profile: " + cpu.headline + ". No sample of the tree was taken (it used too little CPU).";
+      note.textContent = "CPU profile: " + cpu.headline + (data.cut
+        ? ". The recording is cut short: its samples come at its end, and are missing with it."
+        : ". No sample of the tree was taken (it used too little CPU).");
       $("cpu-flame").replaceChildren();
       return;
     }

@@ -27,7 +27,7 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
             header.root_pid
         )?;
     }
-    writeln!(out, "Wall time:  {}", seconds(processes.wall_time()))?;
+    writeln!(out, "Wall time:  {}", super::run_wall(processes))?;
     let outlived = outlived(processes);
     write_command_end(processes, &outlived, out)?;
     writeln!(
@@ -40,6 +40,15 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         writeln!(out, "Attached:   {attached}")?;
     }
     writeln!(out, "Lost:       {}", super::lost(recording))?;
+    let cut_off: Vec<usize> = processes
+        .all()
+        .enumerate()
+        .filter(|(_, p)| p.outcome() == Outcome::CutOff)
+        .map(|(i, _)| i)
+        .collect();
+    if let Some(note) = super::cut_note(recording, &cut_meaning(cut_off.len())) {
+        writeln!(out, "Cut:        {note}")?;
+    }
     let check = runner_check(processes);
     write_runner_check(&check, out)?;
 
@@ -56,9 +65,19 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         .collect();
     let title = "Still running at the end";
     write_list(processes, title, &running, options, out)?;
+    write_list(processes, "Cut off before an exit", &cut_off, options, out)?;
     write_outlived(processes, &outlived, options, out)?;
     write_runner_disagreements(processes, &check, options, out)?;
     write_hang(processes, options, out)
+}
+
+/// What the cut means for the numbers above and the lists below, with
+/// `cut_off` processes left without an exit.
+pub(super) fn cut_meaning(cut_off: usize) -> String {
+    format!(
+        "what came after the cut is missing; processes `cut off` before an exit: {cut_off} (their \
+         wall times are lower bounds, ≥)"
+    )
 }
 
 /// How many tests the runner's own probes named, and whether the

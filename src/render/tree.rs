@@ -43,7 +43,11 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
             stack.push((child, child_indent.clone(), branch));
         }
     }
-    Ok(())
+    let cut = "a process `cut off` may have run on, and those started after the cut are missing";
+    match super::cut_note(recording, cut) {
+        Some(note) => writeln!(out, "({note})"),
+        None => Ok(()),
+    }
 }
 
 /// Where a process sits among its siblings.
@@ -116,7 +120,7 @@ fn outcome_style(outcome: Outcome) -> Style {
     let color = match outcome {
         _ if outcome.failed() => AnsiColor::Red,
         Outcome::Exited(_) => AnsiColor::Green,
-        Outcome::Running => AnsiColor::Yellow,
+        Outcome::Running | Outcome::CutOff => AnsiColor::Yellow,
         Outcome::Killed { .. } | Outcome::Ended => return Style::new(),
     };
     Style::new().fg_color(Some(color.into()))

@@ -193,7 +193,7 @@ fn reports_of_the_fixtures_open() {
     }
     let dir = tempfile::tempdir().unwrap();
     // demo: failures and a kill; legacy: no header, the original format;
-    // interrupted: no trailer, processes still running at the end;
+    // interrupted: no trailer, cut short with its processes cut off;
     // leak: two lingering processes, one killed, one still running.
     for fixture in ["demo", "legacy", "interrupted", "leak"] {
         let input = crate::common::repo().join(format!("tests/data/{fixture}.ndjson"));

@@ -47,6 +47,8 @@ fn every_mode_renders_as_expected() {
         // Two `python3 -c SCRIPT server-N` told apart by the argument after
         // the long script, which a cut command keeps.
         ("servers", &["hang"][..]),
+        // A real `--cpu-profile --probe` recording cut after its sixth line.
+        ("cut-profile", &["tree", "cpu", "probes"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
@@ -67,7 +69,7 @@ fn every_mode_renders_as_expected() {
 
 #[test]
 fn leaks_of_a_recording_without_leaks_says_so() {
-    for fixture in ["demo", "legacy", "interrupted"] {
+    for fixture in ["demo", "legacy"] {
         let output = render(&data(&format!("{fixture}.ndjson")), "leaks");
         assert!(output.status.success(), "{fixture}: {}", stderr(&output));
         assert_eq!(
@@ -76,6 +78,13 @@ fn leaks_of_a_recording_without_leaks_says_so() {
             "{fixture}"
         );
     }
+    let output = render(&data("interrupted.ndjson"), "leaks");
+    assert_eq!(
+        stdout(&output),
+        "the recording is cut short (no trailer: proctrace was killed, or the file truncated): \
+         a process cut off before its exit, or after its parent's, is not known to have outlived \
+         it\nno process outlived the process that started it before the cut\n"
+    );
 }
 
 /// A flame graph of a recording made without `--cpu-profile` is refused
@@ -103,6 +112,52 @@ fn a_cpu_flamegraph_without_a_profile_is_one_line_and_status_2() {
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("no sample of the tree was taken"), "{err}");
+}
+
+/// Every view of a recording cut short says so, and what it means for
+/// it, rather than what a whole one would mean: no "still running", no
+/// tree that "used too little CPU".
+#[test]
+fn every_view_of_a_cut_recording_says_it_is_cut() {
+    let cut = data("cut-profile.ndjson");
+    let note = "the recording is cut short (no trailer: proctrace was killed, or the file \
+                truncated): ";
+    for mode in [
+        "tree", "summary", "profile", "hang", "leaks", "markdown", "cpu", "probes", "mermaid",
+    ] {
+        let output = render(&cut, mode);
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        let text = stdout(&output).to_lowercase();
+        assert!(text.contains(note), "{mode}:\n{text}");
+        for wrong in [
+            "still running",
+            "too little cpu",
+            "no process of the tree hit",
+        ] {
+            assert!(!text.contains(wrong), "{mode}:\n{text}");
+        }
+    }
+    let html = stdout(&render(&cut, "html"));
+    assert!(html.contains(r#""cut":true"#), "the report's data says it");
+    let perfetto = stdout(&render(&cut, "perfetto"));
+    assert!(perfetto.contains(r#""cut_short":true"#), "{perfetto}");
+    // The machine formats have the warning on stderr.
+    let folded = render(&cut, "cpu-folded");
+    assert!(stderr(&folded).contains("no trailer: the recording is cut short"));
+    let svg = render(&cut, "cpu-flamegraph");
+    assert_eq!(svg.status.code(), Some(2));
+    assert!(stderr(&svg).ends_with(&format!(
+        "proctrace: {note}samples are written at a recording's end, so those of the cut part \
+         are missing\n"
+    )));
+    let whole = data("profiled.ndjson");
+    let diff = proctrace(&["diff", whole.to_str().unwrap(), cut.to_str().unwrap()]);
+    assert!(
+        stdout(&diff)
+            .contains("\nB is cut short (no trailer): its processes after the cut are missing"),
+        "{}",
+        stdout(&diff)
+    );
 }
 
 #[test]
