@@ -53,7 +53,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
     } else {
         proctrace::render::write_diff(&diff, LISTED, &mut out)
     };
-    quiet_broken_pipe(written.and_then(|()| out.flush())).context("writing the output")?;
+    quiet_broken_pipe(written.and_then(|()| out.finish())).context("writing the output")?;
     Ok(i32::from(diff.differs()))
 }
 

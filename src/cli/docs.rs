@@ -1,8 +1,7 @@
 //! `proctrace completions` and `proctrace man`: shell completions and man
 //! pages generated from the command's own clap definitions.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -69,10 +68,9 @@ fn write_pages(dir: &Path, sub: &clap::Command, parent: &str) -> anyhow::Result<
 /// Writes `command`'s page as DIR/NAME.1.
 fn write_page(dir: &Path, command: clap::Command) -> anyhow::Result<()> {
     let path = dir.join(format!("{}.1", command.get_name()));
-    let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-    let mut out = BufWriter::new(file);
+    let mut out = super::files::open_output(Some(&path))?;
     clap_mangen::Man::new(command)
         .render(&mut out)
-        .and_then(|()| out.flush())
+        .and_then(|()| out.finish())
         .with_context(|| format!("writing {}", path.display()))
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 
 use super::files::{open_input, open_output, print_warnings};
@@ -25,10 +26,11 @@ pub struct IngestArgs {
 /// Runs `proctrace ingest`; returns the exit code.
 pub fn run(args: IngestArgs) -> anyhow::Result<i32> {
     let mut reader = open_input(args.input.as_deref())?;
-    let out = open_output(args.output.as_deref())?;
-    let ingested = ingest::ingest(&mut reader, args.root_pid, out);
+    let mut out = open_output(args.output.as_deref())?;
+    let ingested = ingest::ingest(&mut reader, args.root_pid, &mut out);
     print_warnings(&reader);
     let trailer = ingested?;
+    out.finish().context("writing the output")?;
     if trailer.events == 0 {
         eprintln!(
             "proctrace: warning: no events of PID {} in {}",

@@ -9,7 +9,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
 use proctrace::event::{SyscallHook, Trailer};
 use proctrace::recorder::{self as record, BufferChoice, HookChoice, LiveRecording, Recorder};
-use proctrace::recording::Output;
+use proctrace::recording::{Output, Reserved};
 
 use super::live::Live;
 use super::session::{Session, Tree};
@@ -177,7 +177,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         log.push(".log");
         args.live.then(|| log.into())
     });
-    let (output, created) = open_output(&args.output)?;
+    let output = reserve_output(&args.output)?;
     super::narration::start();
     let signals = Signals::install()?;
     let recorder = if args.pids.is_empty() {
@@ -222,16 +222,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .runner_probes(!args.no_runner_probes)
         .command_output(command_output.clone())
         .start();
-    let recording = match recording {
-        Ok(recording) => recording,
-        Err(err) => {
-            // Leave no empty recording behind for a run that never started.
-            if created {
-                let _ = std::fs::remove_file(&args.output);
-            }
-            return Err(with_hint(err));
-        }
-    };
+    // Dropped on an error, the reserved output leaves no recording behind
+    // for a run that never started, and keeps the one it would replace.
+    let recording = recording.map_err(with_hint)?;
     for warning in recording.warnings() {
         eprintln!("proctrace: warning: {warning}");
     }
@@ -244,6 +237,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         status.show();
         None
     };
+    let output = output.begin();
     let tree = if live.is_some() || args.output.as_os_str() == "-" {
         Tree::Kept(Box::default())
     } else {
@@ -378,15 +372,33 @@ fn exit_status(totals: &Trailer, attached: bool) -> i32 {
         .unwrap_or(128 + SIGINT)
 }
 
-/// Opens the recording's destination ('-' for stdout); says whether
-/// proctrace created it. Under sudo a file it creates belongs to the user
-/// who asked for it.
-fn open_output(path: &Path) -> Result<(Output, bool)> {
+/// The recording's destination ('-' for stdout), checked before anything
+/// runs and emptied only once the recording starts. Under sudo a file it
+/// creates belongs to the user who asked for it.
+fn reserve_output(path: &Path) -> Result<Destination> {
     if path.as_os_str() == "-" {
-        return Ok((Output::stream(Box::new(io::stdout()), "-"), false));
+        return Ok(Destination::Stdout);
     }
     let owner = proctrace::recorder::sudo_owner().map(|(uid, gid)| (uid.as_raw(), gid.as_raw()));
-    Output::create(path, owner).with_context(|| format!("cannot create {}", path.display()))
+    let reserved =
+        Reserved::open(path, owner).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Destination::File(reserved))
+}
+
+/// Where the recording goes, before it starts.
+enum Destination {
+    Stdout,
+    File(Reserved),
+}
+
+impl Destination {
+    /// The output, now that the recording has started.
+    fn begin(self) -> Output {
+        match self {
+            Destination::Stdout => Output::stream(Box::new(io::stdout()), "-"),
+            Destination::File(reserved) => reserved.begin(),
+        }
+    }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP: the first takes a snapshot of the live tree

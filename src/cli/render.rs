@@ -1,6 +1,6 @@
 //! `proctrace render`: a recording as one of the views of `proctrace::render`.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -54,22 +54,14 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
             Some(_) => Options::default(),
         }
     };
-    // A binary view is one message, whole in memory anyway: made first,
-    // a recording it cannot be made of leaves no empty file behind.
-    let binary = if args.mode.is_binary() {
-        let mut bytes = Vec::new();
-        render::render(args.mode, &recording, options, &mut bytes)?;
-        Some(bytes)
-    } else {
-        None
-    };
+    // Into a temporary file beside -o's: a view refused half-way leaves
+    // the file it would have replaced as it was.
     let mut out = open_output(args.output.as_deref())?;
-    let written = match (binary, args.mode) {
-        (Some(bytes), _) => out.write_all(&bytes),
-        (None, Mode::Otlp) => render::otlp::write(&recording, &otlp_context(), &mut out),
-        (None, mode) => render::render(mode, &recording, options, &mut out),
+    let written = match args.mode {
+        Mode::Otlp => render::otlp::write(&recording, &otlp_context(), &mut out),
+        mode => render::render(mode, &recording, options, &mut out),
     };
-    let written = written.and_then(|()| out.flush());
+    let written = written.and_then(|()| out.finish());
     match quiet_broken_pipe(written) {
         // The view refused the recording (a flame graph of nothing): the
         // reason is about the recording, not about writing.

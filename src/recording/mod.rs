@@ -8,7 +8,7 @@ mod reader;
 mod writer;
 
 pub use events::{Events, Lines};
-pub use output::{Output, OutputError};
+pub use output::{Output, OutputError, Reserved};
 pub use reader::{Keep, ReadError, ReadWarning, Reader, Recording};
 pub use writer::Writer;
 

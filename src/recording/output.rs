@@ -3,7 +3,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Writer;
 use crate::event::{Header, Record, Trailer};
@@ -43,34 +44,96 @@ pub struct OutputError {
     pub lost: u64,
 }
 
-impl Output {
-    /// Creates `path`, or truncates it if it exists, and says whether it was
-    /// created: only a file the recorder created is its to remove after a
-    /// failed start or to give away (`-o /dev/null` or an existing file keep
-    /// their owner and their existence). `owner` (uid, gid) is given a file
-    /// it creates.
-    pub fn create(path: &Path, owner: Option<(u32, u32)>) -> io::Result<(Self, bool)> {
+/// A file opened for what a run will write, not yet emptied: until the run
+/// starts, what the file held stays whole, since a run that never starts
+/// (a bad flag, a missing command) must not cost the file it would have
+/// replaced. [`Reserved::empty`] (or [`Reserved::begin`]) empties it once
+/// the run has started; dropped before, a file created for it is removed
+/// and an existing one is left as it was.
+#[derive(Debug)]
+pub struct Reserved {
+    file: File,
+    claim: Claim,
+}
+
+/// A reserved file's path, removed when dropped if the file was created
+/// for a run that never started.
+#[derive(Debug)]
+struct Claim {
+    path: PathBuf,
+    created: bool,
+    /// Whether the run started: the file is its now, and stays.
+    started: AtomicBool,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.created && !self.started.load(Ordering::Relaxed) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Reserved {
+    /// Opens `path` for writing, creating it if need be, and leaves what
+    /// it holds untouched. Only a file created here is the run's to remove
+    /// after a failed start or to give away: `owner` (uid, gid) is given a
+    /// file it creates, while `/dev/null` or an existing file keep theirs.
+    pub fn open(path: &Path, owner: Option<(u32, u32)>) -> io::Result<Reserved> {
         let (file, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
             Ok(file) => {
                 if let Some((uid, gid)) = owner {
-                    // Best effort: the recording is still whole, only its owner differs.
+                    // Best effort: what is written is whole, only its owner differs.
                     let _ = std::os::unix::fs::fchown(&file, Some(uid), Some(gid));
                 }
                 (file, true)
             }
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-                let file = OpenOptions::new().write(true).truncate(true).open(path)?;
-                (file, false)
+                (OpenOptions::new().write(true).open(path)?, false)
             }
             Err(err) => return Err(err),
         };
-        let regular = file.metadata().is_ok_and(|m| m.is_file());
-        let cut = if regular { file.try_clone().ok() } else { None };
-        let mut output = Output::stream(Box::new(file), path.display().to_string());
-        output.file = cut;
-        Ok((output, created))
+        let claim = Claim {
+            path: path.to_owned(),
+            created,
+            started: AtomicBool::new(false),
+        };
+        Ok(Reserved { file, claim })
     }
 
+    /// The file, to write to once emptied.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The run has started: the file is emptied (a regular one; a device
+    /// or a pipe has nothing to empty) and kept whatever follows.
+    pub fn empty(&self) -> io::Result<()> {
+        self.claim.started.store(true, Ordering::Relaxed);
+        if self.file.metadata()?.is_file() {
+            self.file.set_len(0)?;
+        }
+        Ok(())
+    }
+
+    /// The recording has started: empties the file and writes to it. A
+    /// file that cannot be emptied is an output that failed before its
+    /// first line, told by [`Output::result`] like any other.
+    pub fn begin(self) -> Output {
+        let emptied = self.empty();
+        let Reserved { file, claim } = self;
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        let cut = if regular { file.try_clone().ok() } else { None };
+        let mut output = Output::stream(Box::new(file), claim.path.display().to_string());
+        output.file = cut;
+        if let Err(err) = emptied {
+            output.failure = Some(err);
+        }
+        output
+    }
+}
+
+impl Output {
     /// Writes to `out`, a stream that cannot be cut back (stdout, a pipe).
     pub fn stream(out: Box<dyn Write + Send>, name: impl Into<String>) -> Self {
         Output {

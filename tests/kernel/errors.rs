@@ -324,3 +324,63 @@ fn ring_size_not_a_power_of_two_is_refused_before_loading() {
     );
     assert!(!out.exists(), "a recording was left behind");
 }
+
+/// A run that fails before its command starts (a bad probe, a command not
+/// found, a missing BTF file) keeps the recording and the command's log it
+/// would have replaced byte for byte, and leaves nothing else behind.
+#[test]
+fn a_failed_start_keeps_the_files_it_would_replace() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("keep.ndjson");
+    let log = dir.path().join("keep.log");
+    let (out_arg, log_arg) = (out.to_str().unwrap(), log.to_str().unwrap());
+    let cases: [(&[&str], i32); 3] = [
+        (&["--probe", "uprobe:libc:nosuchfunc", "--", "true"], 2),
+        (&["--btf", "/nonexistent/btf", "--", "true"], 2),
+        (&["--", "no-such-command-xyz"], 127),
+    ];
+    for (flags, status) in cases {
+        fs::write(&out, b"{\"an old\":\"recording\"}\n").unwrap();
+        fs::write(&log, b"an old log\n").unwrap();
+        let mut args = vec!["record", "-o", out_arg, "--command-output", log_arg];
+        args.extend(flags);
+        let output = proctrace(&[], &args);
+        assert_eq!(output.status.code(), Some(status), "{flags:?}: {output:?}");
+        one_line_message(&output);
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            b"{\"an old\":\"recording\"}\n",
+            "{flags:?}"
+        );
+        assert_eq!(fs::read(&log).unwrap(), b"an old log\n", "{flags:?}");
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["keep.log", "keep.ndjson"], "{flags:?}");
+    }
+}
+
+/// Neither a recording nor a log is left behind where none was.
+#[test]
+fn a_failed_start_creates_no_file() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, log) = (dir.path().join("rec.ndjson"), dir.path().join("rec.log"));
+    let args = [
+        "record",
+        "-o",
+        out.to_str().unwrap(),
+        "--command-output",
+        log.to_str().unwrap(),
+        "--btf",
+        "/nonexistent/btf",
+        "--",
+        "true",
+    ];
+    let output = proctrace(&[], &args);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}

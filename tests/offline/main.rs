@@ -14,4 +14,5 @@ mod install;
 mod kernel_matrix;
 mod mermaid;
 mod otlp;
+mod outputs;
 mod render;

@@ -19,6 +19,7 @@ use nix::unistd::{self, ForkResult, Gid, Pid as NixPid, Uid};
 
 use crate::event::{Attached, Pid};
 use crate::recorder::error::RecordError;
+use crate::recording::Reserved;
 
 /// What a recording follows.
 #[derive(Debug, Clone)]
@@ -120,7 +121,7 @@ pub struct Launch {
 
 /// The files a redirected command gets as its stdio.
 struct Redirect {
-    output: std::fs::File,
+    output: Reserved,
     null: std::fs::File,
 }
 
@@ -160,6 +161,14 @@ impl Launch {
         &self,
         seed: impl FnOnce(Pid) -> Result<(), RecordError>,
     ) -> Result<Pid, RecordError> {
+        if let Some(redirect) = &self.redirect {
+            // Emptied now that nothing but the fork stands before the
+            // command: a failure before it leaves the old log whole.
+            redirect
+                .output
+                .empty()
+                .map_err(RecordError::system("emptying the command's output file"))?;
+        }
         let (read_end, write_end) = unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(RecordError::system("creating a pipe"))?;
         // SAFETY: the child only makes async-signal-safe calls, then execs
@@ -251,22 +260,15 @@ impl Launch {
 }
 
 impl Redirect {
-    /// Creates (or truncates) `path`; under sudo it belongs to the user,
-    /// like the recording.
+    /// Opens `path` without emptying it: a run that fails before the
+    /// command starts keeps the log it would have replaced. Under sudo a
+    /// log it creates belongs to the user, like the recording.
     fn open(path: &std::path::Path, owner: Option<&Credentials>) -> Result<Self, RecordError> {
-        let context = || format!("creating {}", path.display());
-        let output = std::fs::File::create(path).map_err(|source| RecordError::System {
-            context: context(),
+        let owner = owner.map(|creds| (creds.uid.as_raw(), creds.gid.as_raw()));
+        let output = Reserved::open(path, owner).map_err(|source| RecordError::System {
+            context: format!("creating {}", path.display()),
             source,
         })?;
-        if let Some(creds) = owner {
-            unistd::fchown(&output, Some(creds.uid), Some(creds.gid)).map_err(|e| {
-                RecordError::System {
-                    context: context(),
-                    source: e.into(),
-                }
-            })?;
-        }
         let null = std::fs::File::open("/dev/null").map_err(|source| RecordError::System {
             context: "opening /dev/null".into(),
             source,
@@ -282,8 +284,8 @@ impl Redirect {
             Errno::result(libc::dup2(from.as_raw_fd(), to)).map(drop)
         };
         dup(&self.null, 0)?;
-        dup(&self.output, 1)?;
-        dup(&self.output, 2)
+        dup(self.output.file(), 1)?;
+        dup(self.output.file(), 2)
     }
 }
 
