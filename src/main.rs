@@ -6,12 +6,25 @@ use proctrace::recorder::RecordError;
 mod cli;
 
 fn main() {
+    end_with_the_reader();
     let status = cli::Cli::parse().run().unwrap_or_else(|err| {
         eprintln!("proctrace: {}", message(&err));
         err.downcast_ref::<RecordError>()
             .map_or(2, RecordError::exit_status)
     });
     std::process::exit(status);
+}
+
+/// A reader that goes away (`proctrace man | head`) ends proctrace as it
+/// ends ls, by SIGPIPE's default action, quietly: Rust's runtime ignores
+/// SIGPIPE, so that every write to a closed pipe would be an error, a
+/// panic in `println!` and in the crates that print. `record` and `export`
+/// ignore it again (cli::Cli::run says why).
+fn end_with_the_reader() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: setting a disposition to the default, before any thread
+    // starts, is always sound.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
 /// The error and its causes on one line, each said once: a cause whose

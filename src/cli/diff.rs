@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
-use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
+use super::files::{open_output, open_seekable_input, print_warnings};
 use proctrace::analysis::diff::{Diff, Slower};
 use proctrace::recording::{Keep, Recording};
 
@@ -53,7 +53,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<i32> {
     } else {
         proctrace::render::write_diff(&diff, LISTED, &mut out)
     };
-    quiet_broken_pipe(written.and_then(|()| out.finish())).context("writing the output")?;
+    written
+        .and_then(|()| out.finish())
+        .context("writing the output")?;
     Ok(i32::from(diff.differs()))
 }
 

@@ -146,10 +146,8 @@ pub fn print_warnings<R>(reader: &Reader<R>) {
     }
 }
 
-/// A reader that went away (`| head`) is not an error.
-pub fn quiet_broken_pipe(result: io::Result<()>) -> io::Result<()> {
-    match result {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+/// Whether writing failed because the reader of a pipe went away (`| head`):
+/// its choice, not an error of proctrace's.
+pub fn reader_left(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::BrokenPipe
 }

@@ -61,6 +61,15 @@ enum Command {
 impl Cli {
     /// Runs the subcommand; returns the process exit status.
     pub fn run(self) -> anyhow::Result<i32> {
+        let outlives = match self.command {
+            Command::Record(_) => true,
+            #[cfg(feature = "otlp")]
+            Command::Export(_) => true,
+            _ => false,
+        };
+        if outlives {
+            outlive_the_reader();
+        }
         match self.command {
             Command::Record(args) => record::run(args),
             Command::Render(args) => render::run(args),
@@ -74,6 +83,19 @@ impl Cli {
             Command::Man(args) => docs::man(args),
         }
     }
+}
+
+/// SIGPIPE ignored again (main gives it its default action), for the
+/// subcommands that must outlive a reader: `record`, whose reader of
+/// `-o -` going away (`| head`) ends its output, not proctrace, which
+/// killed would leave the command running on, orphaned behind the shell's
+/// back; `record --otlp` and `export`, whose collector may close a
+/// connection under a write (writev, as h2 writes, sends no MSG_NOSIGNAL).
+/// The write fails instead, and is handled.
+fn outlive_the_reader() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: ignoring a signal, before any thread starts, is always sound.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
 }
 
 /// A duration as people give one: `2s`, `500ms`, `1m 30s`, or a bare

@@ -307,7 +307,12 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
         );
     }
     warn_probes(totals);
-    output.result()?;
+    match output.result() {
+        // The reader of `-o -` went away: what it did not read, it did
+        // not want, as for `ls | head`.
+        Err(err) if super::files::reader_left(&err.source) => return Ok(()),
+        result => result?,
+    }
     if quiet {
         return Ok(());
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use super::files::{open_output, open_seekable_input, print_warnings, quiet_broken_pipe};
+use super::files::{open_output, open_seekable_input, print_warnings};
 use proctrace::recording::Recording;
 use proctrace::render::{self, Mode, Options, Weight};
 
@@ -62,7 +62,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
         mode => render::render(mode, &recording, options, &mut out),
     };
     let written = written.and_then(|()| out.finish());
-    match quiet_broken_pipe(written) {
+    match written {
         // The view refused the recording (a flame graph of nothing): the
         // reason is about the recording, not about writing.
         Err(e) if e.kind() == io::ErrorKind::InvalidInput => Err(e.into()),

@@ -352,9 +352,12 @@ fn started_by(head: String, who: &Lingerer) -> String {
 
 /// Says at once that the output failed; the command is not told, and runs on.
 fn tell_failure(name: &str, written: io::Result<()>) {
-    if let Err(err) = written {
-        eprintln!(
+    match written {
+        // The reader of `-o -` went away: its choice, not news to it.
+        Err(err) if super::files::reader_left(&err) => {}
+        Err(err) => eprintln!(
             "proctrace: error: writing {name}: {err}; the command runs on, its events are no longer recorded"
-        );
+        ),
+        Ok(()) => {}
     }
 }

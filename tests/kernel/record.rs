@@ -594,3 +594,28 @@ per_mode!(relay_is_recorded_to_the_end:
     relay_is_recorded_to_the_end_ring => Ring,
     relay_is_recorded_to_the_end_perf => Perf,
 );
+
+/// A reader of `-o -` that goes away (`| head`) ends the recording's
+/// output, quietly: the tree runs to its end and proctrace exits with the
+/// command's status, as the command alone would, with nothing on stderr.
+#[test]
+fn a_closed_stdout_ends_the_output_not_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("done");
+    let script = format!("sleep 0.2; echo > {}; exit 3", done.display());
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let stderr = dir.path().join("stderr");
+    let mut child = std::process::Command::new(recorder_bin())
+        .args(["record", "-o", "-", "--", "sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(write)
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let status = wait_bounded(&mut child, "proctrace record -o - into a closed pipe");
+    let stderr = std::fs::read_to_string(stderr).unwrap();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr, "");
+    assert!(done.exists(), "the command did not run to its end");
+}

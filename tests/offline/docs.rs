@@ -10,7 +10,7 @@ use crate::common::{proctrace_ok, repo};
 
 /// What `proctrace WORDS... --help` prints (the long help, with each
 /// value's description).
-fn help(words: &[&str]) -> String {
+pub fn help(words: &[&str]) -> String {
     let mut args = words.to_vec();
     args.push("--help");
     String::from_utf8(proctrace_ok(&args).stdout).expect("the help is UTF-8")
@@ -70,7 +70,7 @@ fn long_flags(help: &str) -> Vec<String> {
 /// The values `render --help` lists for `-d`: the items of its "Possible
 /// values:" list (at the description's indent), or of a `[possible
 /// values: a, b]` note.
-fn views(help: &str) -> Vec<String> {
+pub fn views(help: &str) -> Vec<String> {
     let options = section(help, "Options:");
     let Some(start) = options
         .iter()

@@ -113,3 +113,80 @@ fn a_finished_output_replaces_the_file_whole() {
         .file_type()
         .is_char_device());
 }
+
+/// Runs proctrace with `args` and a stdout whose reader is gone.
+fn into_a_closed_pipe(args: &[&str]) -> Output {
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    Command::new(env!("CARGO_BIN_EXE_proctrace"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(write)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("running proctrace")
+}
+
+/// The recording each view has something to show of.
+fn fixture_for(view: &str) -> String {
+    let corpus = |name: &str| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fuzz-corpus")
+            .join(name);
+        path.to_str().unwrap().to_owned()
+    };
+    match view {
+        "cpu" | "cpu-folded" | "cpu-flamegraph" | "pprof" => corpus("profile.ndjson"),
+        "probes" | "probe-folded" => corpus("probes.ndjson"),
+        "hang" | "folded" | "flamegraph" => data("hang.ndjson"),
+        "leaks" => data("leak.ndjson"),
+        _ => data("demo.ndjson"),
+    }
+}
+
+/// A stdout whose reader went away ends every subcommand and view as it
+/// ends ls: by SIGPIPE, with nothing on stderr (no panic, no "Broken
+/// pipe").
+#[test]
+fn a_closed_stdout_ends_every_subcommand_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let views = crate::docs::views(&crate::docs::help(&["render"]));
+    assert!(views.len() >= 20, "{views:?}");
+    let renders: Vec<Vec<String>> = views
+        .iter()
+        .map(|view| {
+            ["render", "-i", &fixture_for(view), "-d", view]
+                .map(str::to_owned)
+                .to_vec()
+        })
+        .collect();
+    let demo = data("demo.ndjson");
+    let others: [&[&str]; 7] = [
+        &["completions", "bash"],
+        &["man"],
+        &["--help"],
+        &["render", "--help"],
+        &["diff", &demo, &demo],
+        &["ingest", "-i", &data("raw.ndjson"), "--root-pid", "1000"],
+        &["probes", "/usr/bin/python3.11"],
+    ];
+    let others = others
+        .iter()
+        .map(|args| args.iter().map(|a| a.to_string()).collect());
+    for args in renders.into_iter().chain(others) {
+        if args[0] == "probes"
+            && !crate::common::prerequisite(Path::new(&args[1]).exists(), &args[1])
+        {
+            continue;
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = into_a_closed_pipe(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr, "", "{args:?}");
+    }
+}
