@@ -3,7 +3,7 @@
 //! and an output file is replaced only once it is whole.
 
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Seek, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Seek, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -35,13 +35,18 @@ pub fn open_seekable_input(path: Option<&Path>) -> anyhow::Result<Reader<BufRead
 /// How stdin is named in errors and warnings.
 const STDIN: &str = "<stdin>";
 
-/// The file at `path` and its name; `None` for stdin (`-` or none).
+/// The file at `path` and its name; `None` for stdin (`-` or none). With
+/// no `-i` at all, a terminal on stdin is refused: nobody types a
+/// recording, and a read would wait there without a word.
 fn open_file(path: Option<&Path>) -> anyhow::Result<Option<(File, String)>> {
     match path {
         Some(p) if p != Path::new("-") => {
             let file = File::open(p).with_context(|| format!("opening {}", p.display()))?;
             Ok(Some((file, p.display().to_string())))
         }
+        None if io::stdin().is_terminal() => anyhow::bail!(
+            "no recording given, and stdin is a terminal: name one with -i FILE, or pipe it in"
+        ),
         _ => Ok(None),
     }
 }

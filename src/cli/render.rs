@@ -63,9 +63,15 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
     };
     let written = written.and_then(|()| out.finish());
     match written {
-        // The view refused the recording (a flame graph of nothing): the
-        // reason is about the recording, not about writing.
-        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Err(e.into()),
+        // The view refused the recording (it holds nothing the view is
+        // drawn from): the reason is about the recording, not writing.
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            Err(anyhow::Error::new(e).context(format!(
+                "{} has nothing for -d {}",
+                reader.name(),
+                mode_name(args.mode)
+            )))
+        }
         written => written.context("writing the output"),
     }?;
     Ok(0)

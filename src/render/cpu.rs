@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::io::{self, Write};
 
-use super::Options;
+use super::{Missing, Options};
 use crate::analysis::{hotspots, Hot, HotGroup};
 use crate::event::{Pid, SampleClock};
 use crate::recording::Recording;
@@ -22,14 +22,9 @@ const GROUP_TOP: usize = 5;
 
 /// Writes the hottest functions.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
-    let Some(headline) = headline(recording) else {
-        return writeln!(out, "{NO_PROFILE}");
-    };
+    let headline = headline(recording).ok_or(Missing::CpuProfile)?;
     writeln!(out, "CPU profile: {headline}")?;
     let hot = hotspots(&recording.profile, &recording.processes);
-    if hot.samples == 0 {
-        return writeln!(out, "{}", no_sample(recording));
-    }
     if let Some(note) = super::cut_note(recording, CUT_SAMPLES) {
         writeln!(out, "{note}")?;
     }
@@ -53,19 +48,11 @@ struct Base {
     samples: u64,
 }
 
-/// What the CPU views say of a recording made without `--cpu-profile`.
-pub(super) const NO_PROFILE: &str =
-    "no CPU profile: record with --cpu-profile to sample where the CPU goes";
+/// What the CPU views say of a recording whose tree was never sampled.
+pub(super) const NO_SAMPLE: &str = "no sample of the tree was taken (it used too little CPU)";
 /// What a recording cut short means for its samples.
-const CUT_SAMPLES: &str =
+pub(super) const CUT_SAMPLES: &str =
     "samples are written at a recording's end, so those of the cut part are missing";
-
-/// What the CPU views say of a recording with a profile and no sample:
-/// its tree used too little CPU, or the samples were cut off with the file.
-pub(super) fn no_sample(recording: &Recording) -> String {
-    super::cut_note(recording, CUT_SAMPLES)
-        .unwrap_or_else(|| "no sample of the tree was taken (it used too little CPU)".to_owned())
-}
 
 /// The profile in one line, `1184 samples of 4 processes at 999 Hz
 /// (cpu-clock), 0 lost`; `None` without one.

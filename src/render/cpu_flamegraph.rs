@@ -11,27 +11,18 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Direction};
 
-use super::cpu::{headline, no_sample, NO_PROFILE};
+use super::cpu::headline;
 use super::flamegraph::title;
-use super::{cpu_folded, Options};
+use super::{cpu_folded, Missing, Options};
 use crate::recording::Recording;
 
-/// Writes the SVG, or refuses a recording with no sample to draw: inferno
-/// would only say "No stack counts found".
+/// Writes the SVG.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
-    let Some(headline) = headline(recording) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, NO_PROFILE));
-    };
+    let headline = headline(recording).ok_or(Missing::CpuProfile)?;
     let lines: Vec<String> = cpu_folded::lines(recording)
         .into_iter()
         .map(|(stack, count)| format!("{stack} {count}"))
         .collect();
-    if lines.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            no_sample(recording),
-        ));
-    }
     let mut settings = flamegraph::Options::default();
     settings.direction = Direction::Straight;
     settings.deterministic = true;

@@ -34,22 +34,7 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     .to_owned();
     settings.name_type = "Process:".to_owned();
     settings.title = title(recording);
-    if lines.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            nothing_to_draw(options.weight),
-        ));
-    }
     flamegraph::from_lines(&mut settings, lines.iter().map(String::as_str), out)
-}
-
-/// Why a recording has no stack to draw: inferno would only say "No stack
-/// counts found".
-fn nothing_to_draw(weight: Weight) -> &'static str {
-    match weight {
-        Weight::Cpu => "no process has a CPU time of 1µs or more (older recordings have none); try --weight wall",
-        Weight::Wall => "no process ran for 1µs or more",
-    }
 }
 
 /// `proctrace: make -j4`, the command as a shell would read it.

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::{Options, Weight};
+use super::{Missing, Options, Weight};
 use crate::processes::Processes;
 use crate::recording::Recording;
 use crate::stacks::folded;
@@ -49,6 +49,16 @@ pub(super) fn each_stack(
         }
     }
     Ok(())
+}
+
+/// [`Missing::Weights`] when no process weighs anything: no line to write.
+pub(super) fn weightless(processes: &Processes, weight: Weight) -> Option<Missing> {
+    let mut any = false;
+    let _ = each_stack(processes, weight, |_, _| {
+        any = true;
+        Ok(())
+    });
+    (!any).then_some(Missing::Weights(weight))
 }
 
 /// A process as one frame: its [`name`](Processes::name).

@@ -16,6 +16,9 @@ use crate::stacks::Profile;
 use crate::text::pid_ranges;
 use crate::text::{count, fd_list, seconds, shorten, shorten_command, visible};
 
+/// What a recording cut short means for its snapshots.
+pub(super) const CUT_SNAPSHOTS: &str = "a snapshot taken after the cut is missing with it";
+
 /// Columns a command gets in a line of the chain.
 const COMMAND_WIDTH: usize = 60;
 /// Waits of one process named in a line; the rest are counted.
@@ -23,20 +26,12 @@ const WAITS_SHOWN: usize = 3;
 /// Prefixes of the answer lines, which `summary` and `markdown` keep.
 pub(super) const ANSWERS: [&str; 2] = ["culprit: ", "deadlock: "];
 
-/// Writes every snapshot's wait-for chains, or that the recording has none.
+/// Writes every snapshot's wait-for chains.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
     let processes = &recording.processes;
     let snapshots = processes.snapshots();
-    let cut = "a snapshot taken after the cut is missing with it";
-    if let Some(note) = super::cut_note(recording, cut) {
+    if let Some(note) = super::cut_note(recording, CUT_SNAPSHOTS) {
         writeln!(out, "{note}")?;
-    }
-    if snapshots.is_empty() {
-        return writeln!(
-            out,
-            "no snapshot of the live tree (record with --timeout, --hang-after or --linger, \
-             or send proctrace SIGUSR1)"
-        );
     }
     for (i, snapshot) in snapshots.iter().enumerate() {
         if i > 0 {

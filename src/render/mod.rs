@@ -36,8 +36,6 @@ use anstyle::Style;
 pub use diff::write_diff;
 pub use hang::{explain as explain_hang, explain_short as explain_hang_short, on_hang_line};
 use otlp::TraceParent;
-#[cfg(feature = "pprof")]
-pub use pprof::NoCpuProfile;
 
 use crate::analysis::testname::RunnerCheck;
 use crate::event::Record;
@@ -51,7 +49,6 @@ use crate::text::{count, seconds};
 #[non_exhaustive]
 pub enum Mode {
     /// The events in causal order, one JSON object per line.
-    #[default]
     Sequential,
     /// The events grouped by process, processes in the order they were created.
     ByProcess,
@@ -59,7 +56,9 @@ pub enum Mode {
     Mermaid,
     /// The process tree with timings and how each process ended.
     Tree,
-    /// Wall time, slowest and failed processes, lost events.
+    /// Wall time, slowest and failed processes, lost events: the answer
+    /// to "what happened", and the view without `-d`.
+    #[default]
     Summary,
     /// A self-contained HTML page: the process tree on a zoomable timeline,
     /// coloured by process group, with details and search.
@@ -194,7 +193,128 @@ pub fn render(
         Mode::ProbeFolded => probe_folded::render,
         Mode::Otlp => otlp::render,
     };
+    if let Some(missing) = mode.missing(recording, options) {
+        return Err(missing.into());
+    }
     render(recording, options, out)
+}
+
+/// What a view is drawn from, when the recording holds none of it: the
+/// one rule of every view is that it then writes nothing and fails with
+/// this, which says what is missing and how to record it. A view that has
+/// what it is drawn from always writes something, if only that it found
+/// nothing (`leaks`: no process outlived the process that started it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Missing {
+    /// `cpu`, `cpu-folded`, `cpu-flamegraph`, `pprof` of a recording made
+    /// without `--cpu-profile`.
+    #[error("no CPU profile: record with --cpu-profile to sample where the CPU goes")]
+    CpuProfile,
+    /// ... and of one with a profile and no sample in it: its tree used
+    /// too little CPU, or, `cut` short, the samples were lost with the
+    /// end of the file.
+    #[error("{}", match .cut {
+        true => cut_text(cpu::CUT_SAMPLES),
+        false => cpu::NO_SAMPLE.to_owned(),
+    })]
+    Samples {
+        /// The recording is cut short.
+        cut: bool,
+    },
+    /// `probes` and `probe-folded` of a recording made without `--probe`.
+    #[error("no probes: record with --probe SPEC to count a function's or USDT probe's hits")]
+    Probes,
+    /// ... and of one whose probes no process of the tree hit, or, `cut`
+    /// short, whose hits were lost with the end of the file.
+    #[error("{}", match .cut {
+        true => cut_text(probes::CUT_HITS),
+        false => format!("no process of the tree hit its {} probes", .probes),
+    })]
+    Hits {
+        /// The probes attached.
+        probes: usize,
+        /// The recording is cut short.
+        cut: bool,
+    },
+    /// `hang` of a recording without a snapshot of the live tree, or,
+    /// `cut` short, with none before the cut.
+    #[error("{}", match .cut {
+        true => cut_text(hang::CUT_SNAPSHOTS),
+        false => "no snapshot of the live tree: record with --timeout, --hang-after or \
+                  --linger, or send proctrace SIGUSR1"
+            .to_owned(),
+    })]
+    Snapshots {
+        /// The recording is cut short.
+        cut: bool,
+    },
+    /// `folded` and `flamegraph` of a recording whose processes have no
+    /// weight: no CPU time (older recordings have none), or no wall time.
+    #[error("{}", match .0 {
+        Weight::Cpu => "no process has a CPU time of 1µs or more (older recordings have none): \
+                        render with --weight wall",
+        Weight::Wall => "no process ran for 1µs or more",
+    })]
+    Weights(Weight),
+}
+
+impl From<Missing> for io::Error {
+    fn from(missing: Missing) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidInput, missing)
+    }
+}
+
+impl Mode {
+    /// What the view is drawn from that `recording` holds none of;
+    /// `None` when there is something to show.
+    pub fn missing(self, recording: &Recording, options: Options) -> Option<Missing> {
+        let profile = &recording.profile;
+        let header = recording.header.as_ref();
+        match self {
+            Mode::Cpu | Mode::CpuFolded => cpu_missing(recording),
+            #[cfg(feature = "flamegraph")]
+            Mode::CpuFlamegraph => cpu_missing(recording),
+            #[cfg(feature = "pprof")]
+            Mode::Pprof => cpu_missing(recording),
+            Mode::Probes | Mode::ProbeFolded => {
+                let probes = header.map_or(0, |h| h.probes.len());
+                let hits = profile.probe_hits.iter().any(|h| h.count > 0);
+                match (probes, hits) {
+                    (0, _) => Some(Missing::Probes),
+                    (probes, false) => Some(Missing::Hits {
+                        probes,
+                        cut: recording.is_cut(),
+                    }),
+                    _ => None,
+                }
+            }
+            Mode::Hang if recording.processes.snapshots().is_empty() => Some(Missing::Snapshots {
+                cut: recording.is_cut(),
+            }),
+            Mode::Folded => folded::weightless(&recording.processes, options.weight),
+            #[cfg(feature = "flamegraph")]
+            Mode::Flamegraph => folded::weightless(&recording.processes, options.weight),
+            _ => None,
+        }
+    }
+}
+
+/// What the CPU views miss: the profile, or any sample in it.
+fn cpu_missing(recording: &Recording) -> Option<Missing> {
+    let profiled = recording
+        .header
+        .as_ref()
+        .is_some_and(|h| h.cpu_profile.is_some());
+    if !profiled {
+        Some(Missing::CpuProfile)
+    } else if recording.profile.total() == 0 {
+        Some(Missing::Samples {
+            cut: recording.is_cut(),
+        })
+    } else {
+        None
+    }
 }
 
 /// What every renderer is: the recording, read as [`Mode::keep`] says, in
@@ -261,12 +381,15 @@ fn lost(recording: &Recording) -> String {
 /// one): that the file ends without its trailer, and `what` that means
 /// for the view.
 fn cut_note(recording: &Recording, what: &str) -> Option<String> {
-    recording.is_cut().then(|| {
-        format!(
-            "the recording is cut short (no trailer: proctrace was killed, or the file \
-             truncated): {what}"
-        )
-    })
+    recording.is_cut().then(|| cut_text(what))
+}
+
+/// That a recording is cut short, and `what` that means.
+fn cut_text(what: &str) -> String {
+    format!(
+        "the recording is cut short (no trailer: proctrace was killed, or the file truncated): \
+         {what}"
+    )
 }
 
 /// How long a process ran, as the lists of processes say it: `≥1.234s`

@@ -15,15 +15,13 @@ use crate::text::{count, precise, shorten, visible};
 /// Entries listed per list.
 const TOP: usize = 10;
 
+/// What a recording cut short means for its probes' hits.
+pub(super) const CUT_HITS: &str =
+    "hits are written at a recording's end, so those of the cut part are missing";
+
 /// Writes every probe's hits.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
     let probes = recording.header.as_ref().map_or(&[][..], |h| &h.probes[..]);
-    if probes.is_empty() {
-        return writeln!(
-            out,
-            "no probes: record with --probe SPEC to count a function's or USDT probe's hits"
-        );
-    }
     let profile = &recording.profile;
     let trailer = recording.trailer.as_ref();
     let total: u64 = profile
@@ -38,8 +36,7 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
         count(probed_processes(profile) as u64, "process", "processes"),
         trailer.map_or_else(|| "unknown".to_owned(), |t| t.lost_probe_hits.to_string())
     )?;
-    let cut = "hits are written at a recording's end, so those of the cut part are missing";
-    if let Some(note) = super::cut_note(recording, cut) {
+    if let Some(note) = super::cut_note(recording, CUT_HITS) {
         writeln!(out, "{note}")?;
     }
     let (hit, unhit): (Vec<ProbeUse>, Vec<ProbeUse>) =

@@ -122,19 +122,10 @@ fn exercise(input: &[u8]) -> bool {
             };
             let mut out = Checked::new(mode);
             match render::render(mode, recording, options, &mut out) {
-                // A flame graph of nothing measured is refused, with a reason.
-                Err(e)
-                    if matches!(mode, Mode::Flamegraph | Mode::CpuFlamegraph)
-                        && e.kind() == io::ErrorKind::InvalidInput => {}
-                // So is a pprof profile of a recording without one.
-                Err(e)
-                    if mode.is_binary()
-                        && e.kind() == io::ErrorKind::InvalidInput
-                        && recording
-                            .header
-                            .as_ref()
-                            .and_then(|h| h.cpu_profile)
-                            .is_none() => {}
+                // A view of nothing is refused, by the one rule of views.
+                Err(e) if mode.missing(recording, options).is_some() => {
+                    assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+                }
                 rendered => {
                     rendered.expect("rendering to memory");
                     out.finish();

@@ -48,7 +48,7 @@ fn every_mode_renders_as_expected() {
         // the long script, which a cut command keeps.
         ("servers", &["hang"][..]),
         // A real `--cpu-profile --probe` recording cut after its sixth line.
-        ("cut-profile", &["tree", "cpu", "probes"][..]),
+        ("cut-profile", &["tree"][..]),
     ];
     for (fixture, modes) in cases {
         for mode in modes {
@@ -87,84 +87,126 @@ fn leaks_of_a_recording_without_leaks_says_so() {
     );
 }
 
-/// A flame graph of a recording made without `--cpu-profile` is refused
-/// in one line that says what to do, with status 2; so is one whose
-/// profile holds no sample (a header that asked for one, no sample line).
+/// A view whose recording holds none of what it is drawn from writes
+/// nothing, says what is missing and how to record it in one line, and
+/// exits 2: the one rule of every view.
 #[test]
-fn a_cpu_flamegraph_without_a_profile_is_one_line_and_status_2() {
-    let output = render(&data("demo.ndjson"), "cpu-flamegraph");
-    let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    assert_eq!(
-        err,
-        "proctrace: no CPU profile: record with --cpu-profile to sample where the CPU goes\n"
-    );
-    assert!(output.stdout.is_empty());
-
-    let header = r#"{"Header":{"format_version":1,"proctrace_version":"0.1.0","start_time":"2026-11-25T07:00:00Z","root_pid":5,"command":["true"],"kernel":"6.1","raw":false,"cpu_profile":{"hz":99,"clock":"cpu-clock"}}}"#;
+fn a_view_of_nothing_is_one_line_and_status_2() {
+    let header = r#"{"Header":{"format_version":1,"proctrace_version":"0.1.0","start_time":"2026-11-25T07:00:00Z","root_pid":5,"command":["true"],"kernel":"6.1","raw":false,"cpu_profile":{"hz":99,"clock":"cpu-clock"},"probes":[{"id":0,"spec":"uprobe:libc:malloc","kind":"uprobe","file":"/usr/lib/libc.so.6","name":"malloc"}]}}"#;
     let exec = r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"argv":["true"],"cmdline":"true"}}"#;
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("rec.ndjson");
     let trailer = r#"{"Trailer":{"events":1,"lost":0,"lost_buffer_full":0,"lost_tracking_full":0,"end_timestamp":2,"interrupted":false,"samples":0}}"#;
-    fs::write(&input, format!("{header}\n{exec}\n{trailer}\n")).unwrap();
-    let output = render(&input, "cpu-flamegraph");
-    let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no sample of the tree was taken"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.ndjson");
+    fs::write(&empty, format!("{header}\n{exec}\n{trailer}\n")).unwrap();
+    let no_profile = "no CPU profile: record with --cpu-profile to sample where the CPU goes";
+    let no_probes =
+        "no probes: record with --probe SPEC to count a function's or USDT probe's hits";
+    let no_sample = "no sample of the tree was taken (it used too little CPU)";
+    let no_cpu_time = "no process has a CPU time of 1µs or more (older recordings have none): \
+                       render with --weight wall";
+    let no_snapshot = "no snapshot of the live tree: record with --timeout, --hang-after or \
+                       --linger, or send proctrace SIGUSR1";
+    let demo = data("demo.ndjson");
+    let cases = [
+        (&demo, "cpu", no_profile),
+        (&demo, "cpu-folded", no_profile),
+        (&demo, "cpu-flamegraph", no_profile),
+        (&demo, "pprof", no_profile),
+        (&demo, "probes", no_probes),
+        (&demo, "probe-folded", no_probes),
+        (&demo, "hang", no_snapshot),
+        (&demo, "folded", no_cpu_time),
+        (&demo, "flamegraph", no_cpu_time),
+        (&empty, "cpu", no_sample),
+        (&empty, "cpu-folded", no_sample),
+        (&empty, "cpu-flamegraph", no_sample),
+        (&empty, "pprof", no_sample),
+        (&empty, "probes", "no process of the tree hit its 1 probes"),
+        (
+            &empty,
+            "probe-folded",
+            "no process of the tree hit its 1 probes",
+        ),
+    ];
+    for (input, view, missing) in cases {
+        let output = render(input, view);
+        let name = input.display();
+        assert_eq!(output.status.code(), Some(2), "{name} {view}: {output:?}");
+        assert_eq!(
+            stderr(&output),
+            format!("proctrace: {name} has nothing for -d {view}: {missing}\n"),
+        );
+        assert!(output.stdout.is_empty(), "{name} {view}");
+    }
 }
 
 /// Every view of a recording cut short says so, and what it means for
 /// it, rather than what a whole one would mean: no "still running", no
-/// tree that "used too little CPU".
+/// tree that "used too little CPU". A view whose data went with the cut
+/// is refused, by the one rule, saying so.
 #[test]
 fn every_view_of_a_cut_recording_says_it_is_cut() {
     let cut = data("cut-profile.ndjson");
     let note = "the recording is cut short (no trailer: proctrace was killed, or the file \
                 truncated): ";
-    for mode in [
-        "tree", "summary", "profile", "hang", "leaks", "markdown", "cpu", "probes", "mermaid",
-    ] {
+    for mode in ["tree", "summary", "profile", "leaks", "markdown", "mermaid"] {
         let output = render(&cut, mode);
         assert!(output.status.success(), "{mode}: {}", stderr(&output));
         let text = stdout(&output).to_lowercase();
-        assert!(text.contains(note), "{mode}:\n{text}");
-        for wrong in [
-            "still running",
-            "too little cpu",
-            "no process of the tree hit",
-        ] {
-            assert!(!text.contains(wrong), "{mode}:\n{text}");
-        }
+        assert!(
+            text.contains(note),
+            "{mode}:
+{text}"
+        );
+        assert!(
+            !text.contains("still running"),
+            "{mode}:
+{text}"
+        );
+    }
+    let samples = "samples are written at a recording's end, so those of the cut part are \
+                   missing
+";
+    let snapshots = "a snapshot taken after the cut is missing with it
+";
+    for (mode, meaning) in [
+        ("cpu", samples),
+        ("cpu-folded", samples),
+        ("cpu-flamegraph", samples),
+        ("hang", snapshots),
+    ] {
+        let output = render(&cut, mode);
+        assert_eq!(output.status.code(), Some(2), "{mode}");
+        let said = stderr(&output);
+        assert!(
+            said.ends_with(&format!("{note}{meaning}")),
+            "{mode}: {said}"
+        );
+        assert!(!said.contains("too little cpu"), "{mode}: {said}");
     }
     let html = stdout(&render(&cut, "html"));
     assert!(html.contains(r#""cut":true"#), "the report's data says it");
     let perfetto = stdout(&render(&cut, "perfetto"));
     assert!(perfetto.contains(r#""cut_short":true"#), "{perfetto}");
-    // The machine formats have the warning on stderr.
-    let folded = render(&cut, "cpu-folded");
-    assert!(stderr(&folded).contains("no trailer: the recording is cut short"));
-    let svg = render(&cut, "cpu-flamegraph");
-    assert_eq!(svg.status.code(), Some(2));
-    assert!(stderr(&svg).ends_with(&format!(
-        "proctrace: {note}samples are written at a recording's end, so those of the cut part \
-         are missing\n"
-    )));
     let whole = data("profiled.ndjson");
     let diff = proctrace(&["diff", whole.to_str().unwrap(), cut.to_str().unwrap()]);
     assert!(
-        stdout(&diff)
-            .contains("\nB is cut short (no trailer): its processes after the cut are missing"),
+        stdout(&diff).contains(
+            "
+B is cut short (no trailer): its processes after the cut are missing"
+        ),
         "{}",
         stdout(&diff)
     );
 }
 
+/// Without `-d`, the summary; without `-i`, stdin.
 #[test]
-fn sequential_is_the_default_and_reads_stdin() {
+fn summary_is_the_default_and_reads_stdin() {
     let input = fs::read(data("demo.ndjson")).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_proctrace"))
-        .args(["render", "-i", "-"])
+        .arg("render")
+        .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -172,7 +214,33 @@ fn sequential_is_the_default_and_reads_stdin() {
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), &input).unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
-    assert_eq!(stdout(&output), String::from_utf8(input).unwrap());
+    let expected = fs::read_to_string(data("expected/demo.summary")).unwrap();
+    assert_eq!(stdout(&output), expected);
+}
+
+/// With no `-i` and a terminal on stdin, `render` and `ingest` say so in
+/// one line and exit 2 instead of waiting for a recording nobody types.
+#[test]
+fn no_input_on_a_terminal_is_refused() {
+    // script(1) runs each on a terminal of its own.
+    if !crate::common::have_tool("script") {
+        return;
+    }
+    for args in ["render -d hang", "ingest --root-pid 1"] {
+        let command = format!("'{}' {args}", env!("CARGO_BIN_EXE_proctrace"));
+        let output = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args}: {output:?}");
+        assert_eq!(
+            stdout(&output),
+            "proctrace: no recording given, and stdin is a terminal: name one with -i FILE, \
+             or pipe it in\r\n",
+            "{args}"
+        );
+    }
 }
 
 #[test]
@@ -355,7 +423,7 @@ fn an_error_says_its_cause_once() {
 }
 
 /// `-d pprof` of a recording made without `--cpu-profile` is one line
-/// and status 2, with no empty file left behind; to a terminal it is
+/// and status 2, with no file left behind; to a terminal it is
 /// refused before the recording is read, as gzip refuses.
 #[test]
 fn pprof_needs_a_profile_and_a_file_or_a_pipe() {
@@ -375,7 +443,10 @@ fn pprof_needs_a_profile_and_a_file_or_a_pipe() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output),
-        "proctrace: no CPU profile: record with --cpu-profile to sample where the CPU goes\n"
+        format!(
+            "proctrace: {demo} has nothing for -d pprof: no CPU profile: record with \
+             --cpu-profile to sample where the CPU goes\n"
+        )
     );
     assert!(!out.exists(), "an empty file left behind");
 

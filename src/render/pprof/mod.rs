@@ -29,22 +29,15 @@ use flate2::write::GzEncoder;
 use prost::Message;
 
 use super::cpu::headline;
-use super::Options;
+use super::{Missing, Options};
 use crate::analysis::sampled_stacks;
 use crate::event::Frame;
 use crate::recording::Recording;
 use crate::text::shell_join;
 
-/// A recording `-d pprof` has nothing to write for: one made without
-/// `record --cpu-profile`.
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("{}", super::cpu::NO_PROFILE)]
-pub struct NoCpuProfile;
-
 /// Writes the profile, gzipped as pprof's readers expect it on disk.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
-    let profile = build(recording)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, NoCpuProfile))?;
+    let profile = build(recording).ok_or(Missing::CpuProfile)?;
     let mut gzip = GzEncoder::new(out, flate2::Compression::default());
     gzip.write_all(&profile.encode_to_vec())?;
     gzip.finish()?;
@@ -290,9 +283,10 @@ mod tests {
 
     use prost::Message;
 
-    use super::{proto, render, NoCpuProfile};
+    use super::{proto, render};
     use crate::recording::{Keep, Reader, Recording};
     use crate::render::Options;
+    use crate::render::{Missing, Mode};
 
     /// `hot` (pid 10) runs `cc` (pid 11) in a pytest test; `hot` is
     /// sampled in two stacks through `work`, with `helper` inlined into
@@ -516,9 +510,11 @@ mod tests {
             .map(|line| line.replace(r#","cpu_profile":{"hz":100,"clock":"cpu-clock"}"#, "") + "\n")
             .collect();
         let mut out = Vec::new();
-        let err = render(&read(&text), Options::default(), &mut out).unwrap_err();
+        let err = crate::render::render(Mode::Pprof, &read(&text), Options::default(), &mut out)
+            .unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
-        assert!(err.get_ref().unwrap().is::<NoCpuProfile>());
+        let missing = err.get_ref().unwrap().downcast_ref::<Missing>();
+        assert_eq!(missing, Some(&Missing::CpuProfile));
         assert!(out.is_empty(), "nothing written");
     }
 
