@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::low_level::siginfo::{Cause, Origin};
 
 use proctrace::event::{SyscallHook, Trailer};
 use proctrace::recorder::{self as record, BufferChoice, HookChoice, LiveRecording, Recorder};
@@ -246,6 +249,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let (processes, totals, output) =
         Session::new(output, tree, &mut status, live).run(recording)?;
     status.close();
+    if totals.interrupted {
+        tell_left_running(&status);
+    }
     if let Some(log) = command_output.filter(|_| !args.quiet) {
         eprintln!("proctrace: the command's output is in {}", log.display());
     }
@@ -255,6 +261,52 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         super::export::after_record(&args.output, args.quiet);
     }
     Ok(exit_status(&totals, !args.pids.is_empty()))
+}
+
+/// Groups of alike processes listed when an interrupted recording leaves
+/// processes running; the others are counted.
+const LEFT_LISTED: usize = 10;
+
+/// Says which processes of the tree an interrupted recording leaves
+/// running (proctrace passes a signal on and no further: what ignores it
+/// runs on), alike ones folded into a line: `3 × sleep 30 (pids 7-9)`.
+fn tell_left_running(status: &Status) {
+    let mut left: Vec<(i32, &str)> = status
+        .alive()
+        .filter(|(pid, _)| Path::new(&format!("/proc/{pid}")).exists())
+        .collect();
+    if left.is_empty() {
+        return;
+    }
+    left.sort_unstable();
+    let mut groups: Vec<(&str, Vec<i32>)> = Vec::new();
+    for (pid, command) in &left {
+        match groups.iter_mut().find(|(c, _)| c == command) {
+            Some((_, pids)) => pids.push(*pid),
+            None => groups.push((command, vec![*pid])),
+        }
+    }
+    let runs = if left.len() == 1 { "runs" } else { "run" };
+    let processes = proctrace::text::count(left.len(), "process", "processes");
+    eprintln!(
+        "proctrace: interrupted; {processes} of the tree still {runs}, left running and no \
+         longer recorded:"
+    );
+    for (command, pids) in groups.iter().take(LEFT_LISTED) {
+        let command = proctrace::text::shorten(&proctrace::text::visible(command), Some(100));
+        match pids[..] {
+            [pid] => eprintln!("proctrace:   {pid} {command}"),
+            _ => eprintln!(
+                "proctrace:   {} × {command} (pids {})",
+                pids.len(),
+                proctrace::text::pid_ranges(pids.clone())
+            ),
+        }
+    }
+    if groups.len() > LEFT_LISTED {
+        let more: usize = groups[LEFT_LISTED..].iter().map(|(_, p)| p.len()).sum();
+        eprintln!("proctrace:   … and {more} more");
+    }
 }
 
 /// `err` with what to do about it on the command line: the library's
@@ -407,19 +459,22 @@ impl Destination {
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP: the first takes a snapshot of the live tree
-/// and ends the recording gracefully, a second ends it at once. Ctrl-C
-/// reaches the tree through the terminal; SIGTERM and SIGHUP are sent on to
-/// the command (after the snapshot), so each behaves as Ctrl-C. SIGUSR1 and
-/// SIGQUIT take a snapshot and recording goes on.
-struct Signals(signal_hook::iterator::Signals);
+/// and ends the recording gracefully, a second ends it at once. Each is
+/// passed on to the command (after the snapshot) unless the tree got it
+/// already: the terminal sends Ctrl-C and a hangup to its whole foreground
+/// process group, as proctrace sends its own group Ctrl-C from the live
+/// view, while a signal another process sends (`kill -INT`, a CI runner
+/// cancelling the job) reaches proctrace alone, and is passed on as sudo
+/// and timeout(1) pass signals on. SIGUSR1 and SIGQUIT take a snapshot
+/// and recording goes on.
+struct Signals(SignalsInfo<WithOrigin>);
 
 impl Signals {
     /// Installed before the command starts, so that no signal in between
     /// can kill proctrace with its default action.
     fn install() -> Result<Self> {
-        let signals =
-            signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGQUIT])
-                .context("installing signal handlers")?;
+        let signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGQUIT])
+            .context("installing signal handlers")?;
         Ok(Signals(signals))
     }
 
@@ -430,18 +485,20 @@ impl Signals {
         let root = nix::unistd::Pid::from_raw(recording.root_pid());
         std::thread::spawn(move || {
             let mut stops = 0;
-            for signal in self.0.forever() {
+            for origin in self.0.forever() {
+                let signal = origin.signal;
                 if matches!(signal, SIGUSR1 | SIGQUIT) {
                     stopper.snapshot(signal);
                     continue;
                 }
+                let pass_on = !reached_the_tree(&origin);
                 stops += 1;
                 if stops == 1 {
                     // The drain passes it on once the snapshot is taken.
-                    stopper.interrupt(signal);
+                    stopper.interrupt(signal, pass_on);
                     continue;
                 }
-                if signal != SIGINT {
+                if pass_on {
                     let _ = nix::sys::signal::kill(
                         root,
                         nix::sys::signal::Signal::try_from(signal).ok(),
@@ -451,6 +508,16 @@ impl Signals {
             }
         });
     }
+}
+
+/// Whether a signal went to the tree as well as to proctrace: the
+/// terminal's (sent by the kernel, to the foreground process group) and
+/// proctrace's own (to its group, from the live view).
+fn reached_the_tree(origin: &Origin) -> bool {
+    let own = origin
+        .process
+        .is_some_and(|p| u32::try_from(p.pid) == Ok(std::process::id()));
+    matches!(origin.cause, Cause::Kernel) || own
 }
 
 /// A variable name as `NAME=value` strings can hold it: `=` would make the

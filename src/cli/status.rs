@@ -123,6 +123,14 @@ impl Status {
         }
     }
 
+    /// The processes of the tree not known to have exited, with their
+    /// command lines.
+    pub fn alive(&self) -> impl Iterator<Item = (Pid, &str)> {
+        self.alive
+            .iter()
+            .map(|(pid, live)| (*pid, live.command.as_str()))
+    }
+
     /// Takes the line away and gives the terminal back as it was.
     pub fn close(&mut self) {
         if let Some(terminal) = self.terminal.take() {

@@ -26,8 +26,10 @@ pub(crate) struct Control {
     pub abort: AtomicBool,
     /// A signal asking for a snapshot (0: none); recording goes on.
     pub snapshot: AtomicI32,
-    /// A signal to pass on to the root after a snapshot, then stop (0: none).
+    /// A signal to stop on after a snapshot (0: none).
     pub interrupt: AtomicI32,
+    /// Whether to pass that signal on to the root first.
+    pub pass_on: AtomicBool,
     /// Written after each request: the drain waits on it beside the
     /// kernel's buffer, so a snapshot starts at once, not a poll later.
     pub wake: Option<EventFd>,
@@ -40,6 +42,7 @@ impl Control {
             abort: AtomicBool::new(false),
             snapshot: AtomicI32::new(0),
             interrupt: AtomicI32::new(0),
+            pass_on: AtomicBool::new(false),
             wake: EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK).ok(),
         }
     }

@@ -132,11 +132,13 @@ impl Stopper {
         self.0.wake();
     }
 
-    /// Takes a snapshot of the live tree, then sends `signal` on to the
-    /// root (SIGINT is not sent: a terminal delivers it to the tree
-    /// itself) and stops as [`Stopper::stop`] does.
-    pub fn interrupt(&self, signal: i32) {
-        self.0.interrupt.store(signal, Ordering::Relaxed);
+    /// Takes a snapshot of the live tree, then, if `pass_on`, sends
+    /// `signal` on to the root, and stops as [`Stopper::stop`] does. A
+    /// signal that reached the tree already is not passed on: a
+    /// terminal's Ctrl-C goes to its whole foreground process group.
+    pub fn interrupt(&self, signal: i32, pass_on: bool) {
+        self.0.pass_on.store(pass_on, Ordering::Relaxed);
+        self.0.interrupt.store(signal, Ordering::Release);
         self.0.wake();
     }
 }

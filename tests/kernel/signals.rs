@@ -1,5 +1,6 @@
 //! Ctrl-C, a second Ctrl-C, and SIGTERM/SIGHUP forwarded to the command.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::common::*;
@@ -159,4 +160,128 @@ fn sigterm_is_forwarded() {
 #[test]
 fn sighup_is_forwarded() {
     forwarded(Signal::SIGHUP);
+}
+
+/// Waits (bounded) until `path` exists.
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + HANG_TIMEOUT;
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A shell script in `dir` that spins, and writes a line to a file for each
+/// SIGINT; it says when its trap is set. Its path and those two files'.
+fn counting_script(dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (script, got, ready) = (dir.join("spin.sh"), dir.join("got"), dir.join("ready"));
+    let text = format!(
+        "trap 'echo INT >> {}' INT\necho > {}\nwhile :; do :; done\n",
+        got.display(),
+        ready.display()
+    );
+    std::fs::write(&script, text).unwrap();
+    (script, got, ready)
+}
+
+/// `kill -INT` of proctrace, not through a terminal, reaches only
+/// proctrace: it is passed on to the command, which spins and dies of it,
+/// and proctrace exits as the command did.
+#[test]
+fn kill_int_is_passed_on_to_a_spinning_command() {
+    let cmd = ["sh", "-c", "while :; do :; done"];
+    let mut live = Live::start(tempfile::tempdir().unwrap(), &Opts::new(Mode::Ring), &cmd);
+    let spinner = live.wait_for_descendant("sh");
+    live.signal(Signal::SIGINT);
+    let status = wait_within(&mut live.child, "proctrace after SIGINT", PROMPT);
+    let run = live.finish(status);
+    clean_up(&run);
+    run.check();
+    let root = run.root();
+    assert_eq!(root, spinner);
+    let exit = run.exit(root);
+    assert_eq!(
+        (exit.exit_code, exit.signal),
+        (None, Some(2)),
+        "{}",
+        run.text
+    );
+    let trailer = run.trailer();
+    assert_eq!(
+        (trailer.root_exit_code, trailer.root_signal),
+        (None, Some(2))
+    );
+    assert_eq!(run.code(), 130, "{}", run.stderr);
+    assert!(!run.stderr.contains("still run"), "{}", run.stderr);
+}
+
+/// A command that ignores the SIGINT passed on to it (once) spins on:
+/// proctrace exits 130 with the recording flushed, interrupted, and says
+/// which processes of the tree it leaves running.
+#[test]
+fn kill_int_that_the_command_ignores_says_what_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (script, got, ready) = counting_script(dir.path());
+    let cmd = ["sh", script.to_str().unwrap()];
+    let mut live = Live::start(dir, &Opts::new(Mode::Ring), &cmd);
+    wait_for_file(&ready);
+    live.signal(Signal::SIGINT);
+    let status = wait_within(&mut live.child, "proctrace after SIGINT", PROMPT);
+    let run = live.finish(status);
+    let root = run.root();
+    let still_running = std::path::Path::new(&format!("/proc/{root}")).exists();
+    wait_for_file(&got);
+    let got = std::fs::read_to_string(&got).unwrap();
+    clean_up(&run);
+    run.check();
+    assert_eq!(got, "INT\n", "the command got SIGINT once");
+    assert!(still_running, "{}", run.stderr);
+    assert!(run.trailer().interrupted, "{}", run.text);
+    assert_eq!(run.code(), 130, "{}", run.stderr);
+    let told = format!(
+        "proctrace: interrupted; 1 process of the tree still runs, left running and no longer \
+         recorded:\nproctrace:   {root} sh {}\n",
+        script.display()
+    );
+    assert!(run.stderr.contains(&told), "{}", run.stderr);
+}
+
+/// Ctrl-C on a terminal reaches the whole foreground process group, the
+/// command with proctrace: proctrace does not send it again.
+#[test]
+fn ctrl_c_on_a_terminal_reaches_the_command_once() {
+    if !have_tool("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, status) = (dir.path().join("rec.ndjson"), dir.path().join("status"));
+    let (script, got, ready) = counting_script(dir.path());
+    let command = format!(
+        "{} record -q -o {} -- sh {}; echo $? > {}; sleep 60",
+        recorder_bin(),
+        out.display(),
+        script.display(),
+        status.display()
+    );
+    let tmux = crate::common::terminal::Tmux::start(100, 20, &command);
+    wait_for_file(&ready);
+    tmux.keys(&["C-c"]);
+    wait_for_file(&status);
+    wait_for_file(&got);
+    let run = crate::common::terminal::finished_run(dir, &out, &["sh", script.to_str().unwrap()]);
+    let root = run.root();
+    let still_running = std::path::Path::new(&format!("/proc/{root}")).exists();
+    let (got, status) = (
+        std::fs::read_to_string(got).unwrap(),
+        std::fs::read_to_string(status).unwrap(),
+    );
+    clean_up(&run);
+    assert_eq!(got, "INT\n", "the command got SIGINT once");
+    assert_eq!(status, "130\n");
+    assert!(still_running);
+    assert!(run.trailer().interrupted, "{}", run.text);
 }

@@ -27,8 +27,9 @@ use crate::recorder::policy::LingerPolicy;
 enum Ending {
     /// `--timeout` expired.
     Timeout,
-    /// proctrace got this signal: pass it on to the root, then stop.
-    Interrupt(i32),
+    /// proctrace got this signal: pass it on to the root if asked, then
+    /// stop.
+    Interrupt { signal: i32, pass_on: bool },
 }
 
 /// What a step's snapshots read: the tree as the events say, and where
@@ -120,10 +121,11 @@ impl Snapshots {
         if asked != 0 {
             self.take(SnapshotCause::Signal(asked), tree, policy);
         }
-        let interrupt = control.interrupt.swap(0, Ordering::Relaxed);
-        if interrupt != 0 {
-            self.take(SnapshotCause::Signal(interrupt), tree, policy);
-            self.after_hooks = Some(Ending::Interrupt(interrupt));
+        let signal = control.interrupt.swap(0, Ordering::Acquire);
+        if signal != 0 {
+            let pass_on = control.pass_on.load(Ordering::Relaxed);
+            self.take(SnapshotCause::Signal(signal), tree, policy);
+            self.after_hooks = Some(Ending::Interrupt { signal, pass_on });
         }
         let timed_out = policy
             .timeout
@@ -163,8 +165,8 @@ impl Snapshots {
         control: &Control,
     ) {
         match ending {
-            Ending::Interrupt(signal) => {
-                if signal != libc::SIGINT {
+            Ending::Interrupt { signal, pass_on } => {
+                if pass_on {
                     let _ = kill(NixPid::from_raw(tree.root), Signal::try_from(signal).ok());
                 }
                 control.stop.store(true, Ordering::Relaxed);
