@@ -36,8 +36,8 @@ enum Command {
     /// Run a command (or attach to running processes) and record every fork, exec, exit,
     /// setsid and setpgid of its process tree.
     Record(record::RecordArgs),
-    /// Render a recording as events, a process tree, a summary, a Gantt chart, an HTML report or a
-    /// Perfetto trace.
+    /// Render a recording as one of its views: a summary (the default), a process tree, where the
+    /// time and the CPU went, the hang, leaks, flame graphs, an HTML report, a Perfetto trace...
     Render(render::RenderArgs),
     /// Extract one process tree from a raw (system-wide) recording.
     Ingest(ingest::IngestArgs),

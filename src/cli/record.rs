@@ -110,8 +110,8 @@ pub struct RecordArgs {
     /// Sample where the tree's processes spend their CPU time, HZ times a second of
     /// each CPU (99 without a value; the `=` is needed): kernel and user stacks of
     /// every thread of the tree, filtered in the kernel, unwound and symbolized when
-    /// the recording ends. `render -d cpu`, `-d cpu-folded`, `-d cpu-flamegraph` and
-    /// `-d html` show them.
+    /// the recording ends. `render -d cpu`, `-d cpu-folded`, `-d cpu-flamegraph`, `-d pprof`
+    /// and `-d html` show them.
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99")]
     cpu_profile: Option<u32>,

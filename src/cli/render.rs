@@ -16,7 +16,7 @@ pub struct RenderArgs {
     /// The recording to read; `-` or none reads stdin.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<PathBuf>,
-    /// What to render.
+    /// The view to show.
     #[arg(
         short = 'd',
         long = "display",
@@ -28,7 +28,7 @@ pub struct RenderArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// What `-d folded` weighs each process by.
+    /// What `-d folded` and `-d flamegraph` weigh each process by.
     #[arg(long, value_enum, default_value_t, value_name = "WEIGHT")]
     pub weight: Weight,
 }

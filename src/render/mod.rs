@@ -65,8 +65,9 @@ pub enum Mode {
     Html,
     /// Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing.
     Perfetto,
-    /// The lingering processes (`record --linger`): who started them, how
-    /// they ended, and who else had the pipes they held open.
+    /// Each process that outlived the process that started it, found from
+    /// the exits: who started it, how long it lived and how it ended; with
+    /// `record --linger`, also what it held open and who else had it.
     Leaks,
     /// For each snapshot of the live tree (`record --timeout`, `--hang-after`,
     /// a signal): who waits for whom, down to the culprits.
@@ -75,7 +76,7 @@ pub enum Mode {
     /// and peak RSS, and the critical path.
     Profile,
     /// Collapsed stacks (`root;make;cc 1234`) for flame graph tools,
-    /// weighted by CPU or wall time in microseconds (see [`Weight`]).
+    /// weighted by CPU or wall time in microseconds (`--weight`).
     Folded,
     /// A flame graph (an icicle: the root on top) as an SVG, weighted like
     /// `folded`.
@@ -107,9 +108,9 @@ pub enum Mode {
     /// (`test;program;main;f;uprobe:libc.so.6:malloc 12`).
     ProbeFolded,
     /// OpenTelemetry traces as OTLP/JSON: one span per process, one
-    /// `ExportTraceServiceRequest` of at most 1000 spans (`OTLP_BATCH`)
-    /// per line, each ready to POST to a collector's `/v1/traces`; in the
-    /// trace of `TRACEPARENT` if set.
+    /// `ExportTraceServiceRequest` of at most 1000 spans per line, each
+    /// ready to POST to a collector's `/v1/traces`; in the trace of
+    /// `TRACEPARENT` if set.
     Otlp,
 }
 
@@ -118,7 +119,8 @@ pub enum Mode {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum Weight {
-    /// Each process's own CPU time (user and system), as its Exit records it.
+    /// Each process's own CPU time (user and system), as recorded at its
+    /// exit.
     #[default]
     Cpu,
     /// Each process's wall time while none of its children ran.

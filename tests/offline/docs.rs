@@ -130,40 +130,48 @@ fn docs() -> String {
         .join("\n")
 }
 
+/// Every command's words (none for `proctrace` itself) and its `--help`,
+/// breadth first through the subcommands: `export`, then `export otlp`.
+fn every_help() -> Vec<(Vec<String>, String)> {
+    let mut commands: Vec<(Vec<String>, String)> = Vec::new();
+    let mut todo: Vec<Vec<String>> = vec![Vec::new()];
+    while let Some(words) = (!todo.is_empty()).then(|| todo.remove(0)) {
+        let words_ref: Vec<&str> = words.iter().map(String::as_str).collect();
+        let text = help(&words_ref);
+        for sub in subcommands(&text) {
+            let mut deeper = words.clone();
+            deeper.push(sub);
+            todo.push(deeper);
+        }
+        commands.push((words, text));
+    }
+    commands
+}
+
 #[test]
 fn the_guide_names_every_flag_and_view_of_help() {
     let docs = docs();
     let mut missing = Vec::new();
     let mut flags_seen = 0;
-    // Breadth first through the subcommands: `export`, then `export otlp`.
-    let mut commands: Vec<Vec<String>> = vec![Vec::new()];
-    let mut next = 0;
-    while next < commands.len() {
-        let words = commands[next].clone();
-        next += 1;
-        let words_ref: Vec<&str> = words.iter().map(String::as_str).collect();
-        let text = help(&words_ref);
-        let path = ["proctrace"]
-            .into_iter()
-            .chain(words_ref.iter().copied())
+    let commands = every_help();
+    for (words, text) in &commands {
+        let path = ["proctrace".to_owned()]
+            .iter()
+            .chain(words)
+            .map(String::as_str)
             .collect::<Vec<_>>()
             .join(" ");
         if !words.is_empty() && !mentions(&docs, &path) {
             missing.push(format!("the subcommand `{path}`"));
         }
-        for flag in long_flags(&text) {
+        for flag in long_flags(text) {
             flags_seen += 1;
             if !mentions(&docs, &flag) {
                 missing.push(format!("`{path} {flag}`"));
             }
         }
-        for sub in subcommands(&text) {
-            let mut deeper = words.clone();
-            deeper.push(sub);
-            commands.push(deeper);
-        }
     }
-    let names: Vec<_> = commands.iter().map(|c| c.join(" ")).collect();
+    let names: Vec<_> = commands.iter().map(|(c, _)| c.join(" ")).collect();
     for expected in ["record", "render", "diff", "ingest"] {
         assert!(
             names.iter().any(|n| n == expected),
@@ -189,6 +197,45 @@ fn the_guide_names_every_flag_and_view_of_help() {
         missing.len(),
         missing.join("\n  ")
     );
+}
+
+/// Whether a code span of a help text is a name from code rather than
+/// words: `SCREAMING_CASE` or `CamelCase`.
+fn is_code_name(span: &str) -> bool {
+    let word = !span.is_empty() && span.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let upper = |c: char| c.is_ascii_uppercase();
+    let screaming = span.contains('_') && !span.chars().any(|c| c.is_ascii_lowercase());
+    let camel = span.starts_with(upper)
+        && span.chars().skip(1).any(upper)
+        && span.chars().any(|c| c.is_ascii_lowercase());
+    word && (screaming || camel)
+}
+
+/// `--help` speaks to people: no rustdoc link (``[`Weight`]``), and every
+/// name from code it quotes is one the guide explains
+/// (`ExportTraceServiceRequest`), not one of proctrace's own (`OTLP_BATCH`).
+#[test]
+fn the_help_names_nothing_internal() {
+    let docs = docs();
+    let mut internal = Vec::new();
+    for (words, text) in every_help() {
+        let command = words.join(" ");
+        if text.contains("[`") || text.contains("`]") {
+            internal.push(format!("{command}: a rustdoc link"));
+        }
+        for span in text.split('`').skip(1).step_by(2) {
+            if is_code_name(span) && !docs.contains(span) {
+                internal.push(format!("{command}: `{span}`"));
+            }
+        }
+    }
+    assert!(
+        internal.is_empty(),
+        "--help names:\n  {}",
+        internal.join("\n  ")
+    );
+    assert!(is_code_name("OTLP_BATCH") && is_code_name("ExportTraceServiceRequest"));
+    assert!(!is_code_name("TRACEPARENT") && !is_code_name("-d folded") && !is_code_name("Cpu"));
 }
 
 #[test]
