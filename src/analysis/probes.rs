@@ -62,7 +62,8 @@ pub struct Latency {
     /// See `p50`.
     pub p99: u64,
     /// Calls per power of two of nanoseconds: `(from, count)`, shortest
-    /// first, empty powers left out.
+    /// first, from the shortest call's power to the longest's, the empty
+    /// ones between included, as a histogram is read (at most 65 rows).
     pub histogram: Vec<(u64, u64)>,
 }
 
@@ -174,8 +175,26 @@ fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
         p50: within(percentile(50)),
         p90: within(percentile(90)),
         p99: within(percentile(99)),
-        histogram: histogram.into_iter().collect(),
+        histogram: with_empty_powers(&histogram),
     })
+}
+
+/// `histogram`'s rows from its first power of two to its last, each
+/// power between that no call fell in with a count of 0.
+fn with_empty_powers(histogram: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
+    let (Some(&first), Some(&last)) = (histogram.keys().next(), histogram.keys().last()) else {
+        return Vec::new();
+    };
+    let next = |power: u64| {
+        if power == 0 {
+            Some(1)
+        } else {
+            power.checked_mul(2)
+        }
+    };
+    std::iter::successors(Some(first), |&power| next(power).filter(|&p| p <= last))
+        .map(|power| (power, histogram.get(&power).copied().unwrap_or(0)))
+        .collect()
 }
 
 /// Every line of hits of one of `probes`, in the order the recording

@@ -125,7 +125,8 @@ fn tuple_text(tuple: Option<&[ArgValue]>) -> String {
 /// Widest bar of the latency histogram.
 const BAR: u64 = 40;
 
-/// The calls' percentiles, then their histogram by power of two.
+/// The calls' percentiles, then their histogram by power of two, the
+/// empty powers between the first and the last included.
 fn write_latency(out: &mut dyn Write, latency: &Latency, ret: &str) -> io::Result<()> {
     writeln!(
         out,
@@ -141,12 +142,12 @@ fn write_latency(out: &mut dyn Write, latency: &Latency, ret: &str) -> io::Resul
     let most = latency.histogram.iter().map(|(_, n)| *n).max().unwrap_or(1);
     for (from, n) in &latency.histogram {
         let width = (n.saturating_mul(BAR)).div_ceil(most.max(1)) as usize;
-        writeln!(
-            out,
+        let row = format!(
             "    {:>9} {n:>10} {}",
             format!("{}+", precise(*from)),
             "█".repeat(width)
-        )?;
+        );
+        writeln!(out, "{}", row.trim_end())?;
     }
     Ok(())
 }

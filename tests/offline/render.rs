@@ -470,3 +470,31 @@ fn pprof_needs_a_profile_and_a_file_or_a_pipe() {
         stdout(&output)
     );
 }
+
+/// The latency histogram has a row for every power of two from the
+/// shortest call's to the longest's, the empty ones with a count of 0.
+#[test]
+fn the_latency_histogram_shows_its_empty_powers() {
+    let probes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/probes.ndjson");
+    let output = render(&probes, "probes");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.starts_with("  latency to "))
+        .skip(1)
+        .take_while(|line| line.starts_with("    "))
+        .collect();
+    let bar = |n| "█".repeat(n);
+    assert_eq!(
+        rows,
+        [
+            format!("      256 ns+          2 {}", bar(40)),
+            "      512 ns+          0".to_owned(),
+            "      1.0 µs+          0".to_owned(),
+            "      2.0 µs+          0".to_owned(),
+            "      4.1 µs+          0".to_owned(),
+            format!("      8.2 µs+          1 {}", bar(20)),
+        ]
+    );
+}
