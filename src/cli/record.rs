@@ -78,7 +78,7 @@ pub struct RecordArgs {
     kill_lingering: bool,
     /// Like timeout(1): after DURATION, take a snapshot of the live tree (on stderr and in
     /// the recording), end the tree (SIGTERM, then SIGKILL 2 s later), record the exits and
-    /// exit with 124.
+    /// exit with 124. 0 means no limit, as for timeout(1).
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     timeout: Option<std::time::Duration>,
     /// The signal --timeout ends the tree with, before SIGKILL 2 s later: QUIT makes Go
@@ -88,7 +88,8 @@ pub struct RecordArgs {
     timeout_signal: nix::sys::signal::Signal,
     /// When no process of the tree has forked, exec'd or exited for DURATION while
     /// processes run, take a snapshot of the live tree and say what it waits for; recording
-    /// goes on (another snapshot only after new events and another quiet DURATION).
+    /// goes on (another snapshot only after new events and another quiet DURATION). 0 means
+    /// never, as for --timeout.
     #[arg(long, value_name = "DURATION", value_parser = super::duration)]
     hang_after: Option<std::time::Duration>,
     /// After each snapshot, run CMD through `sh -c` once per culprit (at most 8, the
@@ -99,7 +100,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "CMD")]
     on_hang: Option<String>,
     /// How long an --on-hang run may take before its whole process group is killed.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration,
+    #[arg(long, value_name = "DURATION", value_parser = hook_timeout,
           default_value = "10s", requires = "on_hang")]
     on_hang_timeout: std::time::Duration,
     /// Also keep environment variable NAME of every exec (repeatable); by default only
@@ -212,9 +213,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .btf(args.btf.clone())
         .linger(args.linger)
         .kill_lingering(args.kill_lingering)
-        .timeout(args.timeout)
+        .timeout(args.timeout.filter(|t| !t.is_zero()))
         .timeout_signal(args.timeout_signal)
-        .hang_after(args.hang_after)
+        .hang_after(args.hang_after.filter(|t| !t.is_zero()))
         .on_hang(args.on_hang.clone())
         .on_hang_timeout(args.on_hang_timeout)
         .subreaper(true)
@@ -518,6 +519,15 @@ fn reached_the_tree(origin: &Origin) -> bool {
         .process
         .is_some_and(|p| u32::try_from(p.pid) == Ok(std::process::id()));
     matches!(origin.cause, Cause::Kernel) || own
+}
+
+/// `--on-hang-timeout`: a duration with its unit, above 0, which would
+/// kill every run as it starts.
+fn hook_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(time) if time.is_zero() => Err("0 would kill each run as it starts".to_owned()),
+        parsed => parsed.map_err(|e| e.to_string()),
+    }
 }
 
 /// A variable name as `NAME=value` strings can hold it: `=` would make the

@@ -182,6 +182,19 @@ fn timeout_takes_a_snapshot_then_ends_the_tree() {
     assert!(culprits[0].starts_with(&expected), "{summary}");
 }
 
+/// `--timeout 0` is no limit, as for timeout(1), and `--hang-after 0`
+/// never: the command runs to its end, with no snapshot.
+#[test]
+fn a_timeout_of_0_is_no_limit() {
+    let run = record_with(
+        &opts(&["--timeout", "0", "--hang-after", "0s"]),
+        &["sh", "-c", "sleep 0.5; exit 5"],
+    );
+    assert_eq!(run.code(), 5, "{}", run.stderr);
+    assert!(!run.trailer().timed_out);
+    assert!(snapshots(&run.records).is_empty(), "{}", run.text);
+}
+
 /// dash's `wait` sleeps in rt_sigsuspend for SIGCHLD, not in wait4: the
 /// children it has are still what it waits for, and each is a culprit.
 #[test]
