@@ -2,6 +2,7 @@
 //! output, what the recording finds (lingering processes, snapshots of the
 //! live tree, losses) to people, the status line or the live view redrawn.
 
+use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -69,14 +70,18 @@ fn explain(table: Option<Processes>, taken: &Taken) -> Vec<String> {
 /// Lines of a snapshot's explanation on stderr: a screenful.
 const SCREEN_LINES: usize = 40;
 
+/// A snapshot's explanation and the number of its place among what is said.
+type Explanation = (u64, Vec<String>);
+
 /// The state of the loop.
 pub struct Session<'a> {
     output: Output,
     name: String,
     processes: u64,
     tree: Tree,
-    /// Snapshots whose earlier events have not all been written yet.
-    pending: Vec<Arc<Taken>>,
+    /// Snapshots whose earlier events have not all been written yet, each
+    /// with the number of its place in `told`.
+    pending: Vec<(u64, Arc<Taken>)>,
     /// The timestamp of the last event written.
     written_until: u64,
     status: &'a mut Status,
@@ -84,9 +89,13 @@ pub struct Session<'a> {
     keys: Receiver<KeyEvent>,
     lost_told: bool,
     /// Explanations of snapshots worked out on threads of their own, so
-    /// that reading a long recording back never holds up its events.
-    explained: (Sender<Vec<String>>, Receiver<Vec<String>>),
+    /// that reading a long recording back never holds up its events; each
+    /// with the number of its place in `told`.
+    explained: (Sender<Explanation>, Receiver<Explanation>),
     in_flight: usize,
+    /// What is to be said, in the order it happened: lines said while a
+    /// snapshot waits for its explanation wait behind it.
+    told: Told,
 }
 
 impl<'a> Session<'a> {
@@ -106,6 +115,7 @@ impl<'a> Session<'a> {
             lost_told: false,
             explained: unbounded(),
             in_flight: 0,
+            told: Told::default(),
         }
     }
 
@@ -141,20 +151,26 @@ impl<'a> Session<'a> {
                 }
                 recv(redraw) -> _ => self.redraw(),
                 recv(keys) -> key => self.key(key.ok(), &stopper),
-                recv(explained) -> lines => {
+                recv(explained) -> explanation => {
                     self.in_flight -= 1;
-                    self.say(lines.unwrap_or_default());
+                    if let Ok((place, lines)) = explanation {
+                        self.explained(place, lines);
+                    }
                 }
             }
         }
         self.live = None;
         notices.try_iter().for_each(|notice| self.notice(notice));
-        for taken in std::mem::take(&mut self.pending) {
-            self.explain(taken);
+        for (place, taken) in std::mem::take(&mut self.pending) {
+            self.explain(place, taken);
         }
         for _ in 0..std::mem::take(&mut self.in_flight) {
-            let lines = self.explained.1.recv().unwrap_or_default();
-            self.say(lines);
+            if let Ok((place, lines)) = self.explained.1.recv() {
+                self.explained(place, lines);
+            }
+        }
+        for lines in self.told.rest() {
+            self.tell(lines);
         }
         let totals = recording.finish()?;
         tell_failure(&self.name, self.output.trailer(&totals));
@@ -177,19 +193,28 @@ impl<'a> Session<'a> {
         if self.pending.is_empty() {
             return;
         }
-        let (ready, pending) = std::mem::take(&mut self.pending)
+        let (ready, pending): (Vec<_>, _) = std::mem::take(&mut self.pending)
             .into_iter()
-            .partition(|taken| taken.timestamp <= self.written_until);
+            .partition(|(_, taken)| taken.timestamp <= self.written_until);
         self.pending = pending;
-        ready.into_iter().for_each(|taken| self.explain(taken));
+        ready
+            .into_iter()
+            .for_each(|(place, taken)| self.explain(place, taken));
     }
 
     fn notice(&mut self, notice: Notice) {
         match notice {
             // Explained once the events before it are written: the tree
             // it is explained against then has every process it names.
-            Notice::Snapshot(taken) if taken.timestamp <= self.written_until => self.explain(taken),
-            Notice::Snapshot(taken) => self.pending.push(taken),
+            // What is said meanwhile waits for it.
+            Notice::Snapshot(taken) => {
+                let place = self.told.hold();
+                if taken.timestamp <= self.written_until {
+                    self.explain(place, taken);
+                } else {
+                    self.pending.push((place, taken));
+                }
+            }
             Notice::Lost {
                 buffer_full,
                 tracking_full,
@@ -239,13 +264,13 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Explains a snapshot: at once from the tree in memory, or on a
-    /// thread that reads the tree back from the file.
-    fn explain(&mut self, taken: Arc<Taken>) {
+    /// Explains a snapshot, said at `place`: at once from the tree in
+    /// memory, or on a thread that reads the tree back from the file.
+    fn explain(&mut self, place: u64, taken: Arc<Taken>) {
         match &self.tree {
             Tree::Kept(growing) => {
                 let lines = explain(Some(growing.table()), &taken);
-                self.say(lines);
+                self.explained(place, lines);
             }
             Tree::OnDisk(path) => {
                 let table = self.output.flush().ok().map(|()| path.clone());
@@ -258,19 +283,83 @@ impl<'a> Session<'a> {
                         "snapshot: the tree read back in {:.1} ms",
                         started.elapsed().as_secs_f64() * 1e3
                     );
-                    let _ = send.send(explain(table, &taken));
+                    let _ = send.send((place, explain(table, &taken)));
                 });
             }
         }
     }
 
-    /// Says `lines` in the live view when it is up, else on stderr.
+    /// Says a snapshot's explanation at its place, and what waited for it.
+    fn explained(&mut self, place: u64, lines: Vec<String>) {
+        for lines in self.told.fill(place, lines) {
+            self.tell(lines);
+        }
+    }
+
+    /// Says `lines` once what came before them is said.
     fn say(&mut self, lines: Vec<String>) {
+        if let Some(lines) = self.told.after_the_rest(lines) {
+            self.tell(lines);
+        }
+    }
+
+    /// Says `lines` in the live view when it is up, else on stderr.
+    fn tell(&mut self, lines: Vec<String>) {
         match &mut self.live {
             Some(view) if !lines.is_empty() => view.note(lines),
             Some(_) => {}
             None => lines.iter().for_each(|line| eprintln!("proctrace: {line}")),
         }
+    }
+}
+
+/// Lines to say in the order their causes happened, some held until a
+/// snapshot's explanation, worked out later, takes its place before them.
+#[derive(Default)]
+struct Told {
+    /// Places in order: `None` while held.
+    queue: VecDeque<(u64, Option<Vec<String>>)>,
+    next: u64,
+}
+
+impl Told {
+    /// Holds a place for lines to come; returns its number.
+    fn hold(&mut self) -> u64 {
+        self.next += 1;
+        self.queue.push_back((self.next, None));
+        self.next
+    }
+
+    /// `lines`, to say now if nothing is held before them.
+    fn after_the_rest(&mut self, lines: Vec<String>) -> Option<Vec<String>> {
+        if self.queue.is_empty() {
+            return Some(lines);
+        }
+        self.next += 1;
+        self.queue.push_back((self.next, Some(lines)));
+        None
+    }
+
+    /// Puts `lines` in held place `place`; returns what can be said now.
+    fn fill(&mut self, place: u64, lines: Vec<String>) -> Vec<Vec<String>> {
+        if let Some((_, held)) = self.queue.iter_mut().find(|(p, _)| *p == place) {
+            *held = Some(lines);
+        }
+        let mut ready = Vec::new();
+        while let Some((_, Some(_))) = self.queue.front() {
+            if let Some((_, Some(lines))) = self.queue.pop_front() {
+                ready.push(lines);
+            }
+        }
+        ready
+    }
+
+    /// Whatever is left to say, past any place never filled.
+    fn rest(&mut self) -> Vec<Vec<String>> {
+        self.queue
+            .drain(..)
+            .filter_map(|(_, lines)| lines)
+            .collect()
     }
 }
 

@@ -165,12 +165,19 @@ fn timeout_takes_a_snapshot_then_ends_the_tree() {
             "← culprit",
         ],
     );
-    assert!(
-        run.stderr
-            .contains("(--timeout expired): 2 processes alive"),
-        "{}",
-        run.stderr
-    );
+    // Said in the order it happened: the snapshot and what it found, then
+    // the tree ended.
+    let said = |line: &str| {
+        let at = run.stderr.lines().position(|l| l.contains(line));
+        at.unwrap_or_else(|| panic!("no {line:?} in:\n{}", run.stderr))
+    };
+    let order = [
+        said("(--timeout expired): 2 processes alive"),
+        said(&format!("proctrace: culprit: {sleep} sleep 1000")),
+        said("proctrace: --timeout expired: ending the tree (SIGTERM, then SIGKILL 2 s later)"),
+        said("proctrace: timed out; the tree was ended"),
+    ];
+    assert!(order.is_sorted(), "{order:?}:\n{}", run.stderr);
     let summary = render_as(&run.dir.path().join("rec.ndjson"), "summary");
     let hang = summary
         .split("\nHang (snapshot at +")
