@@ -19,6 +19,7 @@ mod counters;
 mod cut_btf;
 mod cut_cache;
 mod exec_apart;
+mod marks;
 mod memory;
 mod preload;
 mod probes;
@@ -45,6 +46,7 @@ use configure::{choose_buffer, configure, has_bpf_loop, tracked_map_flags};
 use counters::Counters;
 use cut_btf::CutBtf;
 use exec_apart::ExecProgram;
+use marks::MarksChild;
 use preload::Preload;
 pub(crate) use probes::kernel_has_cookies as probes_supported;
 use sampling::attach_sampler;
@@ -169,6 +171,8 @@ pub struct Probe<'obj> {
     /// The classic tracepoints' links, each an RCU grace period to detach,
     /// and the uprobes'.
     slow_links: Vec<Link>,
+    /// The child that holds the test marks' uprobes: let go when dropped.
+    _marks: Option<MarksChild>,
     detach_in_child: bool,
 }
 
@@ -376,6 +380,7 @@ fn load_with<'obj>(
         cpu_profile: attached.cpu_profile,
         _links: links,
         slow_links: attached.slow_links,
+        _marks: attached.marks,
         detach_in_child: config.detach_in_child,
     })
 }
@@ -385,6 +390,8 @@ struct Attached {
     links: Vec<Link>,
     /// Those that wait out an RCU grace period each to detach.
     slow_links: Vec<Link>,
+    /// The child that holds the test marks' uprobes.
+    marks: Option<MarksChild>,
     syscall_hook: Option<SyscallHook>,
     warnings: Vec<Degraded>,
     cpu_profile: Option<CpuProfile>,
@@ -412,9 +419,10 @@ fn attach(
     // Unregistering a uprobe waits for the tasks in it (~100 ms a link on
     // 6.18): detached as the tracepoints are.
     let mut slow_links = probes::attach(skel, &config.probes, settings.cookies)?;
-    if let Some(marks) = &config.test_marks {
-        slow_links.extend(probes::attach_marks(skel, marks));
-    }
+    let marks = config
+        .test_marks
+        .as_ref()
+        .and_then(|marks| marks::attach_apart(skel, marks));
     let mut warnings = Vec::new();
     let attached = match tracepoints {
         Some(ids) => attach_tracepoints(skel, ids),
@@ -441,6 +449,7 @@ fn attach(
     Ok(Attached {
         links,
         slow_links,
+        marks,
         syscall_hook,
         warnings,
         cpu_profile,

@@ -1,7 +1,6 @@
 //! The `--probe` points in the loaded object: each configured and attached
 //! by its kind ([`crate::recorder::probes::kinds`]), for every process (the
-//! program keeps the tree's hits only); the uprobes on libc that tell the
-//! tests inside a process; and what this kernel can attach. The cookie of
+//! program keeps the tree's hits only), and what this kernel can attach. The cookie of
 //! each attachment is the probe's id; before Linux 5.15, which has none,
 //! each uprobe is attached with a copy of the program that knows its id.
 
@@ -9,13 +8,12 @@ use std::io::Read;
 use std::path::Path;
 
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore, MapFlags, ProgramType, UprobeOpts};
+use libbpf_rs::{Link, ProgramType};
 
 use crate::bpf::types::probe_limits;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel};
 use crate::recorder::error::RecordError;
-use crate::recorder::probes::kinds::{self, ALL_PROCESSES};
-use crate::recorder::probes::runner::{TestMarks, TEST_VARIABLES};
+use crate::recorder::probes::kinds;
 use crate::recorder::probes::{Place, Resolved};
 
 /// Attaches every point, in order, each by its kind; the first that
@@ -68,46 +66,6 @@ pub(super) fn configure(open: &mut OpenProctraceSkel<'_>, points: &[Resolved], c
             prog.set_autoload(true);
         }
     }
-}
-
-/// Attaches the uprobes on libc's `setenv` and `unsetenv` that tell the
-/// tests inside a process, once the variables they look for are set.
-/// They are never needed to record: where they cannot attach, the
-/// recording goes on without them (and a test's probe hits and samples
-/// fall to its process's test).
-pub(super) fn attach_marks(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Vec<Link> {
-    let variables = &skel.maps.test_variables;
-    for name in TEST_VARIABLES {
-        // NUL-padded to the key's size, TEST_VARIABLE_CAP (proctrace.h).
-        let mut key = vec![0u8; variables.key_size() as usize];
-        key[..name.len()].copy_from_slice(name.as_bytes());
-        if let Err(err) = variables.update(&key, &[1], MapFlags::ANY) {
-            log::warn!("naming the tests inside a process: {err}");
-            return Vec::new();
-        }
-    }
-    let progs = &skel.progs;
-    let attached = [
-        (&progs.mark_setenv, marks.setenv),
-        (&progs.mark_unsetenv, marks.unsetenv),
-    ]
-    .into_iter()
-    .map(|(prog, offset)| {
-        prog.attach_uprobe_with_opts(
-            ALL_PROCESSES,
-            &marks.file,
-            offset as usize,
-            UprobeOpts::default(),
-        )
-    })
-    .collect::<Result<Vec<Link>, _>>();
-    attached.unwrap_or_else(|err| {
-        log::warn!(
-            "naming the tests inside a process ({}): {err}",
-            marks.file.display()
-        );
-        Vec::new()
-    })
 }
 
 /// Whether this kernel can attach `probes`: it has uprobes, and before
