@@ -60,6 +60,8 @@
 pub mod analysis;
 pub mod event;
 pub mod inspect;
+#[cfg(feature = "recorder")]
+mod private_files;
 pub mod processes;
 #[cfg(feature = "recorder")]
 pub mod recorder;

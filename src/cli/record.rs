@@ -134,6 +134,11 @@ pub struct RecordArgs {
     /// pytest process's samples and hits are split by the test it says runs.
     #[arg(long)]
     no_runner_probes: bool,
+    /// With --cpu-profile or --probe: name the stacks' frames afresh, without
+    /// looking in or adding to the names kept from earlier recordings
+    /// ($XDG_CACHE_HOME/proctrace/names, by each file's build id).
+    #[arg(long)]
+    no_cache: bool,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -224,6 +229,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .cpu_profile(args.cpu_profile)
         .probes(args.probes.iter().cloned(), !args.no_probe_stacks)
         .runner_probes(!args.no_runner_probes)
+        .name_cache(!args.no_cache)
         .command_output(command_output.clone())
         .start();
     // Dropped on an error, the reserved output leaves no recording behind

@@ -335,6 +335,15 @@ impl Recorder {
         self
     }
 
+    /// Whether the names given to sampled frames are kept between
+    /// recordings and looked up there first (on by default): in
+    /// `$XDG_CACHE_HOME/proctrace/names` (else `~/.cache/…`), by each
+    /// file's build id, bounded in size ([`crate::stacks::cache`]).
+    pub fn name_cache(mut self, on: bool) -> Self {
+        self.kernel.name_cache = on;
+        self
+    }
+
     /// Whether test runners say which tests run where (on by default,
     /// where the kernel can follow them; without them tests are named
     /// from command lines and environments): a command that runs nextest

@@ -21,6 +21,8 @@
 //! so they run while recording; a recording holds the names, and reading
 //! it needs neither.
 
+#[cfg(feature = "recorder")]
+pub mod cache;
 pub mod folded;
 #[cfg(feature = "recorder")]
 mod plt;

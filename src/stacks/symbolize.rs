@@ -16,6 +16,7 @@ use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 use blazesym::MaybeDefault;
 
+use super::cache::{Entries, NameCache, Named};
 use super::plt::Plt;
 
 /// One frame of a stack, named as far as the files allow.
@@ -53,13 +54,16 @@ pub fn lookup_address(addr: u64, is_leaf: bool) -> u64 {
 /// The module name frames of the kernel carry.
 const KERNEL: &str = "[kernel]";
 
-/// Names frames, keeping the files it read (blazesym's caches) and the
-/// perf maps it parsed. Not `Send` (blazesym's caches are `Rc`s): make it
-/// on the thread that symbolizes.
+/// Names frames, keeping the files it read (blazesym's caches), the perf
+/// maps it parsed and, in its [`NameCache`], what it learned for the next
+/// recordings ([`Symbolizer::save`]). Not `Send` (blazesym's caches are
+/// `Rc`s): make it on the thread that symbolizes.
 pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     perf_maps: HashMap<u32, PerfMap>,
     plts: HashMap<PathBuf, Plt>,
+    cache: NameCache,
+    kept: Entries,
 }
 
 impl Default for Symbolizer {
@@ -69,8 +73,14 @@ impl Default for Symbolizer {
 }
 
 impl Symbolizer {
-    /// A symbolizer with lines, inlined functions and demangling on.
+    /// A symbolizer with lines, inlined functions and demangling on, and
+    /// no cache.
     pub fn new() -> Self {
+        Self::with_cache(NameCache::off())
+    }
+
+    /// A symbolizer that first looks in `cache`.
+    pub fn with_cache(cache: NameCache) -> Self {
         let blaze = blazesym::symbolize::Symbolizer::builder()
             .enable_code_info(true)
             .enable_inlined_fns(true)
@@ -80,7 +90,15 @@ impl Symbolizer {
             blaze,
             perf_maps: HashMap::new(),
             plts: HashMap::new(),
+            cache,
+            kept: Entries::default(),
         }
+    }
+
+    /// Keeps what was learned in the cache, for the next recordings.
+    pub fn save(self) {
+        self.kept.store();
+        self.cache.prune();
     }
 
     /// The frames at `offsets`, file offsets in the ELF file at `path`
@@ -90,20 +108,31 @@ impl Symbolizer {
     /// still has its one frame, with `module` and `offset` only.
     pub fn user(&mut self, path: &Path, offsets: &[u64]) -> Vec<Vec<Frame>> {
         let module = module_name(path);
-        let source = Source::Elf(Elf::new(path));
-        let found = symbolize(&self.blaze, &source, Input::FileOffset(offsets), path);
-        let plt = self
-            .plts
-            .entry(path.to_owned())
-            .or_insert_with(|| Plt::read(path));
+        let entry = self.kept.file(&self.cache, path);
+        let missing: Vec<u64> = offsets
+            .iter()
+            .copied()
+            .filter(|&o| entry.get(o).is_none())
+            .collect();
+        if !missing.is_empty() {
+            let source = Source::Elf(Elf::new(path));
+            let found = symbolize(&self.blaze, &source, Input::FileOffset(&missing), path);
+            let plt = self
+                .plts
+                .entry(path.to_owned())
+                .or_insert_with(|| Plt::read(path));
+            for (i, &offset) in missing.iter().enumerate() {
+                let named = match (plt.name(offset), found.get(i)) {
+                    (Some(stub), _) => vec![kept(Some(&stub), None)],
+                    (None, Some(Symbolized::Sym(sym))) => chain(sym),
+                    _ => vec![kept(None, None)],
+                };
+                entry.learn(offset, named);
+            }
+        }
         offsets
             .iter()
-            .enumerate()
-            .map(|(i, &offset)| match (plt.name(offset), found.get(i)) {
-                (Some(stub), _) => vec![named(&stub, None, &module, offset)],
-                (None, Some(Symbolized::Sym(sym))) => chain(sym, &module, offset),
-                _ => vec![unnamed(&module, offset)],
-            })
+            .map(|&offset| frames(entry.get(offset), &module, offset))
             .collect()
     }
 
@@ -112,32 +141,40 @@ impl Symbolizer {
     /// lines nor inlined functions. Unnamed when it shows no addresses
     /// (`kernel.kptr_restrict` without `CAP_SYSLOG`).
     pub fn kernel(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        let entry = self.kept.kernel(&self.cache);
+        let missing: Vec<u64> = addrs
+            .iter()
+            .copied()
+            .filter(|&a| entry.get(a).is_none())
+            .collect();
         // Reading kallsyms takes blazesym ~100 ms: not for nothing.
-        if addrs.is_empty() {
-            return Vec::new();
+        if !missing.is_empty() {
+            // kallsyms only: a vmlinux found on disk may not be the running
+            // kernel's, and reading its DWARF costs seconds.
+            let kernel = Kernel {
+                kallsyms: MaybeDefault::Default,
+                vmlinux: MaybeDefault::None,
+                ..Kernel::default()
+            };
+            let source = Source::Kernel(kernel);
+            let kallsyms = Path::new("/proc/kallsyms");
+            let found = symbolize(&self.blaze, &source, Input::AbsAddr(&missing), kallsyms);
+            for (i, &addr) in missing.iter().enumerate() {
+                let named = match found.get(i) {
+                    Some(Symbolized::Sym(sym)) => kept(Some(&sym.name), sym.code_info.as_deref()),
+                    _ => kept(None, None),
+                };
+                // Addresses hidden by kptr_restrict name nothing: not kept.
+                if named.function.is_some() {
+                    entry.learn(addr, vec![named]);
+                }
+            }
         }
-        // kallsyms only: a vmlinux found on disk may not be the running
-        // kernel's, and reading its DWARF costs seconds.
-        let kernel = Kernel {
-            kallsyms: MaybeDefault::Default,
-            vmlinux: MaybeDefault::None,
-            ..Kernel::default()
-        };
-        let source = Source::Kernel(kernel);
-        let found = symbolize(
-            &self.blaze,
-            &source,
-            Input::AbsAddr(addrs),
-            Path::new("/proc/kallsyms"),
-        );
         addrs
             .iter()
-            .enumerate()
-            .map(|(i, &addr)| match found.get(i) {
-                Some(Symbolized::Sym(sym)) => {
-                    named(&sym.name, sym.code_info.as_deref(), KERNEL, addr)
-                }
-                _ => unnamed(KERNEL, addr),
+            .map(|&addr| {
+                let found = entry.get(addr).and_then(|named| named.first());
+                frame(found, KERNEL, addr)
             })
             .collect()
     }
@@ -182,30 +219,42 @@ fn module_name(path: &Path) -> String {
 /// has the line it is at: blazesym gives the outer function the line of
 /// the first inlined call, each inlined function that of the next call,
 /// the innermost the line of the address.
-fn chain(sym: &Sym, module: &str, offset: u64) -> Vec<Frame> {
-    let outer = named(&sym.name, sym.code_info.as_deref(), module, offset);
+fn chain(sym: &Sym) -> Vec<Named> {
+    let outer = kept(Some(&sym.name), sym.code_info.as_deref());
     let inlined = sym
         .inlined
         .iter()
-        .map(|f| named(&f.name, f.code_info.as_ref(), module, offset));
+        .map(|f| kept(Some(&f.name), f.code_info.as_ref()));
     std::iter::once(outer).chain(inlined).collect()
 }
 
-fn named(function: &str, code: Option<&CodeInfo>, module: &str, offset: u64) -> Frame {
-    Frame {
-        function: Some(function.to_owned()),
+/// A frame as the cache keeps it.
+fn kept(function: Option<&str>, code: Option<&CodeInfo>) -> Named {
+    Named {
+        function: function.map(str::to_owned),
         file: code.map(|c| c.to_path().to_string_lossy().into_owned()),
         line: code.and_then(|c| c.line),
-        module: module.to_owned(),
-        offset,
     }
 }
 
-fn unnamed(module: &str, offset: u64) -> Frame {
+/// The frames of `offset` in `module` as kept; one unnamed where none is.
+fn frames(kept: Option<&[Named]>, module: &str, offset: u64) -> Vec<Frame> {
+    match kept {
+        Some(named) if !named.is_empty() => named
+            .iter()
+            .map(|n| frame(Some(n), module, offset))
+            .collect(),
+        _ => vec![frame(None, module, offset)],
+    }
+}
+
+fn frame(named: Option<&Named>, module: &str, offset: u64) -> Frame {
     Frame {
+        function: named.and_then(|n| n.function.clone()),
+        file: named.and_then(|n| n.file.clone()),
+        line: named.and_then(|n| n.line),
         module: module.to_owned(),
         offset,
-        ..Frame::default()
     }
 }
 
@@ -398,8 +447,8 @@ mod tests {
         assert_eq!(
             frames,
             vec![
-                vec![unnamed("libgone.so", 0x10)],
-                vec![unnamed("libgone.so", 0x20)]
+                vec![frame(None, "libgone.so", 0x10)],
+                vec![frame(None, "libgone.so", 0x20)]
             ]
         );
     }

@@ -603,3 +603,44 @@ fn every_share_of_cpu_says_its_base() {
         "{text}"
     );
 }
+
+/// The names of the frames are kept for the next recording, by file, and
+/// read back from there: an entry edited between two recordings shows in
+/// the second. `--no-cache` keeps nothing.
+#[test]
+fn frame_names_are_kept_between_recordings_unless_no_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let names = cache.path().join("proctrace/names");
+    let hot = workload("hot");
+    let hot = hot.to_str().unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    let home = cache.path().to_str().unwrap().to_owned();
+    opts.env.push(("XDG_CACHE_HOME".into(), home));
+    opts.args = strings(&["--cpu-profile=999", "--no-cache"]);
+    let afresh = record_with(&opts, &[hot, "300"]);
+    assert!(hot_shares(&leaf_shares(&folded(&afresh)))["spin_a"] > 0.0);
+    assert!(!names.exists(), "--no-cache keeps nothing");
+
+    opts.args = strings(&["--cpu-profile=999"]);
+    let first = record_with(&opts, &[hot, "300"]);
+    assert!(hot_shares(&leaf_shares(&folded(&first)))["spin_a"] > 0.0);
+    let entries: Vec<_> = std::fs::read_dir(&names)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let kept = entries
+        .iter()
+        .find(|p| std::fs::read_to_string(p).unwrap().contains("\"spin_a"))
+        .unwrap_or_else(|| panic!("hot's names kept: {entries:?}"));
+    let file_name = kept.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(file_name.starts_with("b-"), "kept by build id: {file_name}");
+    let text = std::fs::read_to_string(kept).unwrap();
+    std::fs::write(kept, text.replace("\"spin_a", "\"kept_spin_a")).unwrap();
+
+    // (An offset the first recording did not sample is named afresh.)
+    let second = record_with(&opts, &[hot, "300"]);
+    let shares = leaf_shares(&folded(&second));
+    let kept = shares.get("kept_spin_a").copied().unwrap_or(0.0);
+    let afresh = shares.get("spin_a").copied().unwrap_or(0.0);
+    assert!(kept > afresh, "{shares:?}");
+}

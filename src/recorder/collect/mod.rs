@@ -26,6 +26,7 @@ use crate::recorder::frames::Frames;
 use crate::recorder::probes::AttemptProbe;
 use crate::recorder::watch::MmapWatch;
 use crate::recorder::wire::{Hit, Mapping, Mark, Sample, Seen};
+use crate::stacks::cache::NameCache;
 use attempts::Attempts;
 use calls::Calls;
 use tally::Tally;
@@ -86,6 +87,20 @@ enum Told {
     Upto(u64),
 }
 
+/// What the collector counts, and how it names.
+#[derive(Default)]
+pub(crate) struct Setup {
+    /// The monotonic time the recording began, which the mappings' times
+    /// are made relative to.
+    pub start: u64,
+    /// The (uprobe, uretprobe) ids whose hits time calls.
+    pub pairs: Vec<(u32, u32)>,
+    /// The probes whose hits tell a runner's tests.
+    pub attempts: HashMap<u32, AttemptProbe>,
+    /// Where names learned are kept between recordings.
+    pub names: NameCache,
+}
+
 /// A handle on the collector's thread.
 pub(crate) struct Collector {
     to: Sender<Told>,
@@ -110,22 +125,13 @@ pub(crate) struct Counted {
 }
 
 impl Collector {
-    /// Starts the thread; `start` is the monotonic time the recording
-    /// began, which the mappings' times are made relative to; `pairs` the
-    /// (uprobe, uretprobe) ids whose hits time calls; `attempts` the
-    /// probes whose hits tell a runner's tests. The profile's records go
-    /// to `records` when it finishes.
-    pub fn start(
-        start: u64,
-        pairs: Vec<(u32, u32)>,
-        attempts: HashMap<u32, AttemptProbe>,
-        records: Sender<Record>,
-    ) -> std::io::Result<Collector> {
+    /// Starts the thread; the profile's records go to `records` when it
+    /// finishes.
+    pub fn start(setup: Setup, records: Sender<Record>) -> std::io::Result<Collector> {
         let (to, told) = crossbeam_channel::unbounded();
-        let (calls, attempts) = (Calls::new(pairs), Attempts::new(attempts));
         let thread = std::thread::Builder::new()
             .name("proctrace-collect".into())
-            .spawn(move || Collecting::new(start, calls, attempts).run(told, records))?;
+            .spawn(move || Collecting::new(setup).run(told, records))?;
         Ok(Collector {
             to,
             thread,
@@ -214,15 +220,15 @@ struct Collecting {
 }
 
 impl Collecting {
-    fn new(start: u64, calls: Calls, attempts: Attempts) -> Collecting {
+    fn new(setup: Setup) -> Collecting {
         Collecting {
             announcers: Vec::new(),
-            start,
-            frames: Frames::new(),
+            start: setup.start,
+            frames: Frames::new(setup.names),
             timeline: Timeline::default(),
             tally: Tally::default(),
-            calls,
-            attempts,
+            calls: Calls::new(setup.pairs),
+            attempts: Attempts::new(setup.attempts),
         }
     }
 

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 
-use super::collect::Collector;
+use super::collect::{Collector, Setup};
 use super::control::{Control, Started};
 use super::error::RecordError;
 use super::hooks::{Hooks, OnHangCommand};
@@ -41,6 +41,7 @@ use super::policy::LingerPolicy;
 use super::probes::{attempt_probes, latency_pairs};
 use super::watch::{mapped_now, MmapWatch};
 use crate::event::{Pid, Record, Trailer};
+use crate::stacks::cache::NameCache;
 use buffer::{Buffer, Readers, Waiter};
 use clock::Clock;
 use linger::Lingering;
@@ -136,14 +137,18 @@ fn collector(
         return Ok(None);
     }
     let points: Vec<_> = config.probes.iter().map(|p| p.point.clone()).collect();
-    Collector::start(
-        clock.start_ns(),
-        latency_pairs(&points),
-        attempt_probes(&config.probes),
-        events.clone(),
-    )
-    .map(Some)
-    .map_err(RecordError::system("starting the profile's thread"))
+    let setup = Setup {
+        start: clock.start_ns(),
+        pairs: latency_pairs(&points),
+        attempts: attempt_probes(&config.probes),
+        names: match config.name_cache {
+            true => NameCache::open(),
+            false => NameCache::off(),
+        },
+    };
+    Collector::start(setup, events.clone())
+        .map(Some)
+        .map_err(RecordError::system("starting the profile's thread"))
 }
 
 struct Drain<'a, 'obj> {

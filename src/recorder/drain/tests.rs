@@ -11,7 +11,7 @@ use crate::bpf::types::{
     sample_event,
 };
 use crate::event::{CpuSamples, Pid, ProbeHits, Record};
-use crate::recorder::collect::{Announcer, Collector, Counted};
+use crate::recorder::collect::{Announcer, Collector, Counted, Setup};
 use crate::recorder::lineage::Lineage;
 use crate::recorder::wire::{bytes_of, mappings::maps_line, Seen};
 use crate::stacks::test_support::{capture_regs, read_self};
@@ -147,7 +147,7 @@ fn hit(pid: Pid, timestamp: u64, probe: u32) -> Vec<u8> {
 fn routed(feed: impl FnOnce(&Router)) -> (Vec<Record>, Counted) {
     let (events, received): (_, Receiver<Record>) = crossbeam_channel::unbounded();
     let (notices, _) = crossbeam_channel::unbounded();
-    let collector = Collector::start(0, Vec::new(), Default::default(), events.clone()).unwrap();
+    let collector = Collector::start(Setup::default(), events.clone()).unwrap();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let announced = maps
         .lines()

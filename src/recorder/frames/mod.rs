@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use crate::event::Pid;
 use crate::recorder::wire::{Mapping, Sample, Seen};
+use crate::stacks::cache::NameCache;
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder};
 pub(crate) use names::Names;
@@ -103,6 +104,8 @@ pub(crate) struct Naming<'a> {
 /// The tree's address spaces over time, and what turns its samples into
 /// places and names them.
 pub(crate) struct Frames {
+    /// What naming learned in earlier recordings, and keeps for the next.
+    cache: NameCache,
     spaces: AddressSpaces,
     unwinder: Unwinder,
     modules: Modules,
@@ -111,9 +114,11 @@ pub(crate) struct Frames {
 }
 
 impl Frames {
-    /// Native code, the kernel's, then code of no file.
-    pub(crate) fn new() -> Frames {
+    /// Native code, the kernel's, then code of no file; names first
+    /// looked up in `cache`.
+    pub(crate) fn new(cache: NameCache) -> Frames {
         Frames {
+            cache,
             spaces: AddressSpaces::new(),
             unwinder: Unwinder::new(),
             modules: Modules::default(),
@@ -193,7 +198,7 @@ impl Frames {
         places.sort_unstable();
         places.dedup();
         let mut names = Names::default();
-        let mut symbolizer = Symbolizer::new();
+        let mut symbolizer = Symbolizer::with_cache(std::mem::take(&mut self.cache));
         let mut naming = Naming {
             symbolizer: &mut symbolizer,
             modules: &self.modules,
@@ -202,6 +207,7 @@ impl Frames {
         for source in &mut self.sources {
             source.name(&places, &mut naming);
         }
+        symbolizer.save();
         names
     }
 }

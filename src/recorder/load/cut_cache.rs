@@ -10,12 +10,13 @@
 //! directory or file another user could have written, a file that is not
 //! whole BTF) is passed over, and the cut is made again.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File};
 use std::hash::Hasher;
-use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io::{Read, Seek};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::private_files::{open_owned, private_dir, write_whole};
 use crate::recorder::wire::btf::{is_whole_btf, FnvHasher};
 
 /// tmpfs on systemd machines, and root's alone.
@@ -46,25 +47,16 @@ impl CutCache {
         hasher.write_i64(exe.mtime());
         hasher.write_i64(exe.mtime_nsec());
         hasher.write(local);
-        let _ = DirBuilder::new().mode(0o700).create(dir);
-        let meta = fs::symlink_metadata(dir).ok()?;
-        (meta.is_dir() && owned_by_us(&meta)).then(|| CutCache {
+        let dir = private_dir(dir)?;
+        Some(CutCache {
             entry: dir.join(format!("{:016x}.btf", hasher.finish())),
         })
     }
 
     /// The cut kept earlier, if it is there and whole.
     pub fn open(&self) -> Option<File> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.entry)
-            .ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() || !owned_by_us(&meta) {
-            return None;
-        }
-        let mut data = Vec::with_capacity(meta.len() as usize);
+        let mut file = open_owned(&self.entry)?;
+        let mut data = Vec::new();
         file.read_to_end(&mut data).ok()?;
         file.rewind().ok()?;
         is_whole_btf(&data).then_some(file)
@@ -74,18 +66,7 @@ impl CutCache {
     /// returns it opened; removes the other entries once there are too
     /// many.
     pub fn store(&self, cut: &[u8]) -> Option<File> {
-        let partial = self
-            .entry
-            .with_extension(format!("{}.partial", std::process::id()));
-        let written = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&partial)
-            .and_then(|mut file| file.write_all(cut))
-            .and_then(|()| fs::rename(&partial, &self.entry));
-        if written.is_err() {
-            let _ = fs::remove_file(&partial);
+        if !write_whole(&self.entry, cut) {
             return None;
         }
         self.prune();
@@ -111,15 +92,11 @@ impl CutCache {
     }
 }
 
-/// Whether `meta` is this user's and no one else may write it.
-fn owned_by_us(meta: &fs::Metadata) -> bool {
-    // SAFETY: a plain system call without arguments.
-    let uid = unsafe { libc::geteuid() };
-    meta.uid() == uid && meta.mode() & 0o022 == 0
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs::DirBuilder;
+    use std::os::unix::fs::DirBuilderExt;
+
     use super::*;
 
     fn some_btf() -> Vec<u8> {

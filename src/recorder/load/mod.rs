@@ -119,6 +119,9 @@ pub struct KernelConfig {
     pub probes: Vec<Resolved>,
     /// Copy the user stack at each probe hit, to unwind.
     pub probe_stacks: bool,
+    /// Keep the names frames are given between recordings, and look
+    /// there first ([`crate::stacks::cache`]).
+    pub name_cache: bool,
     /// Where the tree's processes say which test runs in them (pytest's
     /// variable), followed when stacks or hits are counted, to split them
     /// by test.
@@ -146,6 +149,7 @@ impl Default for KernelConfig {
             cpu_profile: None,
             probes: Vec::new(),
             probe_stacks: true,
+            name_cache: true,
             test_marks: None,
         }
     }

@@ -1,0 +1,61 @@
+//! Files kept between recordings in a directory only this user can write:
+//! the cut of the kernel's BTF, the names frames were given. Anything that
+//! does not check out (a directory or file another user could have
+//! written, a symlink) is passed over, and an entry is always written
+//! whole into a file of its own and renamed into place, so that a reader
+//! sees the old one or the new one.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// `dir`, made if needed, if only this user can write it.
+pub(crate) fn private_dir(dir: &Path) -> Option<PathBuf> {
+    let _ = DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    let meta = fs::symlink_metadata(dir).ok()?;
+    (meta.is_dir() && owned_by_us(&meta)).then(|| dir.to_owned())
+}
+
+/// The file at `path` opened for reading, if it is this user's alone.
+pub(crate) fn open_owned(path: &Path) -> Option<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    (meta.is_file() && owned_by_us(&meta)).then_some(file)
+}
+
+/// The bytes of the file at `path`, if it is this user's alone.
+pub(crate) fn read_owned(path: &Path) -> Option<Vec<u8>> {
+    let mut file = open_owned(path)?;
+    let mut data = Vec::new();
+    file.read_to_end(&mut data).ok()?;
+    Some(data)
+}
+
+/// Writes `data` to `path` whole: into a file of its own, then renamed
+/// into place; false where it could not be.
+pub(crate) fn write_whole(path: &Path, data: &[u8]) -> bool {
+    let partial = path.with_extension(format!("{}.partial", std::process::id()));
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial)
+        .and_then(|mut file| file.write_all(data))
+        .and_then(|()| fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&partial);
+    }
+    written.is_ok()
+}
+
+/// Whether `meta` is this user's and no one else may write it.
+fn owned_by_us(meta: &fs::Metadata) -> bool {
+    // SAFETY: a plain system call without arguments.
+    let uid = unsafe { libc::geteuid() };
+    meta.uid() == uid && meta.mode() & 0o022 == 0
+}

@@ -1,0 +1,351 @@
+//! What naming frames learned, kept across recordings: the frames of each
+//! file offset of each file, and of each kernel address of this boot.
+//!
+//! Naming is most of what a profile costs after its command: a library
+//! with debug information is inflated and its DWARF parsed on every run
+//! (libc's, where its debug package is installed), and kallsyms is read
+//! whole. A suite runs the same code run after run, so the same offsets
+//! come back; the fifteen `cc1` of a build are one file. Each file's
+//! names are kept under the identity of its contents, never its path: its
+//! GNU build id, or where it has none its device, inode, size and
+//! modification time, so a file replaced at the same path starts afresh.
+//! Kernel names are kept for the boot and the modules loaded.
+//!
+//! The entries live in `$XDG_CACHE_HOME/proctrace/names` (else
+//! `~/.cache/proctrace/names`), in a directory only this user can write;
+//! an entry that is not this user's, or does not parse, is passed over.
+//! The directory is kept under [`LIMIT`] bytes, the entries used least
+//! recently removed first.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File};
+use std::hash::Hasher;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use object::read::ReadCache;
+use object::Object;
+use serde::{Deserialize, Serialize};
+
+use crate::private_files::{private_dir, read_owned, write_whole};
+
+/// The most the entries take together.
+pub const LIMIT: u64 = 64 << 20;
+
+/// Where names are kept; a cache that is off keeps nothing.
+#[derive(Debug, Clone, Default)]
+pub struct NameCache {
+    dir: Option<PathBuf>,
+}
+
+/// One frame as kept: the function, and its source file and line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Named {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// The names of one file (or of the kernel) as kept, and what was learned
+/// since it was read.
+#[derive(Debug, Default)]
+pub(crate) struct Entry {
+    /// Where it is kept; `None` for a cache that is off.
+    path: Option<PathBuf>,
+    /// By offset (or kernel address): the frames, caller first.
+    names: BTreeMap<u64, Vec<Named>>,
+    learned: bool,
+}
+
+impl NameCache {
+    /// The user's cache, or none where no directory only this user can
+    /// write can be had.
+    pub fn open() -> NameCache {
+        NameCache {
+            dir: cache_home().and_then(|home| private_dir(&home.join("proctrace/names"))),
+        }
+    }
+
+    /// A cache in `dir`, made if needed: for tests.
+    pub fn within(dir: &Path) -> NameCache {
+        NameCache {
+            dir: private_dir(dir),
+        }
+    }
+
+    /// A cache that keeps nothing (`--no-cache`).
+    pub fn off() -> NameCache {
+        NameCache::default()
+    }
+
+    /// The entry of the file at `path` as it is now.
+    pub(crate) fn file(&self, path: &Path) -> Entry {
+        match (&self.dir, file_key(path)) {
+            (Some(dir), Some(key)) => Entry::read(dir.join(key)),
+            _ => Entry::default(),
+        }
+    }
+
+    /// The entry of the kernel's symbols, this boot with these modules.
+    pub(crate) fn kernel(&self) -> Entry {
+        match (&self.dir, kernel_key()) {
+            (Some(dir), Some(key)) => Entry::read(dir.join(key)),
+            _ => Entry::default(),
+        }
+    }
+
+    /// Removes the entries used least recently until all of them fit in
+    /// [`LIMIT`].
+    pub(crate) fn prune(&self) {
+        let Some(dir) = &self.dir else { return };
+        let Ok(read) = fs::read_dir(dir) else { return };
+        let mut entries: Vec<(SystemTime, u64, PathBuf)> = read
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let meta = e.metadata().ok()?;
+                Some((meta.modified().ok()?, meta.len(), e.path()))
+            })
+            .collect();
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= LIMIT {
+                break;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
+        }
+    }
+}
+
+impl Entry {
+    fn read(path: PathBuf) -> Entry {
+        let names = read_owned(&path)
+            .and_then(|data| serde_json::from_slice::<Kept>(&data).ok())
+            .filter(|kept| kept.version == VERSION)
+            .map(|kept| kept.names)
+            .unwrap_or_default();
+        // Used now: the last to go when the cache is pruned.
+        if !names.is_empty() {
+            let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+        }
+        Entry {
+            path: Some(path),
+            names,
+            learned: false,
+        }
+    }
+
+    /// The frames kept for `offset`.
+    pub(crate) fn get(&self, offset: u64) -> Option<&[Named]> {
+        self.names.get(&offset).map(Vec::as_slice)
+    }
+
+    /// Keeps what naming `offset` found.
+    pub(crate) fn learn(&mut self, offset: u64, frames: Vec<Named>) {
+        self.names.insert(offset, frames);
+        self.learned = true;
+    }
+
+    /// Writes the entry back if it learned something: whole, into a file
+    /// of its own renamed into place, so a reader sees the old or the new.
+    pub(crate) fn store(self) {
+        let Some(path) = self.path.filter(|_| self.learned) else {
+            return;
+        };
+        let kept = Kept {
+            version: VERSION,
+            names: self.names,
+        };
+        let Ok(data) = serde_json::to_vec(&kept) else {
+            return;
+        };
+        write_whole(&path, &data);
+    }
+}
+
+/// The layout of an entry's file; an older one is read as empty.
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    version: u32,
+    names: BTreeMap<u64, Vec<Named>>,
+}
+
+/// The name of a file's entry: its build id, else what tells its
+/// contents apart at its path.
+fn file_key(path: &Path) -> Option<String> {
+    let file = File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let data = ReadCache::new(file);
+    let build_id = object::File::parse(&data)
+        .ok()
+        .and_then(|elf| elf.build_id().ok().flatten().map(hex));
+    Some(match build_id {
+        Some(id) => format!("b-{id}"),
+        None => format!(
+            "f-{:x}-{:x}-{:x}-{:x}.{:x}",
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        ),
+    })
+}
+
+/// The name of the kernel's entry: this boot, and the modules loaded where
+/// they are (a module loaded again moves).
+fn kernel_key() -> Option<String> {
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let modules = fs::read("/proc/modules").unwrap_or_default();
+    let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(&modules);
+    Some(format!("k-{}-{:016x}", boot.trim(), hasher.finish()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `$XDG_CACHE_HOME`, else `~/.cache`, of the user proctrace runs as.
+fn cache_home() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    xdg.or_else(|| home().map(|home| home.join(".cache")))
+}
+
+/// The home of the effective user: under sudo, `$HOME` may still be the
+/// invoking user's, whose directories root should not fill.
+fn home() -> Option<PathBuf> {
+    // SAFETY: getpwuid returns a pointer into static storage or null; it
+    // is read at once, on this thread.
+    let dir = unsafe {
+        let entry = libc::getpwuid(libc::geteuid());
+        if entry.is_null() || (*entry).pw_dir.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr((*entry).pw_dir)
+    };
+    Some(PathBuf::from(dir.to_string_lossy().into_owned()))
+}
+
+/// Kept names by file, for one naming pass: each file's entry read once.
+#[derive(Default)]
+pub(crate) struct Entries {
+    files: HashMap<PathBuf, Entry>,
+    kernel: Option<Entry>,
+}
+
+impl Entries {
+    /// The entry of the file at `path`, read from `cache` the first time.
+    pub(crate) fn file(&mut self, cache: &NameCache, path: &Path) -> &mut Entry {
+        self.files
+            .entry(path.to_owned())
+            .or_insert_with(|| cache.file(path))
+    }
+
+    /// The kernel's entry, read from `cache` the first time.
+    pub(crate) fn kernel(&mut self, cache: &NameCache) -> &mut Entry {
+        self.kernel.get_or_insert_with(|| cache.kernel())
+    }
+
+    /// Writes back every entry that learned something.
+    pub(crate) fn store(self) {
+        self.files
+            .into_values()
+            .chain(self.kernel)
+            .for_each(Entry::store);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stacks::symbolize::Symbolizer;
+
+    fn this_binary() -> PathBuf {
+        std::env::current_exe().unwrap()
+    }
+
+    #[test]
+    fn names_learned_are_found_by_the_next_symbolizer_and_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path());
+        // An entry as an earlier recording left it, with a name no file
+        // has: the symbolizer must answer from it.
+        let mut entry = cache.file(&this_binary());
+        let named = Named {
+            function: Some("kept::from::before".into()),
+            file: Some("kept.rs".into()),
+            line: Some(7),
+        };
+        entry.learn(0x10, vec![named]);
+        entry.store();
+        let mut symbolizer = Symbolizer::with_cache(cache.clone());
+        let frames = symbolizer.user(&this_binary(), &[0x10, 0x20]);
+        assert_eq!(frames[0][0].function.as_deref(), Some("kept::from::before"));
+        assert_eq!(
+            (frames[0][0].file.as_deref(), frames[0][0].line),
+            (Some("kept.rs"), Some(7))
+        );
+        symbolizer.save();
+        // What it named afresh is kept too.
+        assert!(cache.file(&this_binary()).get(0x20).is_some());
+    }
+
+    #[test]
+    fn a_file_is_known_by_its_contents_not_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path());
+        let copy = dir.path().join("copy");
+        fs::copy(this_binary(), &copy).unwrap();
+        // A copy is the same build: one entry.
+        assert_eq!(file_key(&copy), file_key(&this_binary()));
+        // Another file at the same path is another entry, build id or not.
+        fs::write(&copy, b"not elf").unwrap();
+        let other = file_key(&copy).unwrap();
+        assert_ne!(Some(other.clone()), file_key(&this_binary()));
+        assert!(other.starts_with("f-"), "{other}");
+        let mut entry = cache.file(&copy);
+        entry.learn(1, Vec::new());
+        entry.store();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        fs::write(&copy, b"not elf, changed").unwrap();
+        assert!(cache.file(&copy).get(1).is_none());
+    }
+
+    #[test]
+    fn the_cache_keeps_under_its_limit_dropping_the_least_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path());
+        let big = vec![b'x'; (LIMIT / 2 + 1) as usize];
+        for name in ["old", "new"] {
+            fs::write(dir.path().join(name), &big).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let old = File::open(dir.path().join("old")).unwrap();
+        old.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+        cache.prune();
+        assert!(!dir.path().join("old").exists());
+        assert!(dir.path().join("new").exists());
+    }
+
+    #[test]
+    fn an_entry_another_user_could_write_is_passed_over() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path());
+        let mut entry = cache.file(&this_binary());
+        entry.learn(0x30, Vec::new());
+        entry.store();
+        let key = file_key(&this_binary()).unwrap();
+        let path = dir.path().join(key);
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(cache.file(&this_binary()).get(0x30).is_none());
+    }
+}
