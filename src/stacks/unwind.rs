@@ -64,7 +64,7 @@ pub fn find_module(modules: &[Module], addr: u64) -> Option<&Module> {
 }
 
 /// The registers at a sample that unwinding starts from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Regs {
     /// The instruction pointer (x86_64 `rip`, aarch64 `pc`).
     pub ip: u64,
@@ -206,6 +206,45 @@ pub struct Unwinder {
     /// framehop's rule cache, by address; valid across its unwinders
     /// (each has its own generation).
     cache: native::Cache,
+    memo: Memo,
+}
+
+/// Stacks unwound already, by their modules' key and registers: a stack
+/// that starts at the same registers and holds the same words where its
+/// unwinding read is the same stack. A probe hit a million times from one
+/// place is unwound once.
+#[derive(Default)]
+struct Memo(foldhash::HashMap<(u64, Regs, usize), Walked>);
+
+/// One unwinding: the words it read (address, and value unless past the
+/// copy) and what it found.
+struct Walked {
+    reads: Vec<(u64, Option<u64>)>,
+    addrs: Vec<u64>,
+}
+
+/// Stacks remembered at the most; past it the memo starts afresh.
+const MEMO_MAX: usize = 16384;
+
+impl Memo {
+    /// What unwinding `stack` from `regs` found before, if it read the
+    /// same words.
+    fn recall(&self, key: &(u64, Regs, usize), stack: &[u8]) -> Option<&[u64]> {
+        let walked = self.0.get(key)?;
+        let same = walked
+            .reads
+            .iter()
+            .all(|&(addr, value)| read_word(stack, key.1.sp, addr).ok() == value);
+        same.then_some(walked.addrs.as_slice())
+    }
+
+    /// Remembers `walked`; what it found.
+    fn keep(&mut self, key: (u64, Regs, usize), walked: Walked) -> &[u64] {
+        if self.0.len() >= MEMO_MAX {
+            self.0.clear();
+        }
+        &self.0.entry(key).insert_entry(walked).into_mut().addrs
+    }
 }
 
 impl Unwinder {
@@ -232,31 +271,49 @@ impl Unwinder {
         stack: &[u8],
         max: usize,
     ) -> Vec<u64> {
-        if max == 0 {
-            return Vec::new();
-        }
-        let key = self.process(modules);
-        let unwinder = &self.processes[&key].unwinder;
-        walk(unwinder, &mut self.cache, regs, stack, max)
-    }
-
-    /// The key of the framehop unwinder for `modules`, built if needed.
-    fn process(&mut self, modules: &[Module]) -> u64 {
         let key = fingerprint(modules);
         let known = self
             .processes
             .get(&key)
             .is_some_and(|p| p.modules == modules);
         if !known {
+            self.processes.remove(&key);
+        }
+        self.unwind_with(key, || modules.to_vec(), regs, stack, max)
+            .to_vec()
+    }
+
+    /// [`Unwinder::unwind`] against the modules the caller calls `key`:
+    /// the same key must always mean the same list, which `modules` gives
+    /// where the unwinder for it is not built yet (a process's mappings
+    /// are listed once, not at every sample).
+    pub fn unwind_with(
+        &mut self,
+        key: u64,
+        modules: impl FnOnce() -> Vec<Module>,
+        regs: &Regs,
+        stack: &[u8],
+        max: usize,
+    ) -> &[u64] {
+        if max == 0 {
+            return &[];
+        }
+        let memo_key = (key, *regs, max);
+        if self.memo.recall(&memo_key, stack).is_some() {
+            return &self.memo.0[&memo_key].addrs;
+        }
+        if !self.processes.contains_key(&key) {
             if self.processes.len() >= MAX_PROCESSES {
                 self.processes.clear();
             }
-            let unwinder = self.build(modules);
-            let modules = modules.to_vec();
+            let modules = modules();
+            let unwinder = self.build(&modules);
             self.processes
                 .insert(key, ProcessUnwinder { modules, unwinder });
         }
-        key
+        let unwinder = &self.processes[&key].unwinder;
+        let walked = walk(unwinder, &mut self.cache, regs, stack, max);
+        self.memo.keep(memo_key, walked)
     }
 
     fn build(&mut self, modules: &[Module]) -> native::Unwinder {
@@ -293,14 +350,20 @@ fn fingerprint(modules: &[Module]) -> u64 {
     hasher.finish()
 }
 
+/// Unwinds, keeping the words read on the way.
 fn walk(
     unwinder: &native::Unwinder,
     cache: &mut native::Cache,
     regs: &Regs,
     stack: &[u8],
     max: usize,
-) -> Vec<u64> {
-    let mut read_stack = |addr| read_word(stack, regs.sp, addr);
+) -> Walked {
+    let mut reads = Vec::new();
+    let mut read_stack = |addr| {
+        let word = read_word(stack, regs.sp, addr);
+        reads.push((addr, word.ok()));
+        word
+    };
     let start = native::regs(regs, unwinder.max_known_code_address());
     let mut frames = unwinder.iter_frames(regs.ip, start, cache, &mut read_stack);
     let mut addrs = Vec::new();
@@ -312,7 +375,7 @@ fn walk(
             Ok(None) | Err(_) => break,
         }
     }
-    addrs
+    Walked { reads, addrs }
 }
 
 /// The word at `addr` of the stack copied from `sp`; an error past it.
@@ -583,6 +646,29 @@ mod tests {
             unwinder.unwind(&modules, &sample.regs, &sample.stack, 2),
             full[..2]
         );
+    }
+
+    #[test]
+    fn a_stack_is_recalled_only_where_the_words_unwinding_read_are_the_same() {
+        let sample = sampled_outer();
+        let modules = self_modules();
+        let mut unwinder = Unwinder::new();
+        let full = unwinder.unwind(&modules, &sample.regs, &sample.stack, 128);
+        assert!(full.len() > 2, "{full:x?}");
+        // A word no unwinding reads: the same stack.
+        let mut stack = sample.stack.clone();
+        let unread = stack.len() - 8;
+        stack[unread..].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert_eq!(unwinder.unwind(&modules, &sample.regs, &stack, 128), full);
+        // The caller's return address, which it reads: another stack.
+        let slot = stack
+            .chunks_exact(8)
+            .position(|w| u64::from_ne_bytes(w.try_into().unwrap()) == full[1])
+            .expect("the return address is on the stack");
+        stack[slot * 8..slot * 8 + 8].copy_from_slice(&0u64.to_ne_bytes());
+        let changed = unwinder.unwind(&modules, &sample.regs, &stack, 128);
+        assert_ne!(changed, full);
+        assert_eq!(changed[0], full[0]);
     }
 
     fn segment(offset: u64, filesz: u64, vaddr: u64, executable: bool) -> Segment {

@@ -16,6 +16,8 @@ mod timeline;
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -36,9 +38,15 @@ use timeline::{Happened, Timeline, FORGET_AFTER};
 /// rings for them are small, and a build maps thousands of files.
 const READ_MAPPINGS_EVERY: Duration = Duration::from_millis(10);
 
-/// Messages waiting for the collector's thread past which hits lose
-/// their stacks: 32 MiB of stack copies.
-const MAX_BACKLOG: usize = 4096;
+/// Bytes of hits' stack copies waiting to be counted past which hits lose
+/// their stacks: a hot probe outruns the unwinding for a while (a batch
+/// of 100 ms is counted at once, after the reorder window), and is held
+/// in memory up to this.
+const MAX_BACKLOG_BYTES: usize = 64 << 20;
+
+/// Stack copies kept for reuse at the most: those of a burst of samples
+/// or hits, 8 KiB each at the most.
+const SPARE_STACKS: usize = 1024;
 
 /// What announces the tree's execs and executable mappings: the kernel's
 /// perf rings ([`MmapWatch`]), or a list a test made.
@@ -104,9 +112,14 @@ pub(crate) struct Setup {
 /// A handle on the collector's thread.
 pub(crate) struct Collector {
     to: Sender<Told>,
+    /// The stack copies of samples and hits counted, handed back to be
+    /// filled again: the drain allocates nothing for them once warm.
+    spare: Receiver<Vec<u8>>,
     thread: JoinHandle<Counted>,
     /// Hits counted without their stacks (see [`Collector::hit`]).
     stackless: Cell<u64>,
+    /// Bytes of hits' stack copies told and not yet counted.
+    backlog: Arc<AtomicUsize>,
 }
 
 /// What the collector counted; its records went on after the events.
@@ -129,13 +142,18 @@ impl Collector {
     /// finishes.
     pub fn start(setup: Setup, records: Sender<Record>) -> std::io::Result<Collector> {
         let (to, told) = crossbeam_channel::unbounded();
+        let (give_back, spare) = crossbeam_channel::bounded(SPARE_STACKS);
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&backlog);
         let thread = std::thread::Builder::new()
             .name("proctrace-collect".into())
-            .spawn(move || Collecting::new(setup).run(told, records))?;
+            .spawn(move || Collecting::new(setup, give_back, counted).run(told, records))?;
         Ok(Collector {
             to,
+            spare,
             thread,
             stackless: Cell::new(0),
+            backlog,
         })
     }
 
@@ -143,6 +161,11 @@ impl Collector {
     /// `mapped`, those its process has already.
     pub fn watch(&self, announcer: Box<dyn Announcer>, mapped: Vec<Mapping>) {
         let _ = self.to.send(Told::Watch(announcer, mapped));
+    }
+
+    /// A buffer for the stack copy of the next sample or hit.
+    pub fn buffer(&self) -> Vec<u8> {
+        self.spare.try_recv().unwrap_or_default()
     }
 
     /// A sample, as soon as it is read.
@@ -159,7 +182,10 @@ impl Collector {
     pub fn hit(&self, mut hit: Hit) {
         // A hot probe outruns the unwinding: past the backlog, a hit is
         // counted without its stack rather than held in memory.
-        if self.to.len() > MAX_BACKLOG && !hit.sample.stack.is_empty() {
+        let bytes = hit.sample.stack.len();
+        if bytes > 0 && self.backlog.fetch_add(bytes, Ordering::Relaxed) + bytes > MAX_BACKLOG_BYTES
+        {
+            self.backlog.fetch_sub(bytes, Ordering::Relaxed);
             hit.sample.stack = Vec::new();
             hit.sample.regs = [0; 4];
             self.stackless.set(self.stackless.get() + 1);
@@ -210,6 +236,10 @@ impl Collector {
 
 /// The collector's thread's state.
 struct Collecting {
+    /// Where stack copies go once counted.
+    give_back: Sender<Vec<u8>>,
+    /// Bytes of hits' stack copies told and not yet counted.
+    backlog: Arc<AtomicUsize>,
     announcers: Vec<Box<dyn Announcer>>,
     start: u64,
     frames: Frames,
@@ -220,8 +250,10 @@ struct Collecting {
 }
 
 impl Collecting {
-    fn new(setup: Setup) -> Collecting {
+    fn new(setup: Setup, give_back: Sender<Vec<u8>>, backlog: Arc<AtomicUsize>) -> Collecting {
         Collecting {
+            give_back,
+            backlog,
             announcers: Vec::new(),
             start: setup.start,
             frames: Frames::new(setup.names),
@@ -299,12 +331,16 @@ impl Collecting {
                 Happened::Sample(sample) => {
                     let places = self.frames.places(&sample);
                     self.tally.sample(sample.pid, sample.timestamp, places);
+                    let _ = self.give_back.try_send(sample.stack);
                 }
-                Happened::Hit(hit) => {
+                Happened::Hit(mut hit) => {
                     let places = self.frames.places(&hit.sample);
                     self.calls.hit(&hit);
                     self.attempts.hit(&hit);
+                    let stack = std::mem::take(&mut hit.sample.stack);
                     self.tally.hit(hit, places);
+                    self.backlog.fetch_sub(stack.len(), Ordering::Relaxed);
+                    let _ = self.give_back.try_send(stack);
                 }
                 Happened::Mark(mark) => self.tally.mark(mark),
                 Happened::Exit { pid, at } => {
@@ -323,9 +359,9 @@ impl Collecting {
             lost_mappings: self.announcers.iter().map(|a| a.lost()).sum(),
             stackless_hits: 0,
         };
-        let sampled = self.tally.samples.keys().flat_map(|(_, _, p)| p);
-        let hit = self.tally.hits.keys().flat_map(|(_, _, _, p)| p);
-        let names = self.frames.name(sampled.chain(hit));
+        let names = self
+            .frames
+            .name(self.tally.stacks.by_id().into_iter().flatten());
         let latencies = self.calls.into_records().into_iter();
         let attempts = self.attempts.into_records().into_iter();
         let records = records::records(self.tally, names)

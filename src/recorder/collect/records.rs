@@ -39,14 +39,16 @@ impl StackIds {
 /// The Frame and Stack records, then CpuSamples, ProbeHits and ProbeArgs:
 /// places that name the same functions are one stack.
 pub(super) fn records(tally: Tally, names: Names) -> Vec<Record> {
+    let places = tally.stacks.by_id();
     let mut stacks = StackIds::default();
     let mut merged: HashMap<(Pid, Test, u32), Count> = HashMap::new();
-    for ((pid, test, places), count) in &tally.samples {
-        let stack = stacks.of(&names, places);
+    for ((pid, test, id), count) in &tally.samples {
+        let stack = stacks.of(&names, places[*id as usize]);
         merge(&mut merged, (*pid, test.clone(), stack), count);
     }
     let mut merged_hits: HashMap<(Pid, Test, u32, Option<u32>), Count> = HashMap::new();
-    for ((pid, test, probe, places), count) in &tally.hits {
+    for ((pid, test, probe, id), count) in &tally.hits {
+        let places = places[*id as usize];
         let stack = (!places.is_empty()).then(|| stacks.of(&names, places));
         merge(&mut merged_hits, (*pid, test.clone(), *probe, stack), count);
     }

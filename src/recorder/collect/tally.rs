@@ -29,7 +29,11 @@ impl Count {
 }
 
 /// Counts one more at time `at` under `key`.
-fn count_at<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, Count>, key: K, at: u64) {
+fn count_at<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(
+    counts: &mut HashMap<K, Count, S>,
+    key: K,
+    at: u64,
+) {
     let count = counts.entry(key).or_insert(Count {
         count: 0,
         first: at,
@@ -58,10 +62,35 @@ pub(super) struct ArgTuples {
     pub other: u64,
 }
 
-/// Samples by process, test and stack (its places, leaf first).
-pub(super) type SampleCounts = HashMap<(Pid, Test, Vec<Place>), Count>;
-/// Hits by process, test, probe and stack (empty without stacks).
-pub(super) type HitCounts = HashMap<(Pid, Test, u32, Vec<Place>), Count>;
+/// Samples by process, test and stack (its [`PlaceStacks`] id).
+pub(super) type SampleCounts = foldhash::HashMap<(Pid, Test, u32), Count>;
+/// Hits by process, test, probe and stack (the empty one without stacks).
+pub(super) type HitCounts = foldhash::HashMap<(Pid, Test, u32, u32), Count>;
+
+/// Every stack of places counted (leaf first), each numbered once: a
+/// stack seen before is found by its places, without copying them.
+#[derive(Default)]
+pub(super) struct PlaceStacks(foldhash::HashMap<Box<[Place]>, u32>);
+
+impl PlaceStacks {
+    fn id(&mut self, places: &[Place]) -> u32 {
+        if let Some(&id) = self.0.get(places) {
+            return id;
+        }
+        let id = self.0.len() as u32;
+        self.0.insert(places.into(), id);
+        id
+    }
+
+    /// The stacks by id.
+    pub(super) fn by_id(&self) -> Vec<&[Place]> {
+        let mut stacks = vec![&[][..]; self.0.len()];
+        for (places, &id) in &self.0 {
+            stacks[id as usize] = places;
+        }
+        stacks
+    }
+}
 /// USDT hits by process, test and probe, by their arguments.
 pub(super) type ArgCounts = HashMap<(Pid, Test, u32), ArgTuples>;
 
@@ -70,6 +99,7 @@ pub(super) struct Tally {
     /// The test each process says runs in it now (see [`Mark`]); a fork
     /// starts in its parent's.
     tests: HashMap<Pid, Arc<str>>,
+    pub stacks: PlaceStacks,
     pub samples: SampleCounts,
     pub hits: HitCounts,
     /// Past the bound of tuples kept, by process, test and probe only.
@@ -112,18 +142,20 @@ impl Tally {
     }
 
     /// Counts a sample of `pid` at `at` in the stack of `places`.
-    pub(super) fn sample(&mut self, pid: Pid, at: u64, places: Vec<Place>) {
+    pub(super) fn sample(&mut self, pid: Pid, at: u64, places: &[Place]) {
         self.sample_total += 1;
         let test = self.test_of(pid);
-        count_at(&mut self.samples, (pid, test, places), at);
+        let stack = self.stacks.id(places);
+        count_at(&mut self.samples, (pid, test, stack), at);
     }
 
     /// Counts one hit of a probe, in its stack and by its arguments.
-    pub(super) fn hit(&mut self, hit: Hit, places: Vec<Place>) {
+    pub(super) fn hit(&mut self, hit: Hit, places: &[Place]) {
         self.hit_total += 1;
         let (pid, at) = (hit.sample.pid, hit.sample.timestamp);
         let test = self.test_of(pid);
-        count_at(&mut self.hits, (pid, test.clone(), hit.probe, places), at);
+        let stack = self.stacks.id(places);
+        count_at(&mut self.hits, (pid, test.clone(), hit.probe, stack), at);
         if hit.args.is_empty() {
             return;
         }

@@ -73,18 +73,24 @@ impl Router {
 
     /// A record of the samples ring.
     pub(super) fn sample(&self, data: &[u8]) {
-        match (decode_sample(data, self.start_ns), &self.collector) {
-            (Ok(sample), Some(collector)) => collector.sample(sample),
-            _ => self.malformed.set(self.malformed.get() + 1),
+        let Some(collector) = &self.collector else {
+            return self.malformed.set(self.malformed.get() + 1);
+        };
+        match decode_sample(data, self.start_ns, collector.buffer()) {
+            Ok(sample) => collector.sample(sample),
+            Err(_) => self.malformed.set(self.malformed.get() + 1),
         }
     }
 
     /// A record of the hits ring: a probe's hit or a test mark.
     pub(super) fn hit(&self, data: &[u8]) {
-        match (decode_from_hits(data, self.start_ns), &self.collector) {
-            (Ok(FromHits::Hit(hit)), Some(collector)) => collector.hit(hit),
-            (Ok(FromHits::Mark(mark)), Some(collector)) => collector.mark(mark),
-            _ => self.unread_hits.set(self.unread_hits.get() + 1),
+        let Some(collector) = &self.collector else {
+            return self.unread_hits.set(self.unread_hits.get() + 1);
+        };
+        match decode_from_hits(data, self.start_ns, collector.buffer()) {
+            Ok(FromHits::Hit(hit)) => collector.hit(hit),
+            Ok(FromHits::Mark(mark)) => collector.mark(mark),
+            Err(_) => self.unread_hits.set(self.unread_hits.get() + 1),
         }
     }
 

@@ -19,6 +19,7 @@ mod native;
 pub(crate) mod spaces;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use crate::event::Pid;
@@ -111,6 +112,9 @@ pub(crate) struct Frames {
     modules: Modules,
     /// Asked in order to claim a user address, and to name their places.
     sources: Vec<Box<dyn Source + Send>>,
+    /// The places of the last sample, the buffer kept from one to the
+    /// next: the collector allocates nothing for a sample it has seen.
+    places: Vec<Place>,
 }
 
 impl Frames {
@@ -127,6 +131,7 @@ impl Frames {
                 Box::new(kernel::Kernel),
                 Box::new(jit::Jit),
             ],
+            places: Vec::new(),
         }
     }
 
@@ -152,44 +157,32 @@ impl Frames {
 
     /// The places of a sample, the running one first: its kernel stack,
     /// then its user stack unwound against the mappings of the time.
-    pub(crate) fn places(&mut self, sample: &Sample) -> Vec<Place> {
-        let mut places: Vec<Place> = sample
-            .kernel
-            .iter()
-            .enumerate()
-            .map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0)))
-            .collect();
-        for (i, addr) in self.unwind(sample).into_iter().enumerate() {
+    pub(crate) fn places(&mut self, sample: &Sample) -> &[Place] {
+        let Frames {
+            spaces,
+            unwinder,
+            modules,
+            sources,
+            places,
+            ..
+        } = self;
+        places.clear();
+        let kernel = sample.kernel.iter().enumerate();
+        places.extend(kernel.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
+        for (i, &addr) in unwind(spaces, unwinder, sample).iter().enumerate() {
             let addr = lookup_address(addr, i == 0);
-            let mapping = self.spaces.mapping_at(sample.pid, sample.timestamp, addr);
+            let mapping = spaces.mapping_at(sample.pid, sample.timestamp, addr);
             let at = At {
                 sample,
                 addr,
                 mapping,
             };
-            let source = self.sources.iter_mut().find(|s| s.claims(mapping));
+            let source = sources.iter_mut().find(|s| s.claims(mapping));
             if let Some(source) = source {
-                source.places(&at, &mut self.modules, &mut places);
+                source.places(&at, modules, places);
             }
         }
         places
-    }
-
-    /// The user stack's return addresses, leaf first.
-    fn unwind(&mut self, sample: &Sample) -> Vec<u64> {
-        let [ip, sp, fp, lr] = sample.regs;
-        if ip == 0 {
-            return Vec::new();
-        }
-        let modules: Vec<Module> = self
-            .spaces
-            .modules_at(sample.pid, sample.timestamp)
-            .into_iter()
-            .map(module_of)
-            .collect();
-        let regs = Regs { ip, sp, fp, lr };
-        self.unwinder
-            .unwind(&modules, &regs, &sample.stack, MAX_USER_FRAMES)
     }
 
     /// Names every place once, each by its source.
@@ -210,6 +203,35 @@ impl Frames {
         symbolizer.save();
         names
     }
+}
+
+/// The return addresses of `sample`'s user stack, leaf first, unwound
+/// against its process's mappings: listed again only when they changed,
+/// or for a sample from before the change.
+fn unwind<'u>(spaces: &AddressSpaces, unwinder: &'u mut Unwinder, sample: &Sample) -> &'u [u64] {
+    let [ip, sp, fp, lr] = sample.regs;
+    if ip == 0 {
+        return &[];
+    }
+    let (pid, time) = (sample.pid, sample.timestamp);
+    let (version, since) = spaces.version(pid, time);
+    let mut hasher = foldhash::fast::FixedState::default().build_hasher();
+    (pid, version).hash(&mut hasher);
+    if time < since {
+        time.hash(&mut hasher);
+    }
+    let modules = || -> Vec<Module> {
+        let modules = spaces.modules_at(pid, time).into_iter();
+        modules.map(module_of).collect()
+    };
+    let regs = Regs { ip, sp, fp, lr };
+    unwinder.unwind_with(
+        hasher.finish(),
+        modules,
+        &regs,
+        &sample.stack,
+        MAX_USER_FRAMES,
+    )
 }
 
 fn module_of(mapping: &Mapping) -> Module {

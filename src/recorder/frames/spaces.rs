@@ -11,6 +11,7 @@
 //! of a million short processes keeps only the live ones'.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::event::Pid;
 use crate::recorder::wire::{Mapping, Seen};
@@ -34,6 +35,8 @@ struct Space {
     mappings: Vec<Mapping>,
     /// Sorted by `since`.
     starts: Vec<Start>,
+    /// How often it changed: what [`AddressSpaces::version`] is made of.
+    changes: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -118,6 +121,7 @@ impl AddressSpaces {
             .collect();
         let mappings = space.mappings.partition_point(|m| m.time <= time);
         space.mappings.drain(..mappings);
+        space.changes += 1;
         if space.starts.is_empty() && space.mappings.is_empty() {
             self.spaces.remove(&pid);
         }
@@ -132,9 +136,24 @@ impl AddressSpaces {
 
     /// A mapping made by `mapping.pid` at `mapping.time`.
     pub(crate) fn add(&mut self, mapping: Mapping) {
-        let mappings = &mut self.space(mapping.pid).mappings;
-        let at = mappings.partition_point(|m| m.time <= mapping.time);
-        mappings.insert(at, mapping);
+        let space = self.space(mapping.pid);
+        let at = space.mappings.partition_point(|m| m.time <= mapping.time);
+        space.mappings.insert(at, mapping);
+        space.changes += 1;
+    }
+
+    /// What tells one list of [`AddressSpaces::modules_at`] for `pid` from
+    /// another, and from when it holds: the list at any time from the
+    /// second on is the same while the first is, so a caller can keep it
+    /// rather than list the mappings at every sample. Made of how often
+    /// each space `pid`'s mappings come from changed.
+    pub(crate) fn version(&self, pid: Pid, time: u64) -> (u64, u64) {
+        let mut hasher = foldhash::fast::FixedState::default().build_hasher();
+        for step in self.line(pid, time) {
+            (step.pid, step.space.changes).hash(&mut hasher);
+        }
+        let since = self.spaces.get(&pid).map_or(0, Space::latest);
+        (hasher.finish(), since)
     }
 
     /// The mappings in force in `pid` at `time`, by start address: those
@@ -168,32 +187,61 @@ impl AddressSpaces {
     /// its own since its last start, then, for a fork, its parent's at
     /// the fork, and so on up the line of forks.
     fn newest_first(&self, pid: Pid, time: u64) -> impl Iterator<Item = &Mapping> {
-        let mut spans = Vec::new();
-        let (mut pid, mut time) = (pid, time);
-        // Each step goes to a strictly earlier start: a chain of forks
-        // that loops (pids used again, times out of order) still ends.
-        let mut before = u64::MAX;
-        while let Some(space) = self.spaces.get(&pid) {
-            let start = space.start_at(time).filter(|s| s.since < before);
-            spans.push(space.between(start.map_or(0, |s| s.since), time));
-            match start {
-                Some(Start {
-                    since,
-                    parent: Some(parent),
-                }) => {
-                    (pid, time, before) = (parent, since, since);
-                }
-                _ => break,
-            }
-        }
-        spans.into_iter().flat_map(|span| span.iter().rev())
+        self.line(pid, time).flat_map(|step| {
+            let from = step.start.map_or(0, |s| s.since);
+            step.space.between(from, step.time).iter().rev()
+        })
     }
+
+    /// The spaces `pid`'s mappings at `time` come from: its own, then for
+    /// a fork its parent's at the fork, and so on up the line of forks.
+    fn line(&self, pid: Pid, time: u64) -> impl Iterator<Item = Step<'_>> {
+        let first = self.step(pid, time, u64::MAX);
+        std::iter::successors(first, move |step| match step.start {
+            Some(Start {
+                since,
+                parent: Some(parent),
+            }) => self.step(parent, since, since),
+            _ => None,
+        })
+    }
+
+    /// `pid`'s space as of `time`, its start before `before`: each step up
+    /// goes to a strictly earlier start, so a line of forks that loops
+    /// (pids used again, times out of order) still ends.
+    fn step(&self, pid: Pid, time: u64, before: u64) -> Option<Step<'_>> {
+        let space = self.spaces.get(&pid)?;
+        let start = space.start_at(time).filter(|s| s.since < before);
+        Some(Step {
+            pid,
+            space,
+            start,
+            time,
+        })
+    }
+}
+
+/// One space of a line of forks, as [`AddressSpaces::line`] walks it.
+struct Step<'a> {
+    pid: Pid,
+    space: &'a Space,
+    /// Its start in force at `time`.
+    start: Option<Start>,
+    time: u64,
 }
 
 impl Space {
     fn start(&mut self, start: Start) {
         let at = self.starts.partition_point(|s| s.since <= start.since);
         self.starts.insert(at, start);
+        self.changes += 1;
+    }
+
+    /// When it last changed: its last start or mapping.
+    fn latest(&self) -> u64 {
+        let mapped = self.mappings.last().map_or(0, |m| m.time);
+        let started = self.starts.last().map_or(0, |s| s.since);
+        mapped.max(started)
     }
 
     /// The last start at or before `time`.

@@ -2,6 +2,8 @@
 //! hit (registers and a copy of the top of the user stack), and a
 //! process's word on which test runs in it.
 
+use std::cell::RefCell;
+
 use plain::Plain;
 
 use super::{copy, Malformed};
@@ -25,21 +27,41 @@ pub struct Sample {
     pub stack: Vec<u8>,
 }
 
-/// Decodes a record of the samples ring; `start` as for [`decode`]. Only
-/// the part of the stack copy the kernel sent is read.
-pub fn decode_sample(data: &[u8], start: u64) -> Result<Sample, Malformed> {
+thread_local! {
+    /// The fixed parts of the last records read, kept from one to the
+    /// next: a record is 8 KiB with room for a whole stack copy, of which
+    /// only the fixed part is read into it.
+    static SAMPLE: RefCell<Box<sample_event>> = RefCell::default();
+    static HIT: RefCell<Box<hit_event>> = RefCell::default();
+}
+
+/// Decodes a record of the samples ring into a sample whose stack copy is
+/// `buffer`'s (emptied first: a buffer of an earlier sample, handed back,
+/// is filled without allocating); `start` as for [`decode`]. Only the
+/// part of the stack copy the kernel sent is read.
+pub fn decode_sample(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Sample, Malformed> {
     let fixed = std::mem::offset_of!(sample_event, stack);
-    let (e, stack) =
-        with_stack::<sample_event>(data, fixed, event_kind::EVENT_SAMPLE, |e| e.stack_len)?;
-    let frames = (e.kernel_frames as usize).min(e.kernel.len());
-    Ok(Sample {
-        pid: e.header.pid,
-        tid: e.tid,
-        timestamp: e.header.timestamp.saturating_sub(start),
-        kernel: e.kernel[..frames].to_vec(),
-        regs: [e.ip, e.sp, e.fp, e.lr],
-        stack: stack.to_vec(),
+    SAMPLE.with_borrow_mut(|e| {
+        let stack = with_stack(&mut **e, data, fixed, event_kind::EVENT_SAMPLE, |e| {
+            e.stack_len
+        })?;
+        let frames = (e.kernel_frames as usize).min(e.kernel.len());
+        Ok(Sample {
+            pid: e.header.pid,
+            tid: e.tid,
+            timestamp: e.header.timestamp.saturating_sub(start),
+            kernel: e.kernel[..frames].to_vec(),
+            regs: [e.ip, e.sp, e.fp, e.lr],
+            stack: filled(buffer, stack),
+        })
     })
+}
+
+/// `buffer`, emptied, with `bytes` in it.
+fn filled(mut buffer: Vec<u8>, bytes: &[u8]) -> Vec<u8> {
+    buffer.clear();
+    buffer.extend_from_slice(bytes);
+    buffer
 }
 
 /// One hit of a probe as the kernel sent it: a sample of the user stack
@@ -56,32 +78,36 @@ pub struct Hit {
     pub args: Vec<ArgValue>,
 }
 
-/// Decodes a probe's hit; `start` as for [`decode`].
-fn decode_hit(data: &[u8], start: u64) -> Result<Hit, Malformed> {
+/// Decodes a probe's hit; `start` and `buffer` as for [`decode_sample`].
+fn decode_hit(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Hit, Malformed> {
     let fixed = std::mem::offset_of!(hit_event, stack);
-    let (e, stack) = with_stack::<hit_event>(data, fixed, event_kind::EVENT_HIT, |e| e.stack_len)?;
-    let count = (e.arg_count as usize).min(e.args.len());
-    // The strings fill their slots in argument order.
-    let mut strings = e.strings.iter();
-    let args = (0..count)
-        .map(|i| {
-            let read = e.string_mask & (1 << i) != 0;
-            let text = read.then(|| strings.next()).flatten();
-            let text = text.and_then(|s| c_text(s));
-            text.map_or(ArgValue::Number(e.args[i]), ArgValue::Text)
+    HIT.with_borrow_mut(|e| {
+        let stack = with_stack(&mut **e, data, fixed, event_kind::EVENT_HIT, |e| {
+            e.stack_len
+        })?;
+        let count = (e.arg_count as usize).min(e.args.len());
+        // The strings fill their slots in argument order.
+        let mut strings = e.strings.iter();
+        let args = (0..count)
+            .map(|i| {
+                let read = e.string_mask & (1 << i) != 0;
+                let text = read.then(|| strings.next()).flatten();
+                let text = text.and_then(|s| c_text(s));
+                text.map_or(ArgValue::Number(e.args[i]), ArgValue::Text)
+            })
+            .collect();
+        Ok(Hit {
+            sample: Sample {
+                pid: e.header.pid,
+                tid: e.tid,
+                timestamp: e.header.timestamp.saturating_sub(start),
+                kernel: Vec::new(),
+                regs: [e.ip, e.sp, e.fp, e.lr],
+                stack: filled(buffer, stack),
+            },
+            probe: e.probe,
+            args,
         })
-        .collect();
-    Ok(Hit {
-        sample: Sample {
-            pid: e.header.pid,
-            tid: e.tid,
-            timestamp: e.header.timestamp.saturating_sub(start),
-            kernel: Vec::new(),
-            regs: [e.ip, e.sp, e.fp, e.lr],
-            stack: stack.to_vec(),
-        },
-        probe: e.probe,
-        args,
     })
 }
 
@@ -103,11 +129,12 @@ pub enum FromHits {
     Mark(Mark),
 }
 
-/// Decodes a record of the hits ring; `start` as for [`decode`].
-pub fn decode_from_hits(data: &[u8], start: u64) -> Result<FromHits, Malformed> {
+/// Decodes a record of the hits ring; `start` and `buffer` (for a hit's
+/// stack) as for [`decode_sample`].
+pub fn decode_from_hits(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<FromHits, Malformed> {
     let header: event_header = copy(data).ok_or(Malformed::new(data.len(), 0))?;
     if event_kind(header.kind) != event_kind::EVENT_TEST_MARK {
-        return decode_hit(data, start).map(FromHits::Hit);
+        return decode_hit(data, start, buffer).map(FromHits::Hit);
     }
     let e: mark_event = copy(data).ok_or(Malformed::new(data.len(), header.kind))?;
     let value = (e.set != 0).then(|| c_text(&e.value)).flatten();
@@ -119,23 +146,22 @@ pub fn decode_from_hits(data: &[u8], start: u64) -> Result<FromHits, Malformed> 
 }
 
 /// A record that ends where its copy of the user stack does: its fixed
-/// part (the first `fixed` bytes) read into a whole, zeroed struct, and
-/// the `stack_len` bytes of stack after it.
-fn with_stack<T: Plain + Default>(
-    data: &[u8],
+/// part (the first `fixed` bytes) read into `e` (what lies past it there
+/// is never read), and the `stack_len` bytes of stack after it.
+fn with_stack<'d, T: Plain>(
+    e: &mut T,
+    data: &'d [u8],
     fixed: usize,
     kind: event_kind,
     stack_len: impl Fn(&T) -> u32,
-) -> Result<(T, &[u8]), Malformed> {
+) -> Result<&'d [u8], Malformed> {
     let malformed = || Malformed::new(data.len(), kind.0);
-    let mut e = T::default();
     let head = data.get(..fixed).ok_or_else(malformed)?;
     // SAFETY: a plain C struct of integers, valid for any bytes.
-    let bytes = unsafe { plain::as_mut_bytes(&mut e) };
+    let bytes = unsafe { plain::as_mut_bytes(e) };
     bytes[..fixed].copy_from_slice(head);
-    let len = stack_len(&e) as usize;
-    let stack = data.get(fixed..fixed + len).ok_or_else(malformed)?;
-    Ok((e, stack))
+    let len = stack_len(e) as usize;
+    data.get(fixed..fixed + len).ok_or_else(malformed)
 }
 
 /// The text of a C string the kernel read, if it is text: a pointer to
@@ -183,7 +209,7 @@ mod tests {
             }
         }
         let fixed = std::mem::offset_of!(hit_event, stack);
-        let decoded = decode_hit(&bytes_of(&hit)[..fixed], 10).unwrap();
+        let decoded = decode_hit(&bytes_of(&hit)[..fixed], 10, Vec::new()).unwrap();
         let text = |s: &str| ArgValue::Text(s.into());
         let n = ArgValue::Number;
         assert_eq!(
