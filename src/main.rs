@@ -5,6 +5,11 @@ use proctrace::recorder::RecordError;
 
 mod cli;
 
+/// Not libc's malloc: the recorder attaches uprobes there for every
+/// process, its own included (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     end_with_the_reader();
     let status = cli::Cli::parse().run().unwrap_or_else(|err| {
