@@ -131,6 +131,9 @@ pub enum RecordError {
         /// This machine's page size.
         page: u32,
     },
+    /// `Recorder::max_processes(0)`: the tree could hold no process.
+    #[error("--max-processes 0: the tree's root needs room, so at least 1")]
+    MaxProcesses,
     /// The CPU profile's sampling rate is not one the kernel takes.
     #[error(
         "a CPU profile at {hz} Hz: {}",

@@ -384,3 +384,16 @@ fn a_failed_start_creates_no_file() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// A tracked map of no entries is the kernel's bare EINVAL at load: the
+/// limit is named before anything loads.
+#[test]
+fn no_room_for_processes_is_refused_before_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.ndjson");
+    let said = refused(&[], &["--max-processes", "0"], &out);
+    assert_eq!(
+        said,
+        "proctrace: --max-processes 0: the tree's root needs room, so at least 1"
+    );
+}

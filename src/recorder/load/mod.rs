@@ -278,6 +278,10 @@ fn settle(config: &KernelConfig) -> Result<(Settings, bool), RecordError> {
     if settings.buffer == BufferKind::Ring {
         memory::check_ring_size(config.ring_bytes)?;
     }
+    // The kernel's own refusal of an empty map is a bare EINVAL.
+    if config.max_processes == 0 {
+        return Err(RecordError::MaxProcesses);
+    }
     Ok((settings, kernel_btf))
 }
 
