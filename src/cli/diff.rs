@@ -63,5 +63,8 @@ fn read(path: &Path) -> anyhow::Result<Recording> {
     let mut reader = open_seekable_input(Some(path))?;
     let recording = Recording::read(&mut reader, Keep::Processes);
     print_warnings(&reader);
-    Ok(recording?)
+    // Functions compared as `render` shows them by default.
+    let mut recording = recording?;
+    recording.profile.fold_inlined();
+    Ok(recording)
 }

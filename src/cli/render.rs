@@ -31,6 +31,12 @@ pub struct RenderArgs {
     /// What `-d folded` and `-d flamegraph` weigh each process by.
     #[arg(long, value_enum, default_value_t, value_name = "WEIGHT")]
     pub weight: Weight,
+    /// Show functions inlined into others as frames of their own, with
+    /// the time spent in them; by default their time is the function's
+    /// they were inlined into, as `perf report` counts it. pprof always
+    /// keeps them, as lines of their function.
+    #[arg(long)]
+    pub inline: bool,
 }
 
 /// Runs `proctrace render`; returns the exit code.
@@ -46,7 +52,10 @@ pub fn run(args: RenderArgs) -> anyhow::Result<i32> {
     let mut reader = open_seekable_input(args.input.as_deref())?;
     let recording = Recording::read(&mut reader, args.mode.keep());
     print_warnings(&reader);
-    let recording = recording?;
+    let mut recording = recording?;
+    if !args.inline && !args.mode.keeps_inlined() {
+        recording.profile.fold_inlined();
+    }
     let options = Options {
         weight: args.weight,
         ..match &args.output {

@@ -160,6 +160,16 @@ impl Mode {
             _ => false,
         }
     }
+
+    /// Whether the mode has a place of its own for inlined functions
+    /// (pprof's lines of a location), so it is given them unfolded.
+    pub fn keeps_inlined(self) -> bool {
+        match self {
+            #[cfg(feature = "pprof")]
+            Mode::Pprof => true,
+            _ => false,
+        }
+    }
 }
 
 /// Writes `recording` to `out` as `mode` says; the recording must have

@@ -42,6 +42,17 @@ impl Profile {
         None
     }
 
+    /// Leaves the frames of inlined functions out of every stack: their
+    /// code is counted to the function they were inlined into, as a
+    /// symbol table (and so `perf report`'s self time) counts it.
+    pub fn fold_inlined(&mut self) {
+        let frames = &self.frames;
+        let inlined = |id: &u32| frames.get(id).is_some_and(|f| f.inlined);
+        for stack in self.stacks.values_mut() {
+            stack.retain(|id| !inlined(id));
+        }
+    }
+
     /// Whether the recording has no sample.
     pub fn is_empty(&self) -> bool {
         self.samples.is_empty()

@@ -498,3 +498,22 @@ fn the_latency_histogram_shows_its_empty_powers() {
         ]
     );
 }
+
+/// An inlined function's time is the function's it was inlined into, as
+/// `perf report` counts self time, unless `--inline` asks for its frame.
+#[test]
+fn inlined_functions_count_to_their_caller_unless_asked() {
+    let profile = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/profile.ndjson");
+    let path = profile.to_str().unwrap();
+    let folded = |extra: &[&str]| {
+        let args = [&["render", "-i", path, "-d", "cpu-folded"][..], extra].concat();
+        let output = proctrace(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let folded_in = folded(&[]);
+    assert!(folded_in.contains(";main;work;spin 30\n"), "{folded_in}");
+    assert!(!folded_in.contains("helper"), "{folded_in}");
+    let shown = folded(&["--inline"]);
+    assert!(shown.contains(";main;work;helper;spin 30\n"), "{shown}");
+}
