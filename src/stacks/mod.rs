@@ -22,6 +22,8 @@
 //! it needs neither.
 
 #[cfg(feature = "recorder")]
+mod bounds;
+#[cfg(feature = "recorder")]
 pub mod cache;
 pub mod folded;
 #[cfg(feature = "recorder")]

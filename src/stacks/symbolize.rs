@@ -16,6 +16,7 @@ use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 use blazesym::MaybeDefault;
 
+use super::bounds::Functions;
 use super::cache::{Entries, NameCache, Named};
 use super::plt::Plt;
 
@@ -62,6 +63,7 @@ pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     perf_maps: HashMap<u32, PerfMap>,
     plts: HashMap<PathBuf, Plt>,
+    functions: HashMap<PathBuf, Functions>,
     cache: NameCache,
     kept: Entries,
 }
@@ -90,6 +92,7 @@ impl Symbolizer {
             blaze,
             perf_maps: HashMap::new(),
             plts: HashMap::new(),
+            functions: HashMap::new(),
             cache,
             kept: Entries::default(),
         }
@@ -130,10 +133,33 @@ impl Symbolizer {
                 entry.learn(offset, named);
             }
         }
-        offsets
+        let mut named: Vec<Vec<Frame>> = offsets
             .iter()
             .map(|&offset| frames(entry.get(offset), &module, offset))
-            .collect()
+            .collect();
+        self.group_unnamed(path, &mut named);
+        named
+    }
+
+    /// Code no symbol names is known by the start of the function its
+    /// file's unwind tables place it in, where they do: one frame for
+    /// the function rather than one per address sampled in it.
+    fn group_unnamed(&mut self, path: &Path, named: &mut [Vec<Frame>]) {
+        let mut unnamed = named
+            .iter_mut()
+            .flatten()
+            .filter(|f| f.function.is_none())
+            .peekable();
+        if unnamed.peek().is_none() {
+            return;
+        }
+        let functions = self
+            .functions
+            .entry(path.to_owned())
+            .or_insert_with(|| Functions::read(path));
+        for frame in unnamed {
+            frame.offset = functions.start_of(frame.offset).unwrap_or(frame.offset);
+        }
     }
 
     /// The frames at `addrs`, kernel addresses (pass

@@ -41,7 +41,7 @@ impl Source for Native {
                     .enumerate()
                     .map(|(i, symbol)| Frame {
                         id: 0,
-                        offset: symbol.function.is_none().then_some(*offset),
+                        offset: symbol.function.is_none().then_some(symbol.offset),
                         function: symbol.function,
                         module: path.to_string(),
                         kernel: false,
