@@ -220,7 +220,25 @@ struct Memo(foldhash::HashMap<(u64, Regs, usize), Walked>);
 /// copy) and what it found.
 struct Walked {
     reads: Vec<(u64, Option<u64>)>,
-    addrs: Vec<u64>,
+    found: Unwound,
+}
+
+/// A user stack unwound.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unwound {
+    /// The return addresses from the leaf up (see [`Unwinder::unwind`]).
+    pub addrs: Vec<u64>,
+    /// The walk stopped short of the thread's first frame: it needed a
+    /// word past the copy of the stack, or reached the most frames asked.
+    pub cut: bool,
+}
+
+impl Unwound {
+    /// No stack: no registers were kept, or no frame asked for.
+    pub const NONE: &'static Unwound = &Unwound {
+        addrs: Vec::new(),
+        cut: false,
+    };
 }
 
 /// Stacks remembered at the most; past it the memo starts afresh.
@@ -229,21 +247,21 @@ const MEMO_MAX: usize = 16384;
 impl Memo {
     /// What unwinding `stack` from `regs` found before, if it read the
     /// same words.
-    fn recall(&self, key: &(u64, Regs, usize), stack: &[u8]) -> Option<&[u64]> {
+    fn recall(&self, key: &(u64, Regs, usize), stack: &[u8]) -> Option<&Unwound> {
         let walked = self.0.get(key)?;
         let same = walked
             .reads
             .iter()
             .all(|&(addr, value)| read_word(stack, key.1.sp, addr).ok() == value);
-        same.then_some(walked.addrs.as_slice())
+        same.then_some(&walked.found)
     }
 
     /// Remembers `walked`; what it found.
-    fn keep(&mut self, key: (u64, Regs, usize), walked: Walked) -> &[u64] {
+    fn keep(&mut self, key: (u64, Regs, usize), walked: Walked) -> &Unwound {
         if self.0.len() >= MEMO_MAX {
             self.0.clear();
         }
-        &self.0.entry(key).insert_entry(walked).into_mut().addrs
+        &self.0.entry(key).insert_entry(walked).into_mut().found
     }
 }
 
@@ -280,7 +298,8 @@ impl Unwinder {
             self.processes.remove(&key);
         }
         self.unwind_with(key, || modules.to_vec(), regs, stack, max)
-            .to_vec()
+            .addrs
+            .clone()
     }
 
     /// [`Unwinder::unwind`] against the modules the caller calls `key`:
@@ -294,13 +313,13 @@ impl Unwinder {
         regs: &Regs,
         stack: &[u8],
         max: usize,
-    ) -> &[u64] {
+    ) -> &Unwound {
         if max == 0 {
-            return &[];
+            return Unwound::NONE;
         }
         let memo_key = (key, *regs, max);
         if self.memo.recall(&memo_key, stack).is_some() {
-            return &self.memo.0[&memo_key].addrs;
+            return &self.memo.0[&memo_key].found;
         }
         if !self.processes.contains_key(&key) {
             if self.processes.len() >= MAX_PROCESSES {
@@ -375,7 +394,16 @@ fn walk(
             Ok(None) | Err(_) => break,
         }
     }
-    Walked { reads, addrs }
+    // A word the copy does not hold past its end: the stack went on.
+    let copy_end = regs.sp.saturating_add(stack.len() as u64);
+    let past_copy = reads
+        .last()
+        .is_some_and(|&(addr, value)| value.is_none() && addr.saturating_add(8) > copy_end);
+    let cut = addrs.len() == max || past_copy;
+    Walked {
+        reads,
+        found: Unwound { addrs, cut },
+    }
 }
 
 /// The word at `addr` of the stack copied from `sp`; an error past it.

@@ -181,13 +181,14 @@ impl Collector {
     /// A probe's hit, as soon as it is read.
     pub fn hit(&self, mut hit: Hit) {
         // A hot probe outruns the unwinding: past the backlog, a hit is
-        // counted without its stack rather than held in memory.
+        // counted without its stack copy rather than held in memory; its
+        // registers still name where it was, and its stack is said to be
+        // cut there.
         let bytes = hit.sample.stack.len();
         if bytes > 0 && self.backlog.fetch_add(bytes, Ordering::Relaxed) + bytes > MAX_BACKLOG_BYTES
         {
             self.backlog.fetch_sub(bytes, Ordering::Relaxed);
             hit.sample.stack = Vec::new();
-            hit.sample.regs = [0; 4];
             self.stackless.set(self.stackless.get() + 1);
         }
         let _ = self.to.send(Told::Hit(hit));

@@ -12,6 +12,7 @@
 //! interpreted functions that loop ran. Kernel addresses are the
 //! [`kernel`] source's.
 
+mod gaps;
 mod jit;
 mod kernel;
 mod names;
@@ -26,7 +27,8 @@ use crate::event::Pid;
 use crate::recorder::wire::{Mapping, Sample, Seen};
 use crate::stacks::cache::NameCache;
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
-use crate::stacks::unwind::{Module, Regs, Unwinder};
+use crate::stacks::unwind::{Module, Regs, Unwinder, Unwound};
+use gaps::Gap;
 pub(crate) use names::Names;
 use spaces::AddressSpaces;
 
@@ -43,6 +45,8 @@ pub(crate) enum Place {
     /// An address of no file: no known mapping covers it, or one with no
     /// file behind it (its module index), as JIT compilers write code in.
     Jit(Pid, u64, Option<u32>),
+    /// Where the stack's frames stop short of its thread's first.
+    Gap(Gap),
 }
 
 /// One return address of a sample's user stack, with what is known of it.
@@ -130,6 +134,7 @@ impl Frames {
                 Box::new(native::Native),
                 Box::new(kernel::Kernel),
                 Box::new(jit::Jit),
+                Box::new(gaps::Gaps),
             ],
             places: Vec::new(),
         }
@@ -169,7 +174,8 @@ impl Frames {
         places.clear();
         let kernel = sample.kernel.iter().enumerate();
         places.extend(kernel.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
-        for (i, &addr) in unwind(spaces, unwinder, sample).iter().enumerate() {
+        let unwound = unwind(spaces, unwinder, sample);
+        for (i, &addr) in unwound.addrs.iter().enumerate() {
             let addr = lookup_address(addr, i == 0);
             let mapping = spaces.mapping_at(sample.pid, sample.timestamp, addr);
             let at = At {
@@ -181,6 +187,9 @@ impl Frames {
             if let Some(source) = source {
                 source.places(&at, modules, places);
             }
+        }
+        if unwound.cut {
+            places.push(Place::Gap(Gap::Cut));
         }
         places
     }
@@ -208,10 +217,10 @@ impl Frames {
 /// The return addresses of `sample`'s user stack, leaf first, unwound
 /// against its process's mappings: listed again only when they changed,
 /// or for a sample from before the change.
-fn unwind<'u>(spaces: &AddressSpaces, unwinder: &'u mut Unwinder, sample: &Sample) -> &'u [u64] {
+fn unwind<'u>(spaces: &AddressSpaces, unwinder: &'u mut Unwinder, sample: &Sample) -> &'u Unwound {
     let [ip, sp, fp, lr] = sample.regs;
     if ip == 0 {
-        return &[];
+        return Unwound::NONE;
     }
     let (pid, time) = (sample.pid, sample.timestamp);
     let (version, since) = spaces.version(pid, time);
