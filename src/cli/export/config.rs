@@ -32,7 +32,7 @@ pub struct OtlpFlags {
     #[arg(long, value_name = "COMPRESSION")]
     compression: Option<String>,
     /// How long each request may take, retries included (OTEL_EXPORTER_OTLP_TIMEOUT, in
-    /// milliseconds) [default: 10s].
+    /// milliseconds); 0 is no limit, as for timeout(1) [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::duration)]
     timeout: Option<Duration>,
     /// The PEM file of the certificate authorities to trust for the collector's TLS
@@ -58,6 +58,10 @@ impl fmt::Display for Protocol {
         })
     }
 }
+
+/// A timeout of 0 asks for none: a century stands for it, which every
+/// clock and header below takes.
+pub const NO_LIMIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Where and how the spans go.
 pub struct Config {
@@ -118,6 +122,7 @@ impl Config {
             },
             (None, None) => Duration::from_secs(10),
         };
+        let timeout = if timeout.is_zero() { NO_LIMIT } else { timeout };
         let certificate = match &flags.certificate {
             Some(path) => Some(path.clone()),
             None => setting("CERTIFICATE").map(|(_, path)| path.into()),
@@ -271,6 +276,9 @@ mod tests {
         assert_eq!(got.protocol, Protocol::HttpJson);
         assert!(got.gzip);
         assert_eq!(got.timeout, Duration::from_millis(1500));
+        let unlimited = [("OTEL_EXPORTER_OTLP_TIMEOUT", "0")];
+        let none = config(&OtlpFlags::default(), &unlimited).unwrap();
+        assert_eq!(none.timeout, NO_LIMIT, "0 is no limit");
         let headers = [("b".into(), "x y".into()), ("a".into(), "2".into())];
         assert_eq!(got.headers, headers);
         let flags = OtlpFlags {

@@ -122,7 +122,7 @@ impl Channel {
         let mut request = Request::post(uri)
             .header("content-type", "application/grpc")
             .header("te", "trailers")
-            .header("grpc-timeout", format!("{}m", left.as_millis().max(1)))
+            .header("grpc-timeout", grpc_timeout(left))
             .header(
                 "user-agent",
                 concat!("proctrace/", env!("CARGO_PKG_VERSION")),
@@ -234,5 +234,32 @@ impl Transport for Grpc {
             }
             _ => Attempt::Failed(why()),
         }
+    }
+}
+
+/// `left` as gRPC's timeout header: at most 8 digits, so in the finest
+/// unit that fits (a century is 876,000 hours).
+fn grpc_timeout(left: Duration) -> String {
+    let millis = left.as_millis().max(1);
+    [(1, 'm'), (1000, 'S'), (3_600_000, 'H')]
+        .into_iter()
+        .map(|(per, unit)| (millis.div_ceil(per), unit))
+        .find(|&(value, _)| value <= 99_999_999)
+        .map_or_else(
+            || "99999999H".into(),
+            |(value, unit)| format!("{value}{unit}"),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_timeout_header_has_at_most_eight_digits() {
+        assert_eq!(grpc_timeout(Duration::from_millis(1500)), "1500m");
+        assert_eq!(grpc_timeout(Duration::ZERO), "1m");
+        assert_eq!(grpc_timeout(Duration::from_secs(200_000)), "200000S");
+        assert_eq!(grpc_timeout(super::super::config::NO_LIMIT), "876000H");
     }
 }

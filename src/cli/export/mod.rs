@@ -53,7 +53,7 @@ pub fn run(args: ExportArgs) -> Result<i32> {
     let mut all_accepted = true;
     for path in &args.recordings {
         let sent = exporter.send_file(path)?;
-        eprintln!(
+        say!(
             "proctrace: {}: {}",
             path.display(),
             sent.describe(&exporter.config)
@@ -71,13 +71,13 @@ pub fn after_record(path: &Path, quiet: bool) {
         Ok((sent.describe(&e.config), sent.all_accepted()))
     });
     match sent {
-        Ok((what, true)) if !quiet => eprintln!("proctrace: {what}"),
+        Ok((what, true)) if !quiet => say!("proctrace: {what}"),
         Ok((_, true)) => {}
-        Ok((what, false)) => eprintln!(
+        Ok((what, false)) => say!(
             "proctrace: warning: {what}; the recording is kept in {}",
             path.display()
         ),
-        Err(err) => eprintln!(
+        Err(err) => say!(
             "proctrace: warning: no spans sent to the collector: {err:#}; the recording is kept in {}",
             path.display()
         ),
@@ -97,7 +97,7 @@ impl Exporter {
         let config = Config::new(flags, &var)?;
         let (context, warnings) = Context::from_env(&var);
         for warning in warnings {
-            eprintln!("proctrace: warning: {warning}");
+            say!("proctrace: warning: {warning}");
         }
         let transport: Box<dyn Transport> = match config.protocol {
             Protocol::Grpc => Box::new(grpc::Grpc::new(&config)?),
