@@ -3,6 +3,16 @@
 use clap::Parser;
 use proctrace::recorder::RecordError;
 
+/// `eprintln!` that cannot panic: a stderr whose reader went away (`2>&1
+/// | head`, SIGPIPE ignored by `record`) loses the line, not the
+/// recording.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 
 /// Not libc's malloc: the recorder attaches uprobes there for every
@@ -13,7 +23,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     end_with_the_reader();
     let status = cli::Cli::parse().run().unwrap_or_else(|err| {
-        eprintln!("proctrace: {}", message(&err));
+        say!("proctrace: {}", message(&err));
         err.downcast_ref::<RecordError>()
             .map_or(2, RecordError::exit_status)
     });

@@ -147,7 +147,7 @@ impl Write for OutputFile {
 /// Says on stderr what the reader found odd but could read past.
 pub fn print_warnings<R>(reader: &Reader<R>) {
     for warning in reader.warnings() {
-        eprintln!("proctrace: warning: {warning}");
+        say!("proctrace: warning: {warning}");
     }
 }
 

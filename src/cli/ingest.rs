@@ -32,7 +32,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<i32> {
     let trailer = ingested?;
     out.finish().context("writing the output")?;
     if trailer.events == 0 {
-        eprintln!(
+        say!(
             "proctrace: warning: no events of PID {} in {}",
             args.root_pid,
             reader.name()

@@ -4,6 +4,7 @@
 //! milliseconds since start and its thread, so that the start-up's
 //! critical path reads off one run (BENCHMARKS.md).
 
+use std::io::Write as _;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -27,7 +28,8 @@ pub fn start() {
 fn say(text: &str) {
     let at = START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3;
     let thread = std::thread::current();
-    eprint!(
+    let _ = write!(
+        std::io::stderr(),
         "proctrace: +{at:.2} ms [{}] {text}",
         thread.name().unwrap_or("?")
     );

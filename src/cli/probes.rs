@@ -23,7 +23,7 @@ pub struct ProbesArgs {
 pub fn run(args: ProbesArgs) -> Result<i32> {
     let listed = list_usdt(&args.target)?;
     if listed.is_empty() {
-        eprintln!("proctrace: no USDT probes in {}", args.target);
+        say!("proctrace: no USDT probes in {}", args.target);
         return Ok(1);
     }
     for (file, probes) in listed {

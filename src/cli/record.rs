@@ -236,7 +236,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // for a run that never started, and keeps the one it would replace.
     let recording = recording.map_err(with_hint)?;
     for warning in recording.warnings() {
-        eprintln!("proctrace: warning: {warning}");
+        say!("proctrace: warning: {warning}");
     }
     signals.watch(&recording);
     let command = proctrace::text::shell_join(&recording.header().command);
@@ -260,7 +260,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         tell_left_running(&status);
     }
     if let Some(log) = command_output.filter(|_| !args.quiet) {
-        eprintln!("proctrace: the command's output is in {}", log.display());
+        say!("proctrace: the command's output is in {}", log.display());
     }
     report(&output, processes, &totals, args.quiet)?;
     #[cfg(feature = "otlp")]
@@ -295,15 +295,15 @@ fn tell_left_running(status: &Status) {
     }
     let runs = if left.len() == 1 { "runs" } else { "run" };
     let processes = proctrace::text::count(left.len(), "process", "processes");
-    eprintln!(
+    say!(
         "proctrace: interrupted; {processes} of the tree still {runs}, left running and no \
          longer recorded:"
     );
     for (command, pids) in groups.iter().take(LEFT_LISTED) {
         let command = proctrace::text::shorten(&proctrace::text::visible(command), Some(100));
         match pids[..] {
-            [pid] => eprintln!("proctrace:   {pid} {command}"),
-            _ => eprintln!(
+            [pid] => say!("proctrace:   {pid} {command}"),
+            _ => say!(
                 "proctrace:   {} × {command} (pids {})",
                 pids.len(),
                 proctrace::text::pid_ranges(pids.clone())
@@ -312,7 +312,7 @@ fn tell_left_running(status: &Status) {
     }
     if groups.len() > LEFT_LISTED {
         let more: usize = groups[LEFT_LISTED..].iter().map(|(_, p)| p.len()).sum();
-        eprintln!("proctrace:   … and {more} more");
+        say!("proctrace:   … and {more} more");
     }
 }
 
@@ -351,14 +351,14 @@ fn buffer_mib(arg: &str) -> Result<u32, String> {
 fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Result<()> {
     let lost = totals.lost;
     if lost > 0 {
-        eprintln!(
+        say!(
             "proctrace: WARNING: {lost} events were lost in the kernel ({} with the buffer full, {} processes \
              not followed with the tracking map full); raise --buffer-mib or --max-processes",
             totals.lost_buffer_full, totals.lost_tracking_full
         );
     }
     if totals.unwatched_32bit_execs > 0 {
-        eprintln!(
+        say!(
             "proctrace: WARNING: {} 32-bit programs ran, and this kernel's syscall tracepoints do \
              not see 32-bit setsid and setpgid calls: SetSID/SetPGID events of those programs \
              may be missing; record with --syscall-hook sys-exit to see them",
@@ -380,7 +380,7 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
     } else {
         ""
     };
-    eprintln!(
+    say!(
         "proctrace: recorded {} to {}{stopped}",
         proctrace::text::count(processes, "process", "processes"),
         output.name()
@@ -396,21 +396,21 @@ const HOT_PROBE_HITS: u64 = 1_000_000;
 /// that they may be most of what the run did.
 fn warn_probes(totals: &Trailer) {
     if totals.lost_probe_hits > 0 {
-        eprintln!(
+        say!(
             "proctrace: WARNING: {} probe hits were lost (the hits ring was full): the counts \
              are short by that many; record with --no-probe-stacks, or narrow the probes",
             totals.lost_probe_hits
         );
     }
     if totals.stackless_probe_hits > 0 {
-        eprintln!(
+        say!(
             "proctrace: WARNING: {} probe hits were counted without their stacks: they came \
              faster than they could be unwound; record with --no-probe-stacks, or narrow the probes",
             totals.stackless_probe_hits
         );
     }
     if totals.probe_hits >= HOT_PROBE_HITS {
-        eprintln!(
+        say!(
             "proctrace: WARNING: the probes fired {} times: each hit traps into the kernel, so \
              they may dominate the run's time; narrow them, or record with --no-probe-stacks",
             totals.probe_hits

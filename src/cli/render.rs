@@ -100,7 +100,7 @@ fn mode_name(mode: Mode) -> String {
 fn otlp_context() -> render::otlp::Context {
     let (context, warnings) = render::otlp::Context::from_env(&|name| std::env::var(name).ok());
     for warning in warnings {
-        eprintln!("proctrace: warning: {warning}");
+        say!("proctrace: warning: {warning}");
     }
     context
 }

@@ -175,7 +175,7 @@ impl<'a> Session<'a> {
         let totals = recording.finish()?;
         tell_failure(&self.name, self.output.trailer(&totals));
         if totals.timed_out {
-            eprintln!("proctrace: timed out; the tree was ended");
+            say!("proctrace: timed out; the tree was ended");
         }
         Ok((self.processes, totals, self.output))
     }
@@ -308,7 +308,7 @@ impl<'a> Session<'a> {
         match &mut self.live {
             Some(view) if !lines.is_empty() => view.note(lines),
             Some(_) => {}
-            None => lines.iter().for_each(|line| eprintln!("proctrace: {line}")),
+            None => lines.iter().for_each(|line| say!("proctrace: {line}")),
         }
     }
 }
@@ -444,7 +444,7 @@ fn tell_failure(name: &str, written: io::Result<()>) {
     match written {
         // The reader of `-o -` went away: its choice, not news to it.
         Err(err) if super::files::reader_left(&err) => {}
-        Err(err) => eprintln!(
+        Err(err) => say!(
             "proctrace: error: writing {name}: {err}; the command runs on, its events are no longer recorded"
         ),
         Ok(()) => {}

@@ -285,3 +285,33 @@ fn ctrl_c_on_a_terminal_reaches_the_command_once() {
     assert!(still_running);
     assert!(run.trailer().interrupted, "{}", run.text);
 }
+
+/// A stderr whose reader went away (`2>&1 | head` ended) loses
+/// proctrace's lines, not the recording: no panic, every line whole, the
+/// command's status passed on.
+#[test]
+fn a_closed_stderr_leaves_the_recording_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.ndjson");
+    let cmd: Vec<std::ffi::OsString> = ["sh", "-c", "sleep 0.2; exit 3"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let mut child = proctrace_command(&Opts::new(Mode::Ring), &out, &cmd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(write))
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, "proctrace with a closed stderr", PROMPT);
+    assert_eq!(status.code(), Some(3), "{status:?}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.ends_with('\n'), "{text}");
+    let records = parse_lines(&text);
+    match records.last() {
+        Some(Record::Trailer(t)) => assert_eq!(t.root_exit_code, Some(3), "{text}"),
+        last => panic!("no trailer: {last:?}"),
+    }
+}
