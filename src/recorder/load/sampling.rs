@@ -14,6 +14,7 @@ use libbpf_rs::Link;
 use crate::bpf::ProctraceSkel;
 use crate::event::SampleClock;
 use crate::recorder::error::RecordError;
+use crate::recorder::wire::cpus::online_cpus;
 
 /// Opens a sampling event at `hz` on every online CPU and attaches the
 /// sampling program to each: CPU cycles where the machine has a PMU, else
@@ -94,39 +95,4 @@ fn max_sample_rate() -> Option<u32> {
     fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()
         .and_then(|text| text.trim().parse().ok())
-}
-
-/// The online CPUs, from the kernel's list (`0-3,6`).
-fn online_cpus() -> io::Result<Vec<u32>> {
-    let text = fs::read_to_string("/sys/devices/system/cpu/online")?;
-    parse_cpu_list(text.trim())
-        .filter(|cpus| !cpus.is_empty())
-        .ok_or_else(|| io::Error::other(format!("unreadable CPU list {text:?}")))
-}
-
-fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for range in text.split(',') {
-        let (first, last): (u32, u32) = match range.split_once('-') {
-            Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
-            None => {
-                let cpu = range.parse().ok()?;
-                (cpu, cpu)
-            }
-        };
-        cpus.extend(first..=last);
-    }
-    Some(cpus)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists_are_read_as_the_kernel_writes_them() {
-        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
-        assert_eq!(parse_cpu_list("0-3,6"), Some(vec![0, 1, 2, 3, 6]));
-        assert_eq!(parse_cpu_list("0-"), None);
-    }
 }

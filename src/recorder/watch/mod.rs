@@ -33,6 +33,7 @@ use ring::Ring;
 
 use crate::event::Pid;
 pub use crate::recorder::error::WatchError;
+use crate::recorder::wire::cpus;
 use crate::recorder::wire::mappings::{maps_line, parse, Parsed};
 pub use crate::recorder::wire::mappings::{Mapping, Seen};
 
@@ -243,43 +244,10 @@ fn page_size() -> Result<usize, WatchError> {
         })
 }
 
-const ONLINE: &str = "/sys/devices/system/cpu/online";
-
 /// The online CPUs, from the kernel's list.
 fn online_cpus() -> Result<Vec<u32>, WatchError> {
-    let system = |source| WatchError::System {
-        context: format!("reading {ONLINE}"),
+    cpus::online_cpus().map_err(|source| WatchError::System {
+        context: "listing the online CPUs".into(),
         source,
-    };
-    let list = std::fs::read_to_string(ONLINE).map_err(system)?;
-    cpu_list(&list).ok_or_else(|| system(io::Error::from(io::ErrorKind::InvalidData)))
-}
-
-/// A kernel CPU list ("0-3,5,7-8\n"; lib/bitmap.c's format).
-fn cpu_list(list: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for range in list.trim().split(',').filter(|r| !r.is_empty()) {
-        let (first, last) = range.split_once('-').unwrap_or((range, range));
-        let (first, last): (u32, u32) = (first.parse().ok()?, last.parse().ok()?);
-        if last < first || last - first > 1 << 16 {
-            return None;
-        }
-        cpus.extend(first..=last);
-    }
-    Some(cpus)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists_are_read_as_the_kernel_writes_them() {
-        assert_eq!(cpu_list("0\n"), Some(vec![0]));
-        assert_eq!(cpu_list("0-3,5,7-8\n"), Some(vec![0, 1, 2, 3, 5, 7, 8]));
-        assert_eq!(cpu_list(""), Some(vec![]));
-        assert_eq!(cpu_list("3-1"), None);
-        assert_eq!(cpu_list("0-x"), None);
-        assert_eq!(cpu_list("0-4294967295"), None);
-    }
+    })
 }

@@ -10,12 +10,14 @@
 //! - [`mappings`]: the executable mappings perf announces, and
 //!   /proc/PID/maps lines;
 //! - [`btf`]: the kernel's BTF cut down to what the program relocates
-//!   against.
+//!   against;
+//! - [`cpus`]: the kernel's lists of CPUs.
 //!
 //! The record layouts are `src/bpf/proctrace.h`'s, through the skeleton's
 //! `bpf::types`: one definition shared by C and Rust.
 
 pub(crate) mod btf;
+pub(crate) mod cpus;
 pub(crate) mod events;
 pub(crate) mod mappings;
 pub(crate) mod samples;
