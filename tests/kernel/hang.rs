@@ -233,6 +233,13 @@ fn sigterm_to_proctrace_leaves_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let mut live = Live::start(dir, &opts(&[]), &["sh", "-c", "sleep 1000; true"]);
     let sleep = live.wait_for_descendant("sleep");
+    // Named sleep from its exec on, it still loads and starts before it
+    // blocks: the snapshot must find it blocked.
+    let nanosleep = format!("{} ", libc::SYS_clock_nanosleep);
+    until("sleep blocks in clock_nanosleep", || {
+        fs::read_to_string(format!("/proc/{sleep}/syscall"))
+            .is_ok_and(|s| s.starts_with(&nanosleep))
+    });
     live.signal(Signal::SIGTERM);
     let status = wait_bounded(&mut live.child, "proctrace record");
     kill_if(sleep, &["sleep"]);
