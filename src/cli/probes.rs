@@ -1,13 +1,16 @@
-//! `proctrace probes`: the USDT probes a binary ships, or those of every
-//! file a live process maps, as `bpftrace -l 'usdt:…'` and tplist list
-//! them: one `usdt:FILE:PROVIDER:NAME` per probe, ready for `record
-//! --probe`, with its argument specs and how many sites fire it.
+//! `proctrace probes`: what a binary offers to probe, or every file a live
+//! process maps, as `bpftrace -l` and tplist list it: one `--probe` spec a
+//! line, ready for `record --probe`. USDT probes first, with their
+//! argument specs and how many sites fire them; then the functions, each
+//! as people write it (Rust and C++ demangled) with its symbol as linked
+//! where that differs, the other symbols at its address, and the source
+//! line of its entry where debug information has it.
 
 use anyhow::Result;
 use clap::Args;
 
-use proctrace::recorder::probes::list_usdt;
 use proctrace::recorder::probes::usdt::UsdtProbe;
+use proctrace::recorder::probes::{list, ListedFunction};
 
 /// Arguments of `proctrace probes`.
 #[derive(Debug, Args)]
@@ -16,19 +19,34 @@ pub struct ProbesArgs {
     /// of a live process, whose every mapped file is listed.
     #[arg(value_name = "FILE|PID")]
     pub target: String,
+    /// Only the functions and USDT probes this names: a name or a pattern with `*` and
+    /// `?` over functions as people write them (`app::parse::*`, `std::vector::push_back`,
+    /// `thrower(int)`) or as linked, and over USDT probes' `PROVIDER:NAME` or NAME.
+    #[arg(value_name = "PATTERN", default_value = "*")]
+    pub pattern: String,
 }
+
+/// Aliases shown per function.
+const ALIASES: usize = 3;
 
 /// Runs `proctrace probes`; returns the exit code: 1 when there is no
 /// probe to list.
 pub fn run(args: ProbesArgs) -> Result<i32> {
-    let listed = list_usdt(&args.target)?;
+    let listed = list(&args.target, &args.pattern)?;
     if listed.is_empty() {
-        say!("proctrace: no USDT probes in {}", args.target);
+        let what = match args.pattern.as_str() {
+            "*" => String::new(),
+            pattern => format!(" named {pattern:?}"),
+        };
+        say!(
+            "proctrace: no functions or USDT probes{what} in {}",
+            args.target
+        );
         return Ok(1);
     }
-    for (file, probes) in listed {
-        let file = file.display().to_string();
-        for (probe, sites) in by_name(&probes) {
+    for listing in listed {
+        let file = listing.file.display().to_string();
+        for (probe, sites) in by_name(&listing.usdt) {
             let sites = match sites {
                 1 => String::new(),
                 n => format!("  ({n} sites)"),
@@ -43,8 +61,37 @@ pub fn run(args: ProbesArgs) -> Result<i32> {
                 probe.provider, probe.name, probe.args
             );
         }
+        for function in &listing.functions {
+            println!("uprobe:{file}:{}", function_notes(function));
+        }
     }
     Ok(0)
+}
+
+/// A function's name, then what else is known of it.
+fn function_notes(function: &ListedFunction) -> String {
+    let mut line = function.name.clone();
+    if function.symbol != function.name {
+        line += &format!("  {}", function.symbol);
+    }
+    if !function.aliases.is_empty() {
+        let shown = function.aliases.iter().take(ALIASES);
+        let shown: Vec<&str> = shown.map(String::as_str).collect();
+        line += &format!("  (also {}", shown.join(", "));
+        if function.aliases.len() > ALIASES {
+            line += &format!(" and {} more", function.aliases.len() - ALIASES);
+        }
+        line += ")";
+    }
+    if let Some(source) = &function.source {
+        line += &format!("  {source}");
+    }
+    match function.ifunc {
+        Some(true) => line += "  [IFUNC: the code this CPU runs]",
+        Some(false) => line += "  [IFUNC: which code runs cannot be told here]",
+        None => {}
+    }
+    line
 }
 
 /// Each probe once, at its first site, with its number of sites.

@@ -34,8 +34,13 @@ pub struct ProbePoint {
     /// The file attached to, resolved (`libc` becomes the path the tree
     /// maps).
     pub file: String,
-    /// The function (with its `+OFFSET`), or the USDT's `PROVIDER:NAME`.
+    /// The function as people write it (a Rust or C++ symbol demangled,
+    /// with its `+OFFSET`), or the USDT's `PROVIDER:NAME`.
     pub name: String,
+    /// The function's symbol as linked, where it is not `name` (a
+    /// mangled Rust or C++ name; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
 }
 
 impl ProbePoint {

@@ -149,14 +149,17 @@ pub fn workload(name: &str) -> PathBuf {
         fs::create_dir_all(&out).unwrap();
         for entry in fs::read_dir(&src).unwrap() {
             let path = entry.unwrap().path();
-            // C, and i386 assembly for a 32-bit program that needs no
-            // 32-bit libc.
-            let flags: &[&str] = match path.extension().and_then(OsStr::to_str) {
-                Some("c") => &["-O1", "-pthread", "-Wall"],
-                Some("S") => &["-m32", "-nostdlib", "-static"],
+            // C and C++, i386 assembly for a 32-bit program that needs no
+            // 32-bit libc, and Rust.
+            let (compiler, flags): (&str, &[&str]) = match path.extension().and_then(OsStr::to_str)
+            {
+                Some("c") => ("cc", &["-O1", "-pthread", "-Wall"]),
+                Some("cc") => ("c++", &["-O1", "-Wall"]),
+                Some("S") => ("cc", &["-m32", "-nostdlib", "-static"]),
+                Some("rs") => ("rustc", &["-O"]),
                 _ => continue,
             };
-            // A first line `// cflags: ...` replaces the C flags.
+            // A first line `// cflags: ...` replaces the flags.
             let source = fs::read_to_string(&path).unwrap_or_default();
             let own: Vec<&str> = source
                 .lines()
@@ -167,13 +170,16 @@ pub fn workload(name: &str) -> PathBuf {
             let flags = if own.is_empty() { flags } else { &own[..] };
             let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
             let tmp = out.join(format!("{stem}.tmp{}", std::process::id()));
-            let result = Command::new("cc")
+            let result = Command::new(compiler)
                 .args(flags)
                 .arg("-o")
                 .arg(&tmp)
                 .arg(&path)
+                // Legacy Rust mangling, rustc's default before 1.9x, is
+                // asked for with -Z there.
+                .env("RUSTC_BOOTSTRAP", "1")
                 .output()
-                .expect("running cc");
+                .expect("running the compiler");
             assert!(
                 result.status.success(),
                 "compiling {}:\n{}",
@@ -185,7 +191,7 @@ pub fn workload(name: &str) -> PathBuf {
         out
     });
     let path = dir.join(name);
-    assert!(path.exists(), "no workload tests/workloads/{name}.c");
+    assert!(path.exists(), "no workload tests/workloads/{name}.*");
     path
 }
 

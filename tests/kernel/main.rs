@@ -31,6 +31,7 @@ mod mappings;
 mod nextest;
 mod otlp;
 mod perfetto;
+mod probe_names;
 mod probes;
 mod pytest_split;
 mod record;

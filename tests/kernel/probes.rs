@@ -362,10 +362,10 @@ fn python_function_entries_match_the_interpreters_own_count() {
     assert_eq!(counted, oracle);
 }
 
-/// `proctrace probes ARGS`: its status, stdout and stderr.
-fn list(target: &str) -> (Option<i32>, String, String) {
+/// `proctrace probes TARGET PATTERN`: its status, stdout and stderr.
+fn list(target: &str, pattern: &str) -> (Option<i32>, String, String) {
     let out = Command::new(proctrace_bin())
-        .args(["probes", target])
+        .args(["probes", target, pattern])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -387,15 +387,17 @@ fn probes_lists_a_binarys_usdt_probes_and_a_live_processs() {
         .iter()
         .map(|name| format!("usdt:{program}:proctrace_test:{name}"))
         .collect();
-    let (code, stdout, stderr) = list(program);
+    let (code, stdout, stderr) = list(program, "proctrace_test:*");
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(names(&stdout), expected, "{stdout}");
     // A live process: every file it maps, its program's probes among them.
-    let mut napping = Command::new(program).args(["0", "100"]).spawn().unwrap();
+    // It naps a minute, killed once listed: listing each file's functions
+    // takes seconds of a loaded machine.
+    let mut napping = Command::new(program).args(["0", "3000"]).spawn().unwrap();
     let pid = napping.id().to_string();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let listed = loop {
-        let (code, stdout, _) = list(&pid);
+        let (code, stdout, _) = list(&pid, "proctrace_test:*");
         if code == Some(0) || std::time::Instant::now() > deadline {
             break stdout;
         }
@@ -408,7 +410,7 @@ fn probes_lists_a_binarys_usdt_probes_and_a_live_processs() {
         ("/etc/passwd", "not an ELF program or library"),
         ("no-such-program-here", "no such process, and no such file"),
     ] {
-        let (code, stdout, stderr) = list(target);
+        let (code, stdout, stderr) = list(target, "*");
         assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(says), "{stderr}");

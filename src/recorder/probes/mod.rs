@@ -12,13 +12,17 @@
 
 mod attempt;
 mod error;
-mod files;
+pub(crate) mod files;
+mod ifunc;
+mod instructions;
 pub(crate) mod kinds;
+mod lines;
+mod names;
 mod pattern;
 mod point;
 pub mod runner;
 mod spec;
-mod symbols;
+pub(crate) mod symbols;
 pub mod usdt;
 
 use std::collections::HashMap;
@@ -27,29 +31,44 @@ use std::path::PathBuf;
 pub use attempt::AttemptProbe;
 pub use error::{ListError, ProbeError};
 pub use point::Target;
-pub use point::{Place, Resolved, MAX_PROBES};
+pub use point::{Found, Place, Resolved, MAX_PROBES};
 pub use spec::ProbeSpec;
 
 use crate::event::{ProbeKind, ProbePoint};
 
-/// The USDT probes of a file (a path, a library or program name), or of
-/// every file a live process (a pid) maps, file by file; files without
-/// probes are left out.
-pub fn list_usdt(target: &str) -> Result<Vec<(PathBuf, Vec<usdt::UsdtProbe>)>, ListError> {
-    let no_target = || ListError::NoTarget {
-        target: target.to_owned(),
-    };
-    // (the file to read, the file to name): a process's files are read
-    // through its root, as it sees them.
-    let files: Vec<(PathBuf, PathBuf)> = match target.parse::<u32>() {
-        Ok(pid) => mapped_files(pid).ok_or_else(no_target)?,
-        Err(_) => {
-            let file = files::find(target).ok_or_else(no_target)?;
-            vec![(file.clone(), file)]
-        }
-    };
+/// What a file offers to probe, as `proctrace probes` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The file, as the tree maps it.
+    pub file: PathBuf,
+    /// Its USDT probes, site by site.
+    pub usdt: Vec<usdt::UsdtProbe>,
+    /// Its functions, in address order.
+    pub functions: Vec<ListedFunction>,
+}
+
+/// A function a `uprobe:` spec can name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFunction {
+    /// As people write it: a Rust or C++ symbol demangled.
+    pub name: String,
+    /// Its symbol as linked.
+    pub symbol: String,
+    /// The other symbols at its address.
+    pub aliases: Vec<String>,
+    /// `FILE:LINE` of its entry, where debug information says.
+    pub source: Option<String>,
+    /// For an IFUNC, whether the code this machine runs was found.
+    pub ifunc: Option<bool>,
+}
+
+/// The USDT probes and functions of a file (a path, a library or program
+/// name), or of every file a live process (a pid) maps, file by file,
+/// those `pattern` (a name or pattern of a function, or of a USDT probe's
+/// `PROVIDER:NAME` or NAME) names; files with none are left out.
+pub fn list(target: &str, pattern: &str) -> Result<Vec<Listing>, ListError> {
     let mut listed = Vec::new();
-    for (read, name) in files {
+    for (read, name) in files_of(target)? {
         let unreadable = |why: String| ListError::Unreadable {
             file: name.clone(),
             why,
@@ -57,12 +76,49 @@ pub fn list_usdt(target: &str) -> Result<Vec<(PathBuf, Vec<usdt::UsdtProbe>)>, L
         if !files::native(&read) {
             return Err(unreadable(NOT_ELF.into()));
         }
-        let probes = usdt::probes(&read).map_err(unreadable)?;
-        if !probes.is_empty() {
-            listed.push((name, probes));
+        let mut probes = usdt::probes(&read).map_err(unreadable)?;
+        probes.retain(|p| {
+            let full = format!("{}:{}", p.provider, p.name);
+            pattern::glob_match(pattern, &full) || pattern::glob_match(pattern, &p.name)
+        });
+        let functions = symbols::functions(&read, pattern).map_err(unreadable)?;
+        let offsets: Vec<u64> = functions.iter().map(|f| f.offset).collect();
+        let sources = lines::sources(&read, &offsets);
+        let functions: Vec<ListedFunction> = functions
+            .into_iter()
+            .zip(sources)
+            .map(|(f, source)| ListedFunction {
+                name: f.names.shown,
+                symbol: f.symbol,
+                aliases: f.aliases,
+                source,
+                ifunc: f.ifunc.map(|i| i == symbols::Ifunc::Resolved),
+            })
+            .collect();
+        if !probes.is_empty() || !functions.is_empty() {
+            listed.push(Listing {
+                file: name,
+                usdt: probes,
+                functions,
+            });
         }
     }
     Ok(listed)
+}
+
+/// The files `target` stands for: (the file to read, the file to name).
+/// A process's files are read through its root, as it sees them.
+fn files_of(target: &str) -> Result<Vec<(PathBuf, PathBuf)>, ListError> {
+    let no_target = || ListError::NoTarget {
+        target: target.to_owned(),
+    };
+    match target.parse::<u32>() {
+        Ok(pid) => mapped_files(pid).ok_or_else(no_target),
+        Err(_) => {
+            let file = files::find(target).ok_or_else(no_target)?;
+            Ok(vec![(file.clone(), file)])
+        }
+    }
 }
 
 /// Why a file that is not a native ELF object has no functions or probes.
@@ -122,18 +178,19 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
                 matched: places.len(),
             });
         }
-        for (name, place) in places {
+        for found in places {
             let point = ProbePoint {
                 id: resolved.len() as u32,
                 spec: text.clone(),
                 kind: spec.kind,
                 file: file.display().to_string(),
-                name,
+                name: found.name,
+                symbol: found.symbol,
             };
             resolved.push(Resolved {
                 point,
                 file: file.clone(),
-                place,
+                place: found.place,
                 optional: false,
             });
         }

@@ -28,6 +28,17 @@ pub struct Resolved {
     pub optional: bool,
 }
 
+/// A point a spec names in its file, before it is numbered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// What the header calls it ([`ProbePoint::name`]).
+    pub name: String,
+    /// Its symbol, where it is not `name` ([`ProbePoint::symbol`]).
+    pub symbol: Option<String>,
+    /// Where it attaches.
+    pub place: Place,
+}
+
 /// See [`Resolved::place`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {

@@ -123,8 +123,9 @@ impl TestMarks {
     pub fn find() -> Option<TestMarks> {
         let file = files::find("libc")?;
         let names = ["setenv", "unsetenv"];
-        let found = symbols::functions_where(&file, |name| names.contains(&name)).ok()?;
-        let offset = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, at)| *at);
+        let found =
+            symbols::functions_where(&file, |n| names.contains(&n.forms[0].as_str())).ok()?;
+        let offset = |name: &str| found.iter().find(|f| f.symbol == name).map(|f| f.offset);
         Some(TestMarks {
             setenv: offset("setenv")?,
             unsetenv: offset("unsetenv")?,

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use libbpf_rs::Link;
 
-use super::point::{Place, Resolved, Target};
+use super::point::{Found, Resolved, Target};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 
@@ -38,8 +38,8 @@ pub(crate) trait Kind: Sync {
     fn what(&self) -> &'static str;
 
     /// The points `target` names in `file`: each one's name (`malloc`,
-    /// `python:function__entry`) and place.
-    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<(String, Place)>, String>;
+    /// `python:function__entry`), symbol and place.
+    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String>;
 
     /// Sets what its `points` need before the object loads: the programs
     /// to load (without `cookies`, one per point where a kind needs it).

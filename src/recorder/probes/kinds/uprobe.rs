@@ -12,8 +12,10 @@ use libbpf_rs::{Link, ProgramMut, UprobeOpts};
 use super::{Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
-use crate::recorder::probes::point::{Place, Resolved, Target};
-use crate::recorder::probes::symbols;
+use crate::recorder::probes::instructions;
+use crate::recorder::probes::pattern::is_pattern;
+use crate::recorder::probes::point::{Found, Place, Resolved, Target};
+use crate::recorder::probes::symbols::{self, Function, Ifunc};
 
 /// A uprobe, or with `ret` a uretprobe.
 pub(super) struct Uprobe {
@@ -46,12 +48,9 @@ impl Kind for Uprobe {
     }
 
     fn parse(&self, rest: &str) -> Result<(String, Target), String> {
-        // The file is all before the last colon: a path may hold one, a
-        // function may not.
-        let (file, function) = rest
-            .rsplit_once(':')
-            .ok_or("expected FILE:FUNCTION after the probe type")?;
-        let (pattern, offset) = match function.split_once('+') {
+        let (file, function) =
+            split_function(rest).ok_or("expected FILE:FUNCTION after the probe type")?;
+        let (pattern, offset) = match split_offset(function) {
             Some(_) if self.ret => {
                 return Err("a uretprobe fires at the return: it takes no +OFFSET".into())
             }
@@ -72,19 +71,34 @@ impl Kind for Uprobe {
         "function"
     }
 
-    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<(String, Place)>, String> {
+    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String> {
         let Target::Function { pattern, offset } = target else {
             return Ok(Vec::new());
         };
         let found = symbols::functions(file, pattern)?;
-        let points = found.into_iter().map(|(name, at)| {
-            let name = match offset {
-                0 => name,
+        let exact = !is_pattern(pattern);
+        let mut points = Vec::new();
+        for function in found {
+            if function.ifunc == Some(Ifunc::Unresolved) {
+                match exact {
+                    true => return Err(unresolved_ifunc(&function)),
+                    false => continue,
+                }
+            }
+            let at = function.offset + checked_offset(file, &function, *offset)?;
+            let with_offset = |name: &str| match offset {
+                0 => name.to_owned(),
                 n => format!("{name}+{n:#x}"),
             };
-            (name, Place::Offset(at + offset))
-        });
-        Ok(points.collect())
+            let name = with_offset(&function.names.shown);
+            let symbol = with_offset(&function.symbol);
+            points.push(Found {
+                symbol: (symbol != name).then_some(symbol),
+                name,
+                place: Place::Offset(at),
+            });
+        }
+        Ok(points)
     }
 
     fn configure(&self, progs: &mut OpenProctraceProgs<'_>, points: &[&Resolved], cookies: bool) {
@@ -140,6 +154,84 @@ fn program_named<'obj>(skel: &'obj ProctraceSkel<'_>, name: &str) -> ProgramMut<
     use libbpf_rs::skel::Skel;
     let copy = skel.object().progs_mut().find(|p| p.name() == name);
     copy.expect("a copy of the uprobe program per probe (probes.bpf.h)")
+}
+
+/// A spec's FILE and FUNCTION: split at the last colon that is not half
+/// of a `::` (a path may hold a colon; a Rust or C++ name holds `::`).
+fn split_function(rest: &str) -> Option<(&str, &str)> {
+    let bytes = rest.as_bytes();
+    let single = |&i: &usize| {
+        bytes[i] == b':' && bytes.get(i + 1) != Some(&b':') && (i == 0 || bytes[i - 1] != b':')
+    };
+    let at = (0..bytes.len()).rev().find(single)?;
+    Some((&rest[..at], &rest[at + 1..]))
+}
+
+/// A FUNCTION and its `+OFFSET`: at the last `+` where one follows, but
+/// not in a C++ operator's name (`operator+=`, `operator++(int)`).
+fn split_offset(function: &str) -> Option<(&str, &str)> {
+    let (name, offset) = function.rsplit_once('+')?;
+    let operator = name.ends_with("operator") || name.ends_with('+') || offset.contains(')');
+    (!offset.is_empty() && !operator).then_some((name, offset))
+}
+
+/// Why an IFUNC cannot be probed by its name here.
+fn unresolved_ifunc(function: &Function) -> String {
+    format!(
+        "{} is an IFUNC: the dynamic loader picks its code for this CPU at run time, and a \
+         static proctrace has no loader to ask which (a dynamically linked proctrace does)",
+        function.names.shown
+    )
+}
+
+/// `offset` into `function`, checked: within it, and at an instruction's
+/// start (a uprobe elsewhere would change what the program runs).
+fn checked_offset(file: &Path, function: &Function, offset: u64) -> Result<u64, String> {
+    if offset == 0 {
+        return Ok(0);
+    }
+    let name = &function.names.shown;
+    if function.size == 0 {
+        return Err(format!(
+            "the symbol table does not say how long {name} is, so +{offset:#x} cannot be checked \
+             to be inside it: probe its entry"
+        ));
+    }
+    if offset >= function.size {
+        return Err(format!(
+            "+{offset:#x} is past the end of {name} ({} bytes)",
+            function.size
+        ));
+    }
+    let code = read_code(file, function).map_err(|err| format!("reading {name}'s code: {err}"))?;
+    let next = instructions::starts(&code).find(|&start| start >= offset);
+    match next {
+        Some(start) if start == offset => Ok(offset),
+        next => {
+            let before = instructions::starts(&code)
+                .take_while(|&s| s < offset)
+                .last();
+            let near: Vec<String> = before
+                .into_iter()
+                .chain(next)
+                .map(|s| format!("+{s:#x}"))
+                .collect();
+            Err(format!(
+                "+{offset:#x} is inside an instruction of {name} (the nearest start at {})",
+                near.join(" and ")
+            ))
+        }
+    }
+}
+
+/// The bytes of `function`'s code.
+fn read_code(file: &Path, function: &Function) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut code = vec![0; function.size as usize];
+    let mut opened = std::fs::File::open(file)?;
+    opened.seek(SeekFrom::Start(function.offset))?;
+    opened.read_exact(&mut code)?;
+    Ok(code)
 }
 
 fn parse_offset(text: &str) -> Result<u64, String> {

@@ -12,7 +12,7 @@ use super::{Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::pattern::is_pattern;
-use crate::recorder::probes::point::{Place, Resolved, Target};
+use crate::recorder::probes::point::{Found, Place, Resolved, Target};
 use crate::recorder::probes::usdt;
 
 /// A USDT probe.
@@ -54,20 +54,20 @@ impl Kind for Usdt {
         "USDT probe"
     }
 
-    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<(String, Place)>, String> {
+    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String> {
         let Target::Usdt { provider, name } = target else {
             return Ok(Vec::new());
         };
         let matched = usdt::matching(file, provider, name)?;
-        let points = matched.into_iter().map(|m| {
-            let label = format!("{}:{}", m.provider, m.name);
-            let place = Place::Usdt {
+        let points = matched.into_iter().map(|m| Found {
+            name: format!("{}:{}", m.provider, m.name),
+            symbol: None,
+            place: Place::Usdt {
                 provider: m.provider,
                 name: m.name,
                 strings: m.strings,
                 attempt: m.attempt,
-            };
-            (label, place)
+            },
         });
         Ok(points.collect())
     }
