@@ -20,8 +20,8 @@ mod stacks;
 
 pub use attempts::{pytest_node_id, TestAttempt, PROBE_TEXT_MAX};
 pub use probes::{
-    latency_bucket, ArgValue, ProbeArgs, ProbeHits, ProbeKind, ProbeLatency, ProbePoint,
-    ARG_TUPLES_KEPT,
+    latency_bucket, power_bucket, ArgValue, ProbeArgs, ProbeHistogram, ProbeHits, ProbeKind,
+    ProbeLatency, ProbePoint, ARG_TUPLES_KEPT,
 };
 pub use stacks::{CpuProfile, CpuSamples, Frame, SampleClock, Stack};
 
@@ -41,6 +41,7 @@ macro_rules! profile_lines {
             | $crate::event::Record::CpuSamples(_)
             | $crate::event::Record::ProbeHits(_)
             | $crate::event::Record::ProbeArgs(_)
+            | $crate::event::Record::ProbeHistogram(_)
             | $crate::event::Record::ProbeLatency(_)
             | $crate::event::Record::TestAttempt(_)
     };
@@ -86,8 +87,12 @@ pub enum Record {
     CpuSamples(CpuSamples),
     /// How often a process hit a probe in a stack (`record --probe`).
     ProbeHits(ProbeHits),
-    /// How often a process hit a USDT probe with some arguments.
+    /// How often a process hit a probe with some values kept (a USDT
+    /// probe's arguments, a spec's `keep`).
     ProbeArgs(ProbeArgs),
+    /// How a process's hits of a probe spread a kept number over powers
+    /// of two.
+    ProbeHistogram(ProbeHistogram),
     /// How long a process's calls of a function took, uprobe to uretprobe.
     ProbeLatency(ProbeLatency),
     /// One attempt of a test, as its runner's own probes told it.
@@ -1033,6 +1038,7 @@ impl Record {
             Record::CpuSamples(_) => "CpuSamples",
             Record::ProbeHits(_) => "ProbeHits",
             Record::ProbeArgs(_) => "ProbeArgs",
+            Record::ProbeHistogram(_) => "ProbeHistogram",
             Record::ProbeLatency(_) => "ProbeLatency",
             Record::TestAttempt(_) => "TestAttempt",
             Record::Trailer(_) => "Trailer",

@@ -43,6 +43,6 @@ pub use critical::{critical_path, CriticalPath, Link};
 pub use failures::{failures, Failures};
 pub use holders::{held, Held, HeldFile, Holder, Others};
 pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
-pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse};
+pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse, ValueHistogram};
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};

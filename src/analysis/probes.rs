@@ -1,7 +1,8 @@
 //! The probes' hits (`record --probe`), summed up: per probe, its hits
-//! per test, per command and per process, and its most frequent USDT
-//! argument tuples; and the stacks at the hits, each with its process,
-//! test and program, which `probe-folded` collapses.
+//! per test, per command and per process, its most frequent tuples of
+//! kept values, and each kept number's histogram by power of two, per
+//! test too; and the stacks at the hits, each with its process, test and
+//! program, which `probe-folded` collapses.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -9,7 +10,9 @@ use serde::Serialize;
 
 use super::cpu::{process_between, program_of, CountedStack};
 use super::testname::LineTests;
-use crate::event::{ArgValue, Pid, ProbeHits, ProbeLatency, ProbePoint};
+use crate::event::{
+    power_bucket, ArgValue, Pid, ProbeHistogram, ProbeHits, ProbeLatency, ProbePoint,
+};
 use crate::processes::Processes;
 use crate::stacks::Profile;
 
@@ -36,6 +39,23 @@ pub struct ProbeUse {
     /// How long the calls took, where a uretprobe of the same function
     /// was attached too.
     pub latency: Option<Latency>,
+    /// Each kept number's histogram, in the order kept.
+    pub histograms: Vec<ValueHistogram>,
+}
+
+/// How a probe's hits spread one kept number over powers of two.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueHistogram {
+    /// The value as the spec kept it (`arg0`, `(int32)retval`; a USDT
+    /// probe's `argN`).
+    pub value: String,
+    /// Hits per bucket ([`power_bucket`](crate::event::power_bucket)),
+    /// lowest first, the empty buckets between the first and the last
+    /// included.
+    pub buckets: Vec<(i64, u64)>,
+    /// The buckets each test hit, the test with most hits first; empty
+    /// when no runner named tests.
+    pub by_test: Vec<(String, Vec<(i64, u64)>)>,
 }
 
 /// A test and an argument tuple it hit a probe with (`None`: the tuples
@@ -108,6 +128,12 @@ pub fn probe_uses(
             add(&mut tally.args, tuple, args.count);
         }
     }
+    let mut histograms = histograms(
+        probes,
+        &profile.probe_histograms,
+        &mut tests,
+        &process_of_pid,
+    );
     probes
         .iter()
         .zip(uses)
@@ -125,8 +151,60 @@ pub fn probe_uses(
             latency: latencies
                 .get(&probe.id)
                 .and_then(|(ret, lines)| latency(*ret, lines)),
+            histograms: histograms.remove(&probe.id).unwrap_or_default(),
         })
         .collect()
+}
+
+/// Buckets merged: a histogram's counts by bucket.
+type Buckets = BTreeMap<i64, u64>;
+
+/// Each probe's kept numbers' histograms, by probe id, over every process
+/// and per test.
+fn histograms(
+    probes: &[ProbePoint],
+    lines: &[ProbeHistogram],
+    tests: &mut LineTests<'_>,
+    process_of_pid: &HashMap<Pid, Option<usize>>,
+) -> HashMap<u32, Vec<ValueHistogram>> {
+    let mut merged: BTreeMap<(u32, u32), (Buckets, HashMap<String, Buckets>)> = BTreeMap::new();
+    for line in lines.iter().filter(|l| (l.probe as usize) < probes.len()) {
+        let (all, by_test) = merged.entry((line.probe, line.value)).or_default();
+        add_buckets(all, &line.buckets);
+        let process = process_of_pid.get(&line.pid).copied().flatten();
+        if let Some(test) = tests.of(line.test.as_deref(), process) {
+            add_buckets(by_test.entry(test).or_default(), &line.buckets);
+        }
+    }
+    let mut by_probe: HashMap<u32, Vec<ValueHistogram>> = HashMap::new();
+    for ((probe, value), (all, by_test)) in merged {
+        let point = &probes[probe as usize];
+        let name = point.values.get(value as usize).cloned();
+        // A `str(…)` that did not read as text stays its number, an
+        // address, whose power of two says nothing.
+        if name.as_ref().is_some_and(|n| n.starts_with("str(")) {
+            continue;
+        }
+        let hits = |buckets: &Buckets| buckets.values().fold(0u64, |s, n| s.saturating_add(*n));
+        let mut by_test: Vec<(String, Buckets)> = by_test.into_iter().collect();
+        by_test.sort_by(|a, b| hits(&b.1).cmp(&hits(&a.1)).then_with(|| a.0.cmp(&b.0)));
+        by_probe.entry(probe).or_default().push(ValueHistogram {
+            value: name.unwrap_or_else(|| format!("arg{value}")),
+            buckets: with_empty_powers(&all),
+            by_test: by_test
+                .into_iter()
+                .map(|(test, buckets)| (test, buckets.into_iter().collect()))
+                .collect(),
+        });
+    }
+    by_probe
+}
+
+fn add_buckets(into: &mut Buckets, buckets: &[(i64, u64)]) {
+    for &(bucket, n) in buckets {
+        let count = into.entry(bucket).or_default();
+        *count = count.saturating_add(n);
+    }
 }
 
 /// The calls of `lines` (one per process) merged.
@@ -153,14 +231,10 @@ fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
             })
             .map_or(0, |(lower, _)| *lower)
     };
-    let mut histogram: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut histogram = Buckets::new();
     for (lower, n) in &buckets {
-        let power = if *lower == 0 {
-            0
-        } else {
-            1 << (63 - lower.leading_zeros())
-        };
-        let count = histogram.entry(power).or_default();
+        // Nanoseconds fit an i64 for 292 years.
+        let count = histogram.entry(power_bucket(*lower as i64)).or_default();
         *count = count.saturating_add(*n);
     }
     let min = lines.iter().map(|l| l.min).min().unwrap_or(0);
@@ -175,25 +249,28 @@ fn latency(ret: u32, lines: &[&ProbeLatency]) -> Option<Latency> {
         p50: within(percentile(50)),
         p90: within(percentile(90)),
         p99: within(percentile(99)),
-        histogram: with_empty_powers(&histogram),
+        histogram: with_empty_powers(&histogram)
+            .into_iter()
+            .map(|(power, n)| (power as u64, n))
+            .collect(),
     })
 }
 
-/// `histogram`'s rows from its first power of two to its last, each
-/// power between that no call fell in with a count of 0.
-fn with_empty_powers(histogram: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
+/// `histogram`'s rows from its first bucket to its last, each power of
+/// two between that no hit fell in with a count of 0 (…, -2, -1, 0, 1,
+/// 2, …).
+fn with_empty_powers(histogram: &Buckets) -> Vec<(i64, u64)> {
     let (Some(&first), Some(&last)) = (histogram.keys().next(), histogram.keys().last()) else {
         return Vec::new();
     };
-    let next = |power: u64| {
-        if power == 0 {
-            Some(1)
-        } else {
-            power.checked_mul(2)
-        }
+    let next = |bucket: i64| match bucket {
+        i64::MIN..=-2 => Some(bucket / 2),
+        -1 => Some(0),
+        0 => Some(1),
+        _ => bucket.checked_mul(2),
     };
-    std::iter::successors(Some(first), |&power| next(power).filter(|&p| p <= last))
-        .map(|power| (power, histogram.get(&power).copied().unwrap_or(0)))
+    std::iter::successors(Some(first), |&b| next(b).filter(|&b| b <= last))
+        .map(|bucket| (bucket, histogram.get(&bucket).copied().unwrap_or(0)))
         .collect()
 }
 

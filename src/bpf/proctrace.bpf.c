@@ -48,6 +48,10 @@ enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;
 enum probe_limits _probe_limits = NO_COOKIE_PROBES;
+struct probe_setting _probe_setting = {};
+enum value_from _value_from = FROM_ARG;
+enum value_flags _value_flags = VALUE_SIGNED;
+enum probe_cmp _probe_cmp = CMP_EQ;
 
 static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 				   struct task_struct *child)

@@ -248,12 +248,83 @@ struct sample_event {
 #define PROBE_STRING_CAP 64
 /* Probes attached at the most: the size of the per-probe settings. */
 #define MAX_PROBES 256
+/* Conditions of a probe's filter (`if A && B`), evaluated in the kernel. */
+#define PROBE_CONDITIONS 4
 /* Probes attached at the most where the kernel has no BPF cookies (before
- * 5.15): the copies of the uprobe program (probes.bpf.h). */
-enum probe_limits { NO_COOKIE_PROBES = 16 };
+ * 5.15): the copies of the uprobe program (probes.bpf.h); and, for
+ * userspace, what a hit reads at the most. */
+enum probe_limits {
+	NO_COOKIE_PROBES = 16,
+	PROBE_VALUES = PROBE_ARGS,
+	PROBE_STRINGS = PROBE_STRING_ARGS,
+	PROBE_FILTER = PROBE_CONDITIONS,
+};
+
+/* Where a hit reads a value (see probe_value). */
+enum value_from {
+	/* A function's argument `index` at its entry (the calling convention). */
+	FROM_ARG = 0,
+	/* A function's return value. */
+	FROM_RETURN = 1,
+};
+
+/* probe_value.flags */
+enum value_flags {
+	/* Narrowed to `size` bytes with its sign, else without. */
+	VALUE_SIGNED = 1,
+};
+
+/* How a condition compares a value with its number, signed. */
+enum probe_cmp {
+	CMP_EQ = 0,
+	CMP_NE = 1,
+	CMP_LT = 2,
+	CMP_LE = 3,
+	CMP_GT = 4,
+	CMP_GE = 5,
+};
+
+/* One value a probe's hits read (a spec's `keep` and `if`). */
+struct probe_value {
+	/* enum value_from */
+	__u8 from;
+	/* The argument's number. */
+	__u8 index;
+	/* Bytes kept of the 8 read (1, 2, 4 or 8), with VALUE_SIGNED. */
+	__u8 size;
+	__u8 flags;
+	__u32 _pad;
+};
+
+/* A value compared with a number: the filter's conditions, all of which a
+ * hit must pass to leave the kernel. */
+struct probe_condition {
+	/* Index of the value among those read (a USDT probe's argument). */
+	__u32 value;
+	/* enum probe_cmp */
+	__u32 op;
+	__s64 number;
+};
+
+/* What a probe's hits read, keep and must pass; written by userspace
+ * before the probe attaches. A USDT hit reads all its arguments, and
+ * `values` is 0. */
+struct probe_setting {
+	/* Entries of value[] read; the first `kept` are sent with the hit. */
+	__u32 values;
+	__u32 kept;
+	/* Entries of condition[]. */
+	__u32 conditions;
+	/* Bit i: value i is read as the C string it points to, where it does
+	 * (at most PROBE_STRING_ARGS of them). */
+	__u32 strings;
+	struct probe_value value[PROBE_ARGS];
+	struct probe_condition condition[PROBE_CONDITIONS];
+};
 
 /* One hit of a probe (`record --probe`) by a tracked thread: which probe
- * (its index among the attached ones), the USDT arguments, and where
+ * (its index among the attached ones), the values it keeps (the USDT
+ * arguments, or those its spec names), and where
  * userspace wants stacks the user registers with the top of the user
  * stack, unwound as a CPU sample's are. The first stack_len bytes of
  * stack[] are sent, nothing after them. */
@@ -262,7 +333,8 @@ struct hit_event {
 	struct event_header header;
 	__s32 tid;
 	__u32 probe;
-	/* Entries of args[] read: the USDT's arguments, 0 for a uprobe. */
+	/* Entries of args[] kept: the USDT's arguments, or the values the
+	 * spec keeps. */
 	__u32 arg_count;
 	__u32 stack_len;
 	__s64 args[PROBE_ARGS];

@@ -1,6 +1,6 @@
 //! The probes' lines (`record --probe`): what was probed, and how often
-//! each process hit each probe in each stack and with each USDT argument
-//! tuple. The stacks and frames are the CPU profile's, shared.
+//! each process hit each probe in each stack, with each tuple of the
+//! values it keeps, and in each power of two of each number kept. The stacks and frames are the CPU profile's, shared.
 
 use std::fmt;
 
@@ -41,6 +41,16 @@ pub struct ProbePoint {
     /// mangled Rust or C++ name; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
+    /// The values each hit kept, as the spec's `keep` named them
+    /// (`arg0`, `str(arg0)`, `(int32)retval`): what [`ProbeArgs::args`]
+    /// and [`ProbeHistogram::value`] follow. Empty for a USDT probe, whose
+    /// hits keep all its arguments, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+    /// The filter the kernel kept only the hits that passed (the spec's
+    /// `if`), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 impl ProbePoint {
@@ -80,7 +90,8 @@ pub struct ProbeHits {
     pub last: u64,
 }
 
-/// How often one process hit one USDT probe with one tuple of arguments.
+/// How often one process hit one probe with one tuple of the values it
+/// keeps: a USDT probe's arguments, or what its spec's `keep` names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeArgs {
     /// The process (any of its threads).
@@ -124,6 +135,39 @@ impl fmt::Display for ArgValue {
     }
 }
 
+/// How one process's hits of one probe spread one kept number over powers
+/// of two (bpftrace's `hist()`): its histogram, per test too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeHistogram {
+    /// The process (any of its threads).
+    pub pid: Pid,
+    /// The test the process said ran in it at the time, as for
+    /// [`ProbeHits::test`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    /// The [`ProbePoint`] id.
+    pub probe: u32,
+    /// Which value: its index among [`ProbePoint::values`] (a USDT
+    /// probe's argument).
+    pub value: u32,
+    /// `[LOWER, COUNT]`: hits whose value was in LOWER's bucket
+    /// ([`power_bucket`]), lowest first.
+    pub buckets: Vec<(i64, u64)>,
+}
+
+/// The bucket of the power-of-two histogram `value` falls in, by its
+/// bound nearest 0: 0 alone; from 1, 2, 4, … up to twice that; and
+/// from -1, -2, -4, … down to twice that.
+pub fn power_bucket(value: i64) -> i64 {
+    let power = |magnitude: u64| 1u64 << (63 - magnitude.leading_zeros());
+    match value {
+        0 => 0,
+        v if v > 0 => power(v as u64) as i64,
+        // i64::MIN's bucket is itself: -(1 << 63) as two's complement.
+        v => power(v.unsigned_abs()).wrapping_neg() as i64,
+    }
+}
+
 /// Distinct argument tuples a recording keeps per probe and process.
 pub const ARG_TUPLES_KEPT: usize = 1000;
 
@@ -163,6 +207,24 @@ pub fn latency_bucket(ns: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn power_buckets_are_bounded_by_powers_of_two() {
+        let cases = [
+            (0, 0),
+            (1, 1),
+            (3, 2),
+            (65536, 65536),
+            (131071, 65536),
+            (-1, -1),
+            (-5, -4),
+            (i64::MAX, 1 << 62),
+            (i64::MIN, i64::MIN),
+        ];
+        for (value, bucket) in cases {
+            assert_eq!(power_bucket(value), bucket, "{value}");
+        }
+    }
 
     #[test]
     fn latency_buckets_are_within_an_eighth() {

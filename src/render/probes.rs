@@ -1,13 +1,14 @@
 //! `probes`: the probes' hits (`record --probe`): per probe its hits, then
-//! per test, per command and per process, and its most frequent USDT
-//! argument tuples (overall and per test), and the calls' latency where a uretprobe was attached
-//! too. The probes no process of the tree hit are named at the end, in
+//! per test, per command and per process, its most frequent tuples of
+//! kept values (overall and per test), each kept number's histogram by
+//! power of two (overall and per test), and the calls' latency where a
+//! uretprobe was attached too. The probes no process of the tree hit are named at the end, in
 //! one line; every list is cut short and says what it left out.
 
 use std::io::{self, Write};
 
 use super::Options;
-use crate::analysis::{probe_uses, probed_processes, Latency, ProbeUse};
+use crate::analysis::{probe_uses, probed_processes, Latency, ProbeUse, ValueHistogram};
 use crate::event::ArgValue;
 use crate::recording::Recording;
 use crate::text::{count, precise, shorten, visible};
@@ -88,7 +89,10 @@ fn write_unhit(
 }
 
 fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Result<()> {
-    let label = visible(&used.probe.label()).into_owned();
+    let mut label = visible(&used.probe.label()).into_owned();
+    if let Some(filter) = &used.probe.filter {
+        label += &format!(" (if {})", visible(filter));
+    }
     writeln!(out, "{label}: {}", count(used.hits, "hit", "hits"))?;
     write_list(out, "by test", &used.by_test, options)?;
     write_list(out, "by command", &used.by_command, options)?;
@@ -109,7 +113,83 @@ fn write_probe(out: &mut dyn Write, used: &ProbeUse, options: Options) -> io::Re
         .iter()
         .map(|((test, tuple), n)| (format!("{test} {}", tuple_text(tuple.as_deref())), *n))
         .collect();
-    write_list(out, "arguments by test", &by_test, options)
+    write_list(out, "arguments by test", &by_test, options)?;
+    for histogram in &used.histograms {
+        write_histogram(out, histogram, options)?;
+    }
+    Ok(())
+}
+
+/// A kept number's hits by power of two, as bpftrace's `hist()` draws
+/// them, then per test on a line each.
+fn write_histogram(
+    out: &mut dyn Write,
+    histogram: &ValueHistogram,
+    options: Options,
+) -> io::Result<()> {
+    let hits = histogram
+        .buckets
+        .iter()
+        .fold(0u64, |s, (_, n)| s.saturating_add(*n));
+    writeln!(
+        out,
+        "  {} ({}):",
+        visible(&histogram.value),
+        count(hits, "hit", "hits")
+    )?;
+    let rows: Vec<(String, u64)> = histogram
+        .buckets
+        .iter()
+        .map(|(bucket, n)| (bucket_range(*bucket), *n))
+        .collect();
+    write_bars(out, &rows)?;
+    let by_test: Vec<(String, u64)> = histogram
+        .by_test
+        .iter()
+        .map(|(test, buckets)| {
+            let hits = buckets.iter().fold(0u64, |s, (_, n)| s.saturating_add(*n));
+            let filled = buckets.iter().filter(|(_, n)| *n > 0);
+            let spread: Vec<String> = filled
+                .map(|(b, n)| format!("{} {n}", bucket_range(*b)))
+                .collect();
+            (format!("{test}  {}", spread.join(", ")), hits)
+        })
+        .collect();
+    write_list(
+        out,
+        &format!("{} by test", histogram.value),
+        &by_test,
+        options,
+    )
+}
+
+/// A bucket as bpftrace labels it: `[64K, 128K)`, `[0]`, `(-8, -4]`.
+fn bucket_range(bucket: i64) -> String {
+    match bucket {
+        0 => "[0]".to_owned(),
+        b if b > 0 => format!("[{}, {})", power_label(b), power_label(b.saturating_mul(2))),
+        b => format!("({}, {}]", power_label(b.saturating_mul(2)), power_label(b)),
+    }
+}
+
+/// A power of two with a binary suffix where it has one (`64K`, `2M`).
+fn power_label(n: i64) -> String {
+    let suffixes = [
+        (60, "E"),
+        (50, "P"),
+        (40, "T"),
+        (30, "G"),
+        (20, "M"),
+        (10, "K"),
+    ];
+    let magnitude = n.unsigned_abs();
+    let sign = if n < 0 { "-" } else { "" };
+    for (shift, suffix) in suffixes {
+        if magnitude >= 1 << shift && magnitude % (1 << shift) == 0 {
+            return format!("{sign}{}{suffix}", magnitude >> shift);
+        }
+    }
+    n.to_string()
 }
 
 fn tuple_text(tuple: Option<&[ArgValue]>) -> String {
@@ -139,14 +219,24 @@ fn write_latency(out: &mut dyn Write, latency: &Latency, ret: &str) -> io::Resul
         precise(latency.p99),
         precise(latency.max)
     )?;
-    let most = latency.histogram.iter().map(|(_, n)| *n).max().unwrap_or(1);
-    for (from, n) in &latency.histogram {
+    let rows: Vec<(String, u64)> = latency
+        .histogram
+        .iter()
+        .map(|(from, n)| (format!("{}+", precise(*from)), *n))
+        .collect();
+    write_bars(out, &rows)
+}
+
+/// A histogram's rows: each label, its count and a bar as long as its
+/// share of the largest.
+fn write_bars(out: &mut dyn Write, rows: &[(String, u64)]) -> io::Result<()> {
+    let most = rows.iter().map(|(_, n)| *n).max().unwrap_or(1);
+    // At least as wide as the latency's labels (`131.1 µs+`).
+    let labels = rows.iter().map(|(l, _)| l.chars().count()).max();
+    let labels = labels.unwrap_or(0).max(9);
+    for (label, n) in rows {
         let width = (n.saturating_mul(BAR)).div_ceil(most.max(1)) as usize;
-        let row = format!(
-            "    {:>9} {n:>10} {}",
-            format!("{}+", precise(*from)),
-            "█".repeat(width)
-        );
+        let row = format!("    {label:>labels$} {n:>10} {}", "█".repeat(width));
         writeln!(out, "{}", row.trim_end())?;
     }
     Ok(())

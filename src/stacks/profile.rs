@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use crate::event::{CpuSamples, Frame, Pid, ProbeArgs, ProbeHits, ProbeLatency, Record};
+use crate::event::{
+    CpuSamples, Frame, Pid, ProbeArgs, ProbeHistogram, ProbeHits, ProbeLatency, Record,
+};
 
 /// The profile of a recording made with `record --cpu-profile`, and the
 /// hits of one made with `record --probe`; empty for any other.
@@ -18,6 +20,8 @@ pub struct Profile {
     pub probe_hits: Vec<ProbeHits>,
     /// USDT hits per process, probe and arguments.
     pub probe_args: Vec<ProbeArgs>,
+    /// Kept numbers per process, probe and value, by power of two.
+    pub probe_histograms: Vec<ProbeHistogram>,
     /// Calls per process from a uprobe to its uretprobe, by time taken.
     pub probe_latency: Vec<ProbeLatency>,
 }
@@ -36,6 +40,7 @@ impl Profile {
             Record::CpuSamples(samples) => self.samples.push(samples),
             Record::ProbeHits(hits) => self.probe_hits.push(hits),
             Record::ProbeArgs(args) => self.probe_args.push(args),
+            Record::ProbeHistogram(histogram) => self.probe_histograms.push(histogram),
             Record::ProbeLatency(latency) => self.probe_latency.push(latency),
             other => return Some(other),
         }

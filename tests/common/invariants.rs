@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proctrace::event::{Pid, Record};
+use proctrace::event::{power_bucket, Pid, Record};
 use proctrace::text::shell_join;
 
 use super::*;
@@ -84,6 +84,14 @@ impl Run {
                     assert!(known.contains(&a.pid), "{a:?}: not of the tree\n{}", ctx());
                     assert!(a.count > 0, "{a:?}\n{}", ctx());
                     assert!(a.test.as_ref().is_none_or(|t| !t.is_empty()), "{a:?}");
+                }
+                Record::ProbeHistogram(h) => {
+                    assert!(h.probe < probes, "{h:?}: no such probe\n{}", ctx());
+                    assert!(known.contains(&h.pid), "{h:?}: not of the tree\n{}", ctx());
+                    let sorted = h.buckets.windows(2).all(|w| w[0].0 < w[1].0);
+                    assert!(sorted && h.buckets.iter().all(|b| b.1 > 0), "{h:?}");
+                    let bounds = h.buckets.iter().all(|b| power_bucket(b.0) == b.0);
+                    assert!(bounds, "{h:?}: not a power of two's bucket");
                 }
                 Record::TestAttempt(a) => {
                     let pids = std::iter::once(a.pid).chain(a.test_pid);

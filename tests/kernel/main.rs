@@ -32,6 +32,7 @@ mod nextest;
 mod otlp;
 mod perfetto;
 mod probe_names;
+mod probe_values;
 mod probes;
 mod pytest_split;
 mod record;

@@ -517,3 +517,61 @@ fn inlined_functions_count_to_their_caller_unless_asked() {
     let shown = folded(&["--inline"]);
     assert!(shown.contains(";main;work;helper;spin 30\n"), "{shown}");
 }
+
+/// A kept number's histogram: a row per power of two from the lowest
+/// bucket to the highest, negative ones and 0 included, as bpftrace's
+/// `hist()` labels them; per test, the buckets hit on one line.
+#[test]
+fn kept_numbers_are_drawn_by_power_of_two() {
+    let probes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/probes.ndjson");
+    let output = render(&probes, "probes");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let bar = "█".repeat(40);
+    let expected = [
+        "uretprobe:libc.so.6:malloc (if retval != 0): 3 hits".to_owned(),
+        "  (int32)retval (3 hits):".to_owned(),
+        format!("     (-8, -4]          1 {bar}"),
+        "     (-4, -2]          0".to_owned(),
+        "     (-2, -1]          0".to_owned(),
+        format!("          [0]          1 {bar}"),
+        "       [1, 2)          0".to_owned(),
+        format!("       [2, 4)          1 {bar}"),
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().position(|l| *l == expected[0]).expect(&text);
+    let histogram = lines[at..]
+        .iter()
+        .skip_while(|l| !l.starts_with("  (int32)"));
+    let histogram: Vec<&str> = histogram.take(expected.len() - 1).copied().collect();
+    assert_eq!(histogram, expected[1..], "{text}");
+    assert!(
+        text.contains("  arg2 by test (2 of 2):\n             3  t.py::test_b  [2, 4) 3\n"),
+        "{text}"
+    );
+}
+
+/// A `str(…)` value that did not read as text is kept as its number, an
+/// address: no histogram is drawn of it.
+#[test]
+fn a_string_kept_as_its_address_draws_no_histogram() {
+    let probes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/probes.ndjson");
+    let text = fs::read_to_string(probes).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let strings = dir.path().join("strings.ndjson");
+    let values = "\"values\":[\"(int32)retval\"]";
+    assert!(text.contains(values));
+    fs::write(
+        &strings,
+        text.replace(values, "\"values\":[\"str(retval)\"]"),
+    )
+    .unwrap();
+    let output = render(&strings, "probes");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("uretprobe:libc.so.6:malloc (if retval != 0): 3 hits\n"),
+        "{text}"
+    );
+    assert!(!text.contains("  str(retval) ("), "{text}");
+}

@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::tally::{merge, ArgCounts, Count, Tally, Test};
-use crate::event::{ArgValue, CpuSamples, Pid, ProbeArgs, ProbeHits, Record, Stack};
+use super::tally::{merge, ArgCounts, Count, HistogramCounts, Tally, Test};
+use crate::event::{
+    ArgValue, CpuSamples, Pid, ProbeArgs, ProbeHistogram, ProbeHits, Record, Stack,
+};
 use crate::recorder::frames::{Names, Place};
 
 /// The stacks of the recording, each numbered once by its frames.
@@ -36,8 +38,8 @@ impl StackIds {
     }
 }
 
-/// The Frame and Stack records, then CpuSamples, ProbeHits and ProbeArgs:
-/// places that name the same functions are one stack.
+/// The Frame and Stack records, then CpuSamples, ProbeHits, ProbeArgs and
+/// ProbeHistogram: places that name the same functions are one stack.
 pub(super) fn records(tally: Tally, names: Names) -> Vec<Record> {
     let places = tally.stacks.by_id();
     let mut stacks = StackIds::default();
@@ -57,6 +59,7 @@ pub(super) fn records(tally: Tally, names: Names) -> Vec<Record> {
     records.extend(sample_records(merged).map(Record::CpuSamples));
     records.extend(hit_records(merged_hits).map(Record::ProbeHits));
     records.extend(arg_records(tally.args).map(Record::ProbeArgs));
+    records.extend(histogram_records(tally.histograms).map(Record::ProbeHistogram));
     records
 }
 
@@ -102,7 +105,22 @@ fn hit_records(
     hits.into_iter()
 }
 
-/// The USDT hits by arguments, most frequent first per process and probe,
+/// The kept numbers by power of two, by process, test, probe and value.
+fn histogram_records(counts: HistogramCounts) -> impl Iterator<Item = ProbeHistogram> {
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by(|(a, _), (b, _)| a.cmp(b));
+    counts
+        .into_iter()
+        .map(|((pid, test, probe, value), buckets)| ProbeHistogram {
+            pid,
+            test: test.map(|t| t.to_string()),
+            probe,
+            value,
+            buckets: buckets.into_iter().collect(),
+        })
+}
+
+/// The hits by the values kept, most frequent first per process and probe,
 /// the tuples past the bound in one record of their own.
 fn arg_records(counts: ArgCounts) -> impl Iterator<Item = ProbeArgs> {
     let mut counts: Vec<_> = counts.into_iter().collect();

@@ -1,11 +1,12 @@
 //! The counts the profile is made of: each process's samples by test and
-//! stack, its hits of each probe by test and stack, and its USDT hits by
-//! their arguments; and the test each process says runs in it now.
+//! stack, its hits of each probe by test and stack, by the values they
+//! kept and by power of two of each number kept; and the test each
+//! process says runs in it now.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::event::{ArgValue, Pid, ARG_TUPLES_KEPT};
+use crate::event::{power_bucket, ArgValue, Pid, ARG_TUPLES_KEPT};
 use crate::recorder::frames::Place;
 use crate::recorder::wire::{Hit, Mark};
 
@@ -91,8 +92,11 @@ impl PlaceStacks {
         stacks
     }
 }
-/// USDT hits by process, test and probe, by their arguments.
+
+/// Hits by process, test and probe, by the values they kept.
 pub(super) type ArgCounts = HashMap<(Pid, Test, u32), ArgTuples>;
+/// Hits by process, test, probe and kept number, by its power of two.
+pub(super) type HistogramCounts = HashMap<(Pid, Test, u32, u32), BTreeMap<i64, u64>>;
 
 #[derive(Default)]
 pub(super) struct Tally {
@@ -104,6 +108,7 @@ pub(super) struct Tally {
     pub hits: HitCounts,
     /// Past the bound of tuples kept, by process, test and probe only.
     pub args: ArgCounts,
+    pub histograms: HistogramCounts,
     /// Samples counted.
     pub sample_total: u64,
     /// Hits counted.
@@ -158,6 +163,13 @@ impl Tally {
         count_at(&mut self.hits, (pid, test.clone(), hit.probe, stack), at);
         if hit.args.is_empty() {
             return;
+        }
+        for (value, arg) in hit.args.iter().enumerate() {
+            if let ArgValue::Number(n) = arg {
+                let key = (pid, test.clone(), hit.probe, value as u32);
+                let histogram = self.histograms.entry(key).or_default();
+                *histogram.entry(power_bucket(*n)).or_default() += 1;
+            }
         }
         let tuples = self.args.entry((pid, test, hit.probe)).or_default();
         if let Some(count) = tuples.kept.get_mut(&hit.args) {

@@ -8,13 +8,14 @@ use std::io::Read;
 use std::path::Path;
 
 use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, ProgramType};
+use libbpf_rs::{Link, MapCore, MapFlags, ProgramType};
 
 use crate::bpf::types::probe_limits;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel};
 use crate::recorder::error::RecordError;
 use crate::recorder::probes::kinds;
 use crate::recorder::probes::{Place, Resolved};
+use crate::recorder::wire::bytes_of;
 
 /// Attaches every point, in order, each by its kind; the first that
 /// fails ends it, unless it is optional.
@@ -25,7 +26,9 @@ pub(super) fn attach(
 ) -> Result<Vec<Link>, RecordError> {
     let mut links = Vec::new();
     for point in points {
-        let attached = kinds::of(point.point.kind).attach(skel, point, cookies);
+        // Set before the first hit, which may come as soon as it attaches.
+        let attached = write_setting(skel, point)
+            .and_then(|()| kinds::of(point.point.kind).attach(skel, point, cookies));
         match attached {
             Ok(link) => links.push(link),
             Err(source) => {
@@ -42,6 +45,15 @@ pub(super) fn attach(
         }
     }
     Ok(links)
+}
+
+/// Tells the kernel what `point`'s hits read, keep and must pass.
+fn write_setting(skel: &ProctraceSkel<'_>, point: &Resolved) -> libbpf_rs::Result<()> {
+    let setting = bytes_of(&kinds::setting(point));
+    let id = point.point.id.to_ne_bytes();
+    skel.maps
+        .probe_settings
+        .update(&id, &setting, MapFlags::ANY)
 }
 
 /// Sets what the points need before the object loads, kind by kind: the

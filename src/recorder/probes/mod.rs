@@ -11,6 +11,7 @@
 //! - [`usdt`]: the USDT probes a file ships (`.note.stapsdt`).
 
 mod attempt;
+mod clauses;
 mod error;
 pub(crate) mod files;
 mod ifunc;
@@ -20,6 +21,7 @@ mod lines;
 mod names;
 mod pattern;
 mod point;
+mod reads;
 pub mod runner;
 mod spec;
 pub(crate) mod symbols;
@@ -29,9 +31,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub use attempt::AttemptProbe;
+pub use clauses::{Clauses, Condition, Op, Operand};
 pub use error::{ListError, ProbeError};
 pub use point::Target;
-pub use point::{Found, Place, Resolved, MAX_PROBES};
+pub use point::{Found, Place, Reads, Resolved, Source, Value, MAX_PROBES};
 pub use spec::ProbeSpec;
 
 use crate::event::{ProbeKind, ProbePoint};
@@ -179,6 +182,11 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
             });
         }
         for found in places {
+            let reads =
+                reads::of(kind, &found, &spec.clauses).map_err(|why| ProbeError::Malformed {
+                    spec: text.clone(),
+                    why,
+                })?;
             let point = ProbePoint {
                 id: resolved.len() as u32,
                 spec: text.clone(),
@@ -186,16 +194,25 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
                 file: file.display().to_string(),
                 name: found.name,
                 symbol: found.symbol,
+                values: spec.clauses.keep.iter().map(|v| v.to_string()).collect(),
+                filter: filter_text(&spec.clauses),
             };
             resolved.push(Resolved {
                 point,
                 file: file.clone(),
                 place: found.place,
                 optional: false,
+                reads,
             });
         }
     }
     Ok(resolved)
+}
+
+/// A spec's filter as the header says it: its conditions, normalised.
+fn filter_text(clauses: &Clauses) -> Option<String> {
+    let conditions: Vec<String> = clauses.filter.iter().map(|c| c.to_string()).collect();
+    (!conditions.is_empty()).then(|| conditions.join(" && "))
 }
 
 /// The (uprobe, uretprobe) ids attached to the same function of the same

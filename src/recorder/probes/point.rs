@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::attempt::AttemptProbe;
+use super::clauses::Op;
 use crate::event::ProbePoint;
 
 /// Probes attached at the most, all specs together: each is a perf event
@@ -26,6 +27,47 @@ pub struct Resolved {
     /// Attached unasked (a runner's test probes): where it cannot be,
     /// the recording goes on without it.
     pub optional: bool,
+    /// What its hits read, keep and must pass.
+    pub reads: Reads,
+}
+
+/// What a point's hits read, keep and must pass (a spec's `keep` and
+/// `if`), as the kernel is told (proctrace.h's `probe_setting`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// Read at each hit: the kept ones first, then those only the filter
+    /// needs. A USDT probe's hits read all their arguments, and these
+    /// are empty.
+    pub values: Vec<Value>,
+    /// Of `values`, the first `kept` are sent with the hit.
+    pub kept: usize,
+    /// The conditions a hit must pass, on the values read (by index; a
+    /// USDT probe's by argument).
+    pub filter: Vec<(usize, Op, i64)>,
+}
+
+/// One value a hit reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Value {
+    /// Where.
+    pub source: Source,
+    /// Its bytes (8 unless cast or a narrower field), and whether signed.
+    pub size: u8,
+    /// See `size`.
+    pub signed: bool,
+    /// Read as the C string it points to, where it points to one.
+    pub string: bool,
+}
+
+/// Where a hit reads a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A function's argument at its entry, by the calling convention.
+    Arg(u8),
+    /// A function's return value.
+    Return,
+    /// A USDT probe's argument.
+    Usdt(u8),
 }
 
 /// A point a spec names in its file, before it is numbered.

@@ -2,6 +2,7 @@
 //! kind takes (see [`super::kinds`]): `uprobe:FILE:FUNCTION[+OFFSET]`,
 //! `uretprobe:FILE:FUNCTION`, `usdt:FILE:PROVIDER:NAME`.
 
+use super::clauses::{self, Clauses};
 use super::error::ProbeError;
 use super::kinds;
 use super::point::Target;
@@ -16,6 +17,8 @@ pub struct ProbeSpec {
     pub file: String,
     /// What in the file it names.
     pub target: Target,
+    /// What its hits keep, and the filter they must pass.
+    pub clauses: Clauses,
 }
 
 impl ProbeSpec {
@@ -25,7 +28,8 @@ impl ProbeSpec {
             spec: text.to_owned(),
             why,
         };
-        let (prefix, rest) = text
+        let (head, clauses) = clauses::split(text).map_err(malformed)?;
+        let (prefix, rest) = head
             .split_once(':')
             .ok_or_else(|| malformed(format!("expected {}", kinds::syntaxes())))?;
         let kind = kinds::by_prefix(prefix).ok_or_else(|| {
@@ -39,6 +43,7 @@ impl ProbeSpec {
             kind: kind.kind(),
             file,
             target,
+            clauses,
         })
     }
 }

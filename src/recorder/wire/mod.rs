@@ -25,8 +25,8 @@ pub(crate) mod samples;
 use plain::Plain;
 
 use crate::bpf::types::{
-    event_header, exec_event, exit_event, fork_event, hit_event, id_event, mark_event, resources,
-    sample_event,
+    event_header, exec_event, exit_event, fork_event, hit_event, id_event, mark_event,
+    probe_setting, resources, sample_event,
 };
 
 pub(crate) use events::decode;
@@ -43,6 +43,7 @@ unsafe impl Plain for id_event {}
 unsafe impl Plain for sample_event {}
 unsafe impl Plain for hit_event {}
 unsafe impl Plain for mark_event {}
+unsafe impl Plain for probe_setting {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.
@@ -67,9 +68,9 @@ fn copy<T: Plain + Default>(data: &[u8]) -> Option<T> {
     Some(value)
 }
 
-/// The bytes of a record as the kernel writes it, for tests that feed
-/// the recorder without one.
-#[cfg(test)]
+/// The bytes of a struct as the kernel lays it out: a setting written to
+/// a map, or a record as the kernel writes it, for tests that feed the
+/// recorder without one.
 pub(crate) fn bytes_of<T: Plain>(value: &T) -> Vec<u8> {
     // SAFETY: Plain types have no padding invariants to uphold when read.
     unsafe { plain::as_bytes(value) }.to_vec()

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use libbpf_rs::Link;
 
-use super::point::{Found, Resolved, Target};
+use super::clauses::Op;
+use super::point::{Found, Place, Resolved, Source, Target, Value};
+use crate::bpf::types::{probe_cmp, probe_setting, value_flags, value_from};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 
@@ -41,6 +43,11 @@ pub(crate) trait Kind: Sync {
     /// `python:function__entry`), symbol and place.
     fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String>;
 
+    /// Where its hits read the value `name` (`arg0`, `retval`, a field)
+    /// at `point`, as a number of its natural width; what it has instead
+    /// where it has no such value.
+    fn value(&self, point: &Found, name: &str) -> Result<Value, String>;
+
     /// Sets what its `points` need before the object loads: the programs
     /// to load (without `cookies`, one per point where a kind needs it).
     fn configure(&self, progs: &mut OpenProctraceProgs<'_>, points: &[&Resolved], cookies: bool);
@@ -59,6 +66,55 @@ pub(crate) trait Kind: Sync {
         point: &Resolved,
         cookies: bool,
     ) -> libbpf_rs::Result<Link>;
+}
+
+/// What the kernel is told of `point`'s hits: the values they read and
+/// keep, the strings among them and the filter they must pass.
+pub(crate) fn setting(point: &Resolved) -> probe_setting {
+    let reads = &point.reads;
+    let mut setting = probe_setting {
+        values: reads.values.len() as u32,
+        kept: reads.kept as u32,
+        conditions: reads.filter.len() as u32,
+        ..Default::default()
+    };
+    for (slot, value) in setting.value.iter_mut().zip(&reads.values) {
+        let (from, index) = match value.source {
+            Source::Arg(n) | Source::Usdt(n) => (value_from::FROM_ARG, n),
+            Source::Return => (value_from::FROM_RETURN, 0),
+        };
+        slot.from = from.0 as u8;
+        slot.index = index;
+        slot.size = value.size;
+        slot.flags = if value.signed {
+            value_flags::VALUE_SIGNED.0 as u8
+        } else {
+            0
+        };
+    }
+    for (slot, &(value, op, number)) in setting.condition.iter_mut().zip(&reads.filter) {
+        slot.value = value as u32;
+        slot.op = cmp_of(op).0;
+        slot.number = number;
+    }
+    setting.strings = match &point.place {
+        Place::Usdt { strings, .. } => *strings,
+        _ => (reads.values.iter().take(reads.kept).enumerate())
+            .filter(|(_, v)| v.string)
+            .fold(0, |mask, (i, _)| mask | 1 << i),
+    };
+    setting
+}
+
+fn cmp_of(op: Op) -> probe_cmp {
+    match op {
+        Op::Eq => probe_cmp::CMP_EQ,
+        Op::Ne => probe_cmp::CMP_NE,
+        Op::Lt => probe_cmp::CMP_LT,
+        Op::Le => probe_cmp::CMP_LE,
+        Op::Gt => probe_cmp::CMP_GT,
+        Op::Ge => probe_cmp::CMP_GE,
+    }
 }
 
 /// Every kind, in the order the errors list them.
@@ -98,4 +154,10 @@ fn or_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => all.concat(),
     }
+}
+
+/// `argN` (N below `count`) as its index.
+pub(super) fn arg_index(name: &str, count: u8) -> Option<u8> {
+    let n: u8 = name.strip_prefix("arg")?.parse().ok()?;
+    (n < count && name == format!("arg{n}")).then_some(n)
 }

@@ -9,12 +9,12 @@ use std::path::Path;
 
 use libbpf_rs::{Link, ProgramMut, UprobeOpts};
 
-use super::{Kind, ALL_PROCESSES};
+use super::{arg_index, Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::instructions;
 use crate::recorder::probes::pattern::is_pattern;
-use crate::recorder::probes::point::{Found, Place, Resolved, Target};
+use crate::recorder::probes::point::{Found, Place, Resolved, Source, Target, Value};
 use crate::recorder::probes::symbols::{self, Function, Ifunc};
 
 /// A uprobe, or with `ret` a uretprobe.
@@ -99,6 +99,27 @@ impl Kind for Uprobe {
             });
         }
         Ok(points)
+    }
+
+    fn value(&self, _: &Found, name: &str) -> Result<Value, String> {
+        let source = match (self.ret, name) {
+            (true, "retval") => Source::Return,
+            (false, arg) => Source::Arg(arg_index(arg, 6).ok_or_else(|| {
+                format!("a uprobe has the function's arguments arg0 to arg5, not {name:?}")
+            })?),
+            (true, _) => {
+                return Err(format!(
+                    "a uretprobe has the function's return value, retval, not {name:?} \
+                     (its arguments are gone by the return)"
+                ))
+            }
+        };
+        Ok(Value {
+            source,
+            size: 8,
+            signed: true,
+            string: false,
+        })
     }
 
     fn configure(&self, progs: &mut OpenProctraceProgs<'_>, points: &[&Resolved], cookies: bool) {

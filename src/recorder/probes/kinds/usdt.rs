@@ -6,13 +6,13 @@
 
 use std::path::Path;
 
-use libbpf_rs::{Link, MapCore, MapFlags, UsdtOpts};
+use libbpf_rs::{Link, UsdtOpts};
 
-use super::{Kind, ALL_PROCESSES};
+use super::{arg_index, Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::pattern::is_pattern;
-use crate::recorder::probes::point::{Found, Place, Resolved, Target};
+use crate::recorder::probes::point::{Found, Place, Resolved, Source, Target, Value};
 use crate::recorder::probes::usdt;
 
 /// A USDT probe.
@@ -72,6 +72,17 @@ impl Kind for Usdt {
         Ok(points.collect())
     }
 
+    fn value(&self, _: &Found, name: &str) -> Result<Value, String> {
+        let n = arg_index(name, 6)
+            .ok_or_else(|| format!("a USDT probe has its arguments arg0 to arg5, not {name:?}"))?;
+        Ok(Value {
+            source: Source::Usdt(n),
+            size: 8,
+            signed: true,
+            string: false,
+        })
+    }
+
     fn configure(&self, progs: &mut OpenProctraceProgs<'_>, points: &[&Resolved], _: bool) {
         if !points.is_empty() {
             progs.probe_usdt.set_autoload(true);
@@ -84,22 +95,12 @@ impl Kind for Usdt {
         point: &Resolved,
         _: bool,
     ) -> libbpf_rs::Result<Link> {
-        let Place::Usdt {
-            provider,
-            name,
-            strings,
-            ..
-        } = &point.place
-        else {
+        let Place::Usdt { provider, name, .. } = &point.place else {
             return Err(libbpf_rs::Error::from(std::io::Error::from(
                 std::io::ErrorKind::InvalidInput,
             )));
         };
-        // Set before the first hit, which may come at once.
         let id = point.point.id;
-        skel.maps
-            .probe_strings
-            .update(&id.to_ne_bytes(), &strings.to_ne_bytes(), MapFlags::ANY)?;
         let opts = UsdtOpts {
             cookie: u64::from(id),
             ..Default::default()
