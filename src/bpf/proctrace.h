@@ -266,6 +266,12 @@ enum value_from {
 	FROM_ARG = 0,
 	/* A function's return value. */
 	FROM_RETURN = 1,
+	/* A number in a tracepoint's record, `size` bytes at `offset`. */
+	FROM_FIELD = 2,
+	/* Text in a tracepoint's record: a char array at `offset`, */
+	FROM_FIELD_TEXT = 3,
+	/* or a __data_loc, whose low 16 bits at `offset` say where it is. */
+	FROM_DATA_LOC = 4,
 };
 
 /* probe_value.flags */
@@ -293,7 +299,9 @@ struct probe_value {
 	/* Bytes kept of the 8 read (1, 2, 4 or 8), with VALUE_SIGNED. */
 	__u8 size;
 	__u8 flags;
-	__u32 _pad;
+	/* Bytes into a tracepoint's record. */
+	__u16 offset;
+	__u16 _pad;
 };
 
 /* A value compared with a number: the filter's conditions, all of which a
@@ -338,17 +346,19 @@ struct hit_event {
 	__u32 arg_count;
 	__u32 stack_len;
 	__s64 args[PROBE_ARGS];
-	/* Bit i: args[i] pointed to a C string, held in strings[k] for the
-	 * k-th bit set. */
+	/* Bit i: args[i] was read as text, held in strings[k] for the k-th
+	 * bit set. */
 	__u32 string_mask;
-	__u32 _pad;
+	/* Kernel stack addresses at the start of stack[]: a probe of the
+	 * kernel's, 0 for a uprobe's. */
+	__u32 kernel_frames;
 	char strings[PROBE_STRING_ARGS][PROBE_STRING_CAP];
 	/* As in sample_event; all 0 without stacks. */
 	__u64 ip;
 	__u64 sp;
 	__u64 fp;
 	__u64 lr;
-	__u8 stack[SAMPLE_STACK_CAP];
+	__u8 stack[SAMPLE_KERNEL_FRAMES * 8 + SAMPLE_STACK_CAP];
 };
 
 /* The names of the variables that mark a test, with their NUL, and the

@@ -116,12 +116,13 @@ pub struct RecordArgs {
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99")]
     cpu_profile: Option<u32>,
-    /// Count the tree's hits of a function or USDT probe (repeatable):
-    /// `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION` or
-    /// `usdt:FILE:PROVIDER:NAME`, FILE a path or a library or program name (`libc`,
-    /// `python3`), FUNCTION and NAME may hold `*` and `?`. Attached for every process
-    /// before the command starts; only the tree's hits leave the kernel, each with its
-    /// user stack and USDT arguments. `render -d probes` and `-d probe-folded` show them.
+    /// Count the tree's hits of a function, USDT probe or kernel tracepoint
+    /// (repeatable): `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
+    /// `usdt:FILE:PROVIDER:NAME` or `tracepoint:CATEGORY:NAME`, FILE a path or a library
+    /// or program name (`libc`, `python3`), FUNCTION, NAME and CATEGORY may hold `*` and
+    /// `?`; then `keep VALUES` and `if FILTER`. Attached for every process before the
+    /// command starts; only the tree's hits leave the kernel, each with its stacks and
+    /// kept values. `render -d probes` and `-d probe-folded` show them.
     #[arg(long = "probe", value_name = "SPEC")]
     probes: Vec<String>,
     /// With --probe: count hits and arguments only, without copying and unwinding

@@ -19,6 +19,8 @@ pub enum ProbeKind {
     Uretprobe,
     /// A static probe a program ships (`<sys/sdt.h>`'s USDT).
     Usdt,
+    /// A static probe of the kernel (`syscalls:sys_enter_openat`).
+    Tracepoint,
 }
 
 /// One attached probe, in the header: a spec with a wildcard is one per
@@ -32,7 +34,7 @@ pub struct ProbePoint {
     /// How it is attached.
     pub kind: ProbeKind,
     /// The file attached to, resolved (`libc` becomes the path the tree
-    /// maps).
+    /// maps); empty for a probe of the kernel.
     pub file: String,
     /// The function as people write it (a Rust or C++ symbol demangled,
     /// with its `+OFFSET`), or the USDT's `PROVIDER:NAME`.
@@ -54,15 +56,19 @@ pub struct ProbePoint {
 }
 
 impl ProbePoint {
-    /// The probe as people read it: `uprobe:libc.so.6:malloc`.
+    /// The probe as people read it: `uprobe:libc.so.6:malloc`,
+    /// `tracepoint:syscalls:sys_enter_openat`.
     pub fn label(&self) -> String {
         let kind = match self.kind {
             ProbeKind::Uprobe => "uprobe",
             ProbeKind::Uretprobe => "uretprobe",
             ProbeKind::Usdt => "usdt",
+            ProbeKind::Tracepoint => "tracepoint",
         };
-        let file = self.file.rsplit('/').next().unwrap_or(&self.file);
-        format!("{kind}:{file}:{}", self.name)
+        match self.file.rsplit('/').next() {
+            Some(file) if !file.is_empty() => format!("{kind}:{file}:{}", self.name),
+            _ => format!("{kind}:{}", self.name),
+        }
     }
 }
 

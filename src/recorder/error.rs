@@ -177,9 +177,6 @@ pub enum RecordError {
         /// libbpf's error.
         source: Box<libbpf_rs::Error>,
     },
-    /// The kernel has no uprobes.
-    #[error("--probe needs a kernel built with uprobes (CONFIG_UPROBE_EVENTS): /sys/bus/event_source/devices/uprobe is missing")]
-    NoUprobes,
     /// Before BPF cookies (Linux 5.15) each probe needs a program of its
     /// own, and there are so many copies.
     #[error("--probe: {count} probes, but before Linux 5.15 (no BPF cookies) proctrace attaches at most {max}")]
@@ -188,15 +185,6 @@ pub enum RecordError {
         count: usize,
         /// The most it attaches there.
         max: usize,
-    },
-    /// Before BPF cookies libbpf finds a USDT probe by its address, which
-    /// a shared library or a position-independent program has per process.
-    #[error("--probe {probe:?}: a USDT probe in a shared library or position-independent program ({}) needs Linux 5.15 (BPF cookies)", file.display())]
-    UsdtNeedsCookies {
-        /// The spec as given.
-        probe: String,
-        /// Its file.
-        file: PathBuf,
     },
     /// The BTF file given with --btf cannot be used.
     #[error("BTF file {}", path.display())]

@@ -31,6 +31,7 @@ mod mappings;
 mod nextest;
 mod otlp;
 mod perfetto;
+mod probe_kernel;
 mod probe_names;
 mod probe_values;
 mod probes;

@@ -184,7 +184,7 @@ fn bad_probes_are_one_clear_line() {
             usdt_missing.as_str(),
             "has no USDT probe \"proctrace_test:nope\"",
         ),
-        ("kprobe:libc:malloc", "unknown probe type \"kprobe\""),
+        ("kprobes:libc:malloc", "unknown probe type \"kprobes\""),
         ("uprobe:libc", "expected FILE:FUNCTION"),
         ("uprobe:libc:*", "past the 256 probes"),
         ("uprobe:/bin/true:no_such_function", "has no function"),

@@ -1,11 +1,9 @@
 //! The `--probe` points in the loaded object: each configured and attached
 //! by its kind ([`crate::recorder::probes::kinds`]), for every process (the
-//! program keeps the tree's hits only), and what this kernel can attach. The cookie of
-//! each attachment is the probe's id; before Linux 5.15, which has none,
-//! each uprobe is attached with a copy of the program that knows its id.
-
-use std::io::Read;
-use std::path::Path;
+//! program keeps the tree's hits only), and what this kernel can attach.
+//! The cookie of each attachment is the probe's id; before Linux 5.15,
+//! which has none, each probe is attached with a copy of its program that
+//! knows its id.
 
 use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{Link, MapCore, MapFlags, ProgramType};
@@ -14,7 +12,7 @@ use crate::bpf::types::probe_limits;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel};
 use crate::recorder::error::RecordError;
 use crate::recorder::probes::kinds;
-use crate::recorder::probes::{Place, Resolved};
+use crate::recorder::probes::Resolved;
 use crate::recorder::wire::bytes_of;
 
 /// Attaches every point, in order, each by its kind; the first that
@@ -80,48 +78,27 @@ pub(super) fn configure(open: &mut OpenProctraceSkel<'_>, points: &[Resolved], c
     }
 }
 
-/// Whether this kernel can attach `probes`: it has uprobes, and before
-/// BPF cookies (5.15) there is a copy of the uprobe program for each, and
-/// every USDT probe is at one address in every process (libbpf tells them
-/// apart by address there).
+/// Whether this kernel can attach `probes`: what each kind needs of it
+/// ([`kinds::Kind::check`]), and before BPF cookies (5.15) a copy of the
+/// uprobe program for each.
 pub(super) fn check_kernel(probes: &[Resolved], cookies: bool) -> Result<(), RecordError> {
-    if !Path::new("/sys/bus/event_source/devices/uprobe").exists() {
-        return Err(RecordError::NoUprobes);
-    }
-    if cookies {
-        return Ok(());
+    for kind in kinds::KINDS {
+        let of_kind: Vec<&Resolved> = probes
+            .iter()
+            .filter(|p| p.point.kind == kind.kind())
+            .collect();
+        if !of_kind.is_empty() {
+            kind.check(&of_kind, cookies)?;
+        }
     }
     let max = probe_limits::NO_COOKIE_PROBES.0 as usize;
-    if probes.len() > max {
+    if !cookies && probes.len() > max {
         return Err(RecordError::TooManyProbesWithoutCookies {
             count: probes.len(),
             max,
         });
     }
-    let usdt = probes
-        .iter()
-        .filter(|p| matches!(p.place, Place::Usdt { .. }));
-    match usdt.into_iter().find(|p| !fixed_addresses(&p.file)) {
-        Some(p) => Err(RecordError::UsdtNeedsCookies {
-            probe: p.point.spec.clone(),
-            file: p.file.clone(),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Whether `file` is an ELF executable loaded at the addresses it was
-/// linked for (`ET_EXEC`), not a shared library or PIE (`ET_DYN`).
-fn fixed_addresses(file: &Path) -> bool {
-    const ET_EXEC: u16 = 2;
-    let mut head = [0u8; 18];
-    let read = std::fs::File::open(file).and_then(|mut f| f.read_exact(&mut head));
-    // e_ident[EI_DATA] (1: little-endian), then e_type at offset 16.
-    let e_type = match head[5] {
-        1 => u16::from_le_bytes([head[16], head[17]]),
-        _ => u16::from_be_bytes([head[16], head[17]]),
-    };
-    read.is_ok() && e_type == ET_EXEC
+    Ok(())
 }
 
 /// Whether this kernel gives programs their attachment's cookie (5.15),

@@ -35,27 +35,48 @@ pub enum ProbeError {
         /// What went wrong.
         why: String,
     },
-    /// The file has no function or USDT probe by that name.
-    #[error("--probe {spec:?}: {} has no {what} {name:?}", file.display())]
+    /// The file (or the kernel) has no function, USDT probe or
+    /// tracepoint by that name.
+    #[error("--probe {spec:?}: {in_what} has no {what} {name:?}")]
     NotFound {
         /// The spec as given.
         spec: String,
-        /// The file it resolved to.
-        file: PathBuf,
-        /// `function` or `USDT probe`.
+        /// The file it resolved to, or `this kernel`.
+        in_what: String,
+        /// `function`, `USDT probe`, `tracepoint`.
         what: &'static str,
         /// The function or probe (pattern) looked for.
         name: String,
     },
     /// A pattern matched more than can be attached.
-    #[error("--probe {spec:?}: {matched} matches in {}, past the {MAX_PROBES} probes proctrace attaches: narrow the pattern", file.display())]
+    #[error("--probe {spec:?}: {matched} matches in {in_what}, past the {MAX_PROBES} probes proctrace attaches: narrow the pattern")]
     TooMany {
         /// The spec as given.
         spec: String,
-        /// The file it resolved to.
-        file: PathBuf,
+        /// The file it resolved to, or `this kernel`.
+        in_what: String,
         /// How many points it matched.
         matched: usize,
+    },
+    /// This kernel cannot attach a probe of this kind (or no more of them).
+    #[error("--probe {probe:?}: {why}")]
+    ProbeKernel {
+        /// The spec as given.
+        probe: String,
+        /// What the kernel lacks.
+        why: String,
+    },
+    /// The kernel has no uprobes.
+    #[error("--probe needs a kernel built with uprobes (CONFIG_UPROBE_EVENTS): /sys/bus/event_source/devices/uprobe is missing")]
+    NoUprobes,
+    /// Before BPF cookies libbpf finds a USDT probe by its address, which
+    /// a shared library or a position-independent program has per process.
+    #[error("--probe {probe:?}: a USDT probe in a shared library or position-independent program ({}) needs Linux 5.15 (BPF cookies)", file.display())]
+    UsdtNeedsCookies {
+        /// The spec as given.
+        probe: String,
+        /// Its file.
+        file: PathBuf,
     },
 }
 

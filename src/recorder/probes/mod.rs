@@ -25,6 +25,7 @@ mod reads;
 pub mod runner;
 mod spec;
 pub(crate) mod symbols;
+pub(crate) mod tracefs;
 pub mod usdt;
 
 use std::collections::HashMap;
@@ -152,61 +153,95 @@ pub fn resolve(specs: &[String]) -> Result<Vec<Resolved>, ProbeError> {
     let mut resolved = Vec::new();
     for text in specs {
         let spec = ProbeSpec::parse(text)?;
-        let file = files::find(&spec.file).ok_or_else(|| ProbeError::NoFile {
-            spec: text.clone(),
-            file: spec.file.clone(),
-        })?;
-        let unreadable = |why: String| ProbeError::Unreadable {
-            spec: text.clone(),
-            file: file.clone(),
-            why,
-        };
-        if !files::native(&file) {
-            return Err(unreadable(NOT_ELF.into()));
-        }
+        let file = spec.file.as_deref().map(|f| file_of(text, f)).transpose()?;
         let kind = kinds::of(spec.kind);
-        let places = kind.resolve(&file, &spec.target).map_err(unreadable)?;
+        let places = kind
+            .resolve(file.as_deref(), &spec.target)
+            .map_err(|why| match &file {
+                Some(file) => ProbeError::Unreadable {
+                    spec: text.clone(),
+                    file: file.clone(),
+                    why,
+                },
+                None => ProbeError::Malformed {
+                    spec: text.clone(),
+                    why,
+                },
+            })?;
+        let name = spec.target.to_string();
+        let lacking = |in_what: String| ProbeError::NotFound {
+            spec: text.clone(),
+            in_what,
+            what: kind.what(),
+            name: name.clone(),
+        };
+        let in_what = file
+            .as_ref()
+            .map_or("this kernel".to_owned(), |f| f.display().to_string());
         if places.is_empty() {
-            return Err(ProbeError::NotFound {
-                spec: text.clone(),
-                file,
-                what: kind.what(),
-                name: spec.target.to_string(),
-            });
+            return Err(lacking(in_what));
         }
         if resolved.len() + places.len() > MAX_PROBES {
             return Err(ProbeError::TooMany {
                 spec: text.clone(),
-                file,
+                in_what,
                 matched: places.len(),
             });
         }
         for found in places {
-            let reads =
-                reads::of(kind, &found, &spec.clauses).map_err(|why| ProbeError::Malformed {
-                    spec: text.clone(),
-                    why,
-                })?;
-            let point = ProbePoint {
-                id: resolved.len() as u32,
-                spec: text.clone(),
-                kind: spec.kind,
-                file: file.display().to_string(),
-                name: found.name,
-                symbol: found.symbol,
-                values: spec.clauses.keep.iter().map(|v| v.to_string()).collect(),
-                filter: filter_text(&spec.clauses),
-            };
-            resolved.push(Resolved {
-                point,
-                file: file.clone(),
-                place: found.place,
-                optional: false,
-                reads,
-            });
+            resolved.push(point(&spec, text, file.clone(), found, resolved.len())?);
         }
     }
     Ok(resolved)
+}
+
+/// The file a spec's FILE names, checked to be a native ELF object.
+fn file_of(spec: &str, name: &str) -> Result<PathBuf, ProbeError> {
+    let file = files::find(name).ok_or_else(|| ProbeError::NoFile {
+        spec: spec.to_owned(),
+        file: name.to_owned(),
+    })?;
+    match files::native(&file) {
+        true => Ok(file),
+        false => Err(ProbeError::Unreadable {
+            spec: spec.to_owned(),
+            file,
+            why: NOT_ELF.into(),
+        }),
+    }
+}
+
+/// Point `id`, `found` by `spec`, with what its hits read.
+fn point(
+    spec: &ProbeSpec,
+    text: &str,
+    file: Option<PathBuf>,
+    found: Found,
+    id: usize,
+) -> Result<Resolved, ProbeError> {
+    let kind = kinds::of(spec.kind);
+    let reads = reads::of(kind, &found, &spec.clauses).map_err(|why| ProbeError::Malformed {
+        spec: text.to_owned(),
+        why,
+    })?;
+    let file = file.unwrap_or_default();
+    let point = ProbePoint {
+        id: id as u32,
+        spec: text.to_owned(),
+        kind: spec.kind,
+        file: file.display().to_string(),
+        name: found.name,
+        symbol: found.symbol,
+        values: spec.clauses.keep.iter().map(|v| v.to_string()).collect(),
+        filter: filter_text(&spec.clauses),
+    };
+    Ok(Resolved {
+        point,
+        file,
+        place: found.place,
+        optional: false,
+        reads,
+    })
 }
 
 /// A spec's filter as the header says it: its conditions, normalised.

@@ -19,7 +19,7 @@ pub const MAX_PROBES: usize = 256;
 pub struct Resolved {
     /// What the recording's header says of it.
     pub point: ProbePoint,
-    /// The file to attach to.
+    /// The file to attach to; empty for a probe of the kernel.
     pub file: PathBuf,
     /// Where: the file offset of the function (uprobes), or the USDT's
     /// provider and name for libbpf to find.
@@ -68,6 +68,21 @@ pub enum Source {
     Return,
     /// A USDT probe's argument.
     Usdt(u8),
+    /// A number in a tracepoint's record: its bytes there.
+    Field {
+        /// Bytes into the record.
+        offset: u16,
+    },
+    /// Text in a tracepoint's record: a `char[N]` of `size` bytes at
+    /// `offset`, or with `size` 0 a `__data_loc char[]`, whose 4 bytes at
+    /// `offset` say where the text is (the low 16 bits, from the
+    /// record's start).
+    FieldText {
+        /// Bytes into the record.
+        offset: u16,
+        /// The array's bytes; 0 for a `__data_loc`.
+        size: u16,
+    },
 }
 
 /// A point a spec names in its file, before it is numbered.
@@ -86,6 +101,13 @@ pub struct Found {
 pub enum Place {
     /// A file offset.
     Offset(u64),
+    /// A tracepoint, by its id, with its record's fields.
+    Tracepoint {
+        /// Its id in tracefs, which a perf event opens it by.
+        id: u64,
+        /// The fields of its record, as its `format` lists them.
+        fields: Vec<Field>,
+    },
     /// A USDT probe.
     Usdt {
         /// Its provider.
@@ -99,6 +121,21 @@ pub enum Place {
     },
 }
 
+/// A field of a tracepoint's record, as tracefs's `format` says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Its name.
+    pub name: String,
+    /// Its C type (`const char *`, `__data_loc char[]`, `pid_t`).
+    pub c_type: String,
+    /// Bytes into the record.
+    pub offset: u16,
+    /// Its bytes.
+    pub size: u16,
+    /// Whether the format calls it signed.
+    pub signed: bool,
+}
+
 /// What in the file a spec names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -108,6 +145,13 @@ pub enum Target {
         pattern: String,
         /// Bytes into the function.
         offset: u64,
+    },
+    /// A tracepoint's category and name (or patterns of them).
+    Tracepoint {
+        /// Its category (`syscalls`), or a pattern.
+        category: String,
+        /// Its name (`sys_enter_openat`), or a pattern.
+        name: String,
     },
     /// A USDT probe's provider and name (or a pattern of names).
     Usdt {
@@ -123,6 +167,7 @@ impl fmt::Display for Target {
         match self {
             Target::Function { pattern, .. } => f.write_str(pattern),
             Target::Usdt { provider, name } => write!(f, "{provider}:{name}"),
+            Target::Tracepoint { category, name } => write!(f, "{category}:{name}"),
         }
     }
 }

@@ -30,6 +30,12 @@ pub(super) fn of(kind: &dyn Kind, found: &Found, clauses: &Clauses) -> Result<Re
     }
     for condition in &clauses.filter {
         let value = value(kind, found, &condition.operand)?;
+        if value.string {
+            return Err(format!(
+                "{} is text: a filter compares numbers",
+                condition.operand
+            ));
+        }
         let index = match value.source {
             // A USDT hit reads every argument, in order.
             Source::Usdt(n) => usize::from(n),
@@ -58,6 +64,7 @@ fn value(kind: &dyn Kind, found: &Found, operand: &Operand) -> Result<Value, Str
         value.size = size.min(value.size);
         value.signed = signed;
     }
-    value.string = operand.string;
+    // Text fields are read as text unasked.
+    value.string |= operand.string;
     Ok(value)
 }

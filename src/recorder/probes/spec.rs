@@ -1,6 +1,7 @@
 //! `--probe` specs, as bpftrace writes its probes: `KIND:` then what the
 //! kind takes (see [`super::kinds`]): `uprobe:FILE:FUNCTION[+OFFSET]`,
-//! `uretprobe:FILE:FUNCTION`, `usdt:FILE:PROVIDER:NAME`.
+//! `uretprobe:FILE:FUNCTION`, `usdt:FILE:PROVIDER:NAME`,
+//! `tracepoint:CATEGORY:NAME`.
 
 use super::clauses::{self, Clauses};
 use super::error::ProbeError;
@@ -13,8 +14,9 @@ use crate::event::ProbeKind;
 pub struct ProbeSpec {
     /// How it attaches.
     pub kind: ProbeKind,
-    /// A path, or a library or program name to look up.
-    pub file: String,
+    /// A path, or a library or program name to look up; none for a probe
+    /// of the kernel.
+    pub file: Option<String>,
     /// What in the file it names.
     pub target: Target,
     /// What its hits keep, and the filter they must pass.
@@ -32,11 +34,14 @@ impl ProbeSpec {
         let (prefix, rest) = head
             .split_once(':')
             .ok_or_else(|| malformed(format!("expected {}", kinds::syntaxes())))?;
+        if let Some(why) = kinds::refusal(prefix) {
+            return Err(malformed(why));
+        }
         let kind = kinds::by_prefix(prefix).ok_or_else(|| {
             malformed(format!("unknown probe type {prefix:?}: {}", kinds::names()))
         })?;
         let (file, target) = kind.parse(rest).map_err(malformed)?;
-        if file.is_empty() {
+        if file.as_deref() == Some("") {
             return Err(malformed("no FILE".into()));
         }
         Ok(ProbeSpec {
@@ -62,15 +67,18 @@ mod tests {
     #[test]
     fn specs_parse_as_bpftrace_writes_them() {
         let spec = ProbeSpec::parse("uprobe:libc:malloc").unwrap();
-        assert_eq!((spec.kind, spec.file.as_str()), (ProbeKind::Uprobe, "libc"));
+        assert_eq!(
+            (spec.kind, spec.file.as_deref()),
+            (ProbeKind::Uprobe, Some("libc"))
+        );
         assert_eq!(spec.target, function("malloc", 0));
         let spec = ProbeSpec::parse("uprobe:/usr/bin/a:b:main+0x10").unwrap();
-        assert_eq!(spec.file, "/usr/bin/a:b");
+        assert_eq!(spec.file.as_deref(), Some("/usr/bin/a:b"));
         assert_eq!(spec.target, function("main", 16));
         let spec = ProbeSpec::parse("uretprobe:/bin/bash:read*").unwrap();
         assert_eq!(spec.kind, ProbeKind::Uretprobe);
         let spec = ProbeSpec::parse("usdt:/usr/bin/python3.13:python:function__entry").unwrap();
-        assert_eq!(spec.file, "/usr/bin/python3.13");
+        assert_eq!(spec.file.as_deref(), Some("/usr/bin/python3.13"));
         assert_eq!(
             spec.target,
             Target::Usdt {
@@ -84,7 +92,7 @@ mod tests {
     fn malformed_specs_say_what_is_wrong() {
         for (spec, says) in [
             ("malloc", "expected uprobe:FILE:FUNCTION"),
-            ("kprobe:libc:malloc", "unknown probe type \"kprobe\""),
+            ("kprobes:x", "unknown probe type \"kprobes\""),
             ("uprobe:libc", "expected FILE:FUNCTION"),
             ("uprobe::malloc", "no FILE"),
             ("uprobe:libc:", "no FUNCTION"),
@@ -99,6 +107,21 @@ mod tests {
             let err = ProbeSpec::parse(spec).unwrap_err().to_string();
             assert!(err.contains(says), "{spec}: {err}");
             assert!(err.starts_with(&format!("--probe {spec:?}")), "{err}");
+        }
+    }
+
+    #[test]
+    fn kernel_kinds_not_attached_say_what_to_use_instead() {
+        for (spec, says) in [
+            ("kprobe:do_sys_openat2", "kprobes"),
+            ("kretprobe:vfs_read", "kprobes"),
+            ("fentry:vfs_read", "does not attach fentry/fexit"),
+            ("fexit:vfs_read", "does not attach fentry/fexit"),
+        ] {
+            let err = ProbeSpec::parse(spec).unwrap_err().to_string();
+            assert!(err.contains(says), "{spec}: {err}");
+            let instead = "tracepoint:CATEGORY:NAME probes the kernel at its static tracepoints";
+            assert!(err.ends_with(instead), "{err}");
         }
     }
 }

@@ -82,9 +82,13 @@ pub struct Hit {
 fn decode_hit(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Hit, Malformed> {
     let fixed = std::mem::offset_of!(hit_event, stack);
     HIT.with_borrow_mut(|e| {
-        let stack = with_stack(&mut **e, data, fixed, event_kind::EVENT_HIT, |e| {
-            e.stack_len
+        // The kernel stack's addresses, then the user stack's bytes.
+        let stacks = with_stack(&mut **e, data, fixed, event_kind::EVENT_HIT, |e| {
+            e.kernel_frames
+                .saturating_mul(8)
+                .saturating_add(e.stack_len)
         })?;
+        let (kernel, stack) = stacks.split_at(e.kernel_frames as usize * 8);
         let count = (e.arg_count as usize).min(e.args.len());
         // The strings fill their slots in argument order.
         let mut strings = e.strings.iter();
@@ -101,7 +105,10 @@ fn decode_hit(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Hit, Malformed
                 pid: e.header.pid,
                 tid: e.tid,
                 timestamp: e.header.timestamp.saturating_sub(start),
-                kernel: Vec::new(),
+                kernel: kernel
+                    .chunks_exact(8)
+                    .map(|a| u64::from_ne_bytes(a.try_into().expect("8 bytes")))
+                    .collect(),
                 regs: [e.ip, e.sp, e.fp, e.lr],
                 stack: filled(buffer, stack),
             },
@@ -217,6 +224,25 @@ mod tests {
             [n(1), n(2), text("suite"), text("name"), n(42)]
         );
         assert_eq!(decoded.sample.timestamp, 40);
+    }
+
+    #[test]
+    fn a_hit_carries_its_kernel_stack_before_its_user_stack() {
+        let mut hit = hit_event::default();
+        hit.header.kind = event_kind::EVENT_HIT.0;
+        hit.kernel_frames = 2;
+        hit.stack_len = 3;
+        let stacks = [0xffff_8000_0000_1000u64, 0xffff_8000_0000_2000];
+        for (i, address) in stacks.iter().enumerate() {
+            hit.stack[i * 8..i * 8 + 8].copy_from_slice(&address.to_ne_bytes());
+        }
+        hit.stack[16..19].copy_from_slice(&[7, 8, 9]);
+        let fixed = std::mem::offset_of!(hit_event, stack);
+        let decoded = decode_hit(&bytes_of(&hit)[..fixed + 19], 0, Vec::new()).unwrap();
+        assert_eq!(decoded.sample.kernel, stacks);
+        assert_eq!(decoded.sample.stack, [7, 8, 9]);
+        let cut = decode_hit(&bytes_of(&hit)[..fixed + 18], 0, Vec::new());
+        assert!(cut.is_err(), "a record cut short is malformed");
     }
 
     #[test]

@@ -1,22 +1,25 @@
 //! The kinds of probe, as one table: what a kind's spec looks like after
-//! `KIND:`, how its points are found in a file, what the BPF object needs
-//! for them before it loads and how each is attached. A new kind is one
-//! entry here and its BPF program. A hit is decoded alike for every kind
-//! (the point's id, the thread's registers and stack, the arguments its
-//! program read).
+//! `KIND:`, how its points are found in a file or the kernel, where its
+//! hits read the values a spec names, what this kernel must have, what
+//! the BPF object needs for them before it loads and how each is
+//! attached. A new kind is one entry here and its BPF program. A hit is
+//! decoded alike for every kind (the point's id, the thread's registers
+//! and stacks, the values its program read).
 
+mod tracepoint;
 mod uprobe;
 mod usdt;
 
 use std::path::Path;
 
-use libbpf_rs::Link;
+use libbpf_rs::{Link, ProgramMut};
 
 use super::clauses::Op;
 use super::point::{Found, Place, Resolved, Source, Target, Value};
 use crate::bpf::types::{probe_cmp, probe_setting, value_flags, value_from};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
+use crate::recorder::probes::ProbeError;
 
 /// Every process, not one: a probe is attached for all of them and the
 /// tree's hits are picked in the kernel.
@@ -33,15 +36,20 @@ pub(crate) trait Kind: Sync {
     /// The whole spec, for errors (`uprobe:FILE:FUNCTION[+OFFSET]`).
     fn syntax(&self) -> &'static str;
 
-    /// What follows `KIND:` in a spec: the file, and what in it.
-    fn parse(&self, rest: &str) -> Result<(String, Target), String>;
+    /// What follows `KIND:` in a spec: the file (none for a probe of the
+    /// kernel), and what in it.
+    fn parse(&self, rest: &str) -> Result<(Option<String>, Target), String>;
 
     /// What its targets are, for errors (`function`).
     fn what(&self) -> &'static str;
 
-    /// The points `target` names in `file`: each one's name (`malloc`,
-    /// `python:function__entry`), symbol and place.
-    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String>;
+    /// The points `target` names in `file` (or the kernel): each one's
+    /// name (`malloc`, `python:function__entry`), symbol and place.
+    fn resolve(&self, file: Option<&Path>, target: &Target) -> Result<Vec<Found>, String>;
+
+    /// What this kernel lacks to attach `points` of this kind, said in
+    /// one line: before anything loads.
+    fn check(&self, points: &[&Resolved], cookies: bool) -> Result<(), ProbeError>;
 
     /// Where its hits read the value `name` (`arg0`, `retval`, a field)
     /// at `point`, as a number of its natural width; what it has instead
@@ -79,12 +87,16 @@ pub(crate) fn setting(point: &Resolved) -> probe_setting {
         ..Default::default()
     };
     for (slot, value) in setting.value.iter_mut().zip(&reads.values) {
-        let (from, index) = match value.source {
-            Source::Arg(n) | Source::Usdt(n) => (value_from::FROM_ARG, n),
-            Source::Return => (value_from::FROM_RETURN, 0),
+        let (from, index, offset) = match value.source {
+            Source::Arg(n) | Source::Usdt(n) => (value_from::FROM_ARG, n, 0),
+            Source::Return => (value_from::FROM_RETURN, 0, 0),
+            Source::Field { offset } => (value_from::FROM_FIELD, 0, offset),
+            Source::FieldText { offset, size: 0 } => (value_from::FROM_DATA_LOC, 0, offset),
+            Source::FieldText { offset, .. } => (value_from::FROM_FIELD_TEXT, 0, offset),
         };
         slot.from = from.0 as u8;
         slot.index = index;
+        slot.offset = offset;
         slot.size = value.size;
         slot.flags = if value.signed {
             value_flags::VALUE_SIGNED.0 as u8
@@ -118,7 +130,12 @@ fn cmp_of(op: Op) -> probe_cmp {
 }
 
 /// Every kind, in the order the errors list them.
-pub(crate) static KINDS: [&dyn Kind; 3] = [&uprobe::UPROBE, &uprobe::URETPROBE, &usdt::Usdt];
+pub(crate) static KINDS: [&dyn Kind; 4] = [
+    &uprobe::UPROBE,
+    &uprobe::URETPROBE,
+    &usdt::Usdt,
+    &tracepoint::Tracepoint,
+];
 
 /// The kind of a spec that starts `prefix:`.
 pub(crate) fn by_prefix(prefix: &str) -> Option<&'static dyn Kind> {
@@ -127,6 +144,30 @@ pub(crate) fn by_prefix(prefix: &str) -> Option<&'static dyn Kind> {
         .copied()
         .find(|kind| kind.prefixes().contains(&prefix))
 }
+
+/// Why a kind bpftrace has and proctrace does not attach is refused, in
+/// a line that says what to use instead: kprobes where the kernel has
+/// none (this says why first), else kprobes and fentry/fexit (BPF
+/// trampolines) alike, which proctrace does not attach. `None` for any
+/// other prefix.
+pub(crate) fn refusal(prefix: &str) -> Option<String> {
+    let why = match prefix {
+        "kprobe" | "k" | "kretprobe" | "kr" if !Path::new(KPROBE_PMU).exists() => {
+            format!("this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is missing)")
+        }
+        "kprobe" | "k" | "kretprobe" | "kr" => "proctrace does not attach kprobes".to_owned(),
+        "fentry" | "f" | "kfunc" | "fexit" | "fr" | "kretfunc" => {
+            "proctrace does not attach fentry/fexit probes (BPF trampolines)".to_owned()
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "{why}: tracepoint:CATEGORY:NAME probes the kernel at its static tracepoints"
+    ))
+}
+
+/// Where the kernel lists its kprobe PMU, which attaches kprobes.
+const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
 
 /// The table's entry for `kind`.
 pub(crate) fn of(kind: ProbeKind) -> &'static dyn Kind {
@@ -160,4 +201,19 @@ fn or_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
 pub(super) fn arg_index(name: &str, count: u8) -> Option<u8> {
     let n: u8 = name.strip_prefix("arg")?.parse().ok()?;
     (n < count && name == format!("arg{n}")).then_some(n)
+}
+
+/// Whether this kernel has uprobes, which uprobes and USDT probes need.
+pub(super) fn check_uprobes() -> Result<(), ProbeError> {
+    match Path::new("/sys/bus/event_source/devices/uprobe").exists() {
+        true => Ok(()),
+        false => Err(ProbeError::NoUprobes),
+    }
+}
+
+/// The program `name` of the object: a copy `configure` chose to load.
+pub(super) fn program_named<'obj>(skel: &'obj ProctraceSkel<'_>, name: &str) -> ProgramMut<'obj> {
+    use libbpf_rs::skel::Skel;
+    let copy = skel.object().progs_mut().find(|p| p.name() == name);
+    copy.expect("a copy of the program per probe (probes.bpf.h's PROBE_COPIES)")
 }

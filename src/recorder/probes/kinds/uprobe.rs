@@ -7,15 +7,16 @@
 
 use std::path::Path;
 
-use libbpf_rs::{Link, ProgramMut, UprobeOpts};
+use libbpf_rs::{Link, UprobeOpts};
 
-use super::{arg_index, Kind, ALL_PROCESSES};
+use super::{arg_index, check_uprobes, program_named, Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::instructions;
 use crate::recorder::probes::pattern::is_pattern;
 use crate::recorder::probes::point::{Found, Place, Resolved, Source, Target, Value};
 use crate::recorder::probes::symbols::{self, Function, Ifunc};
+use crate::recorder::probes::ProbeError;
 
 /// A uprobe, or with `ret` a uretprobe.
 pub(super) struct Uprobe {
@@ -47,7 +48,7 @@ impl Kind for Uprobe {
         }
     }
 
-    fn parse(&self, rest: &str) -> Result<(String, Target), String> {
+    fn parse(&self, rest: &str) -> Result<(Option<String>, Target), String> {
         let (file, function) =
             split_function(rest).ok_or("expected FILE:FUNCTION after the probe type")?;
         let (pattern, offset) = match split_offset(function) {
@@ -64,15 +65,15 @@ impl Kind for Uprobe {
             pattern: pattern.to_owned(),
             offset,
         };
-        Ok((file.to_owned(), target))
+        Ok((Some(file.to_owned()), target))
     }
 
     fn what(&self) -> &'static str {
         "function"
     }
 
-    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String> {
-        let Target::Function { pattern, offset } = target else {
+    fn resolve(&self, file: Option<&Path>, target: &Target) -> Result<Vec<Found>, String> {
+        let (Some(file), Target::Function { pattern, offset }) = (file, target) else {
             return Ok(Vec::new());
         };
         let found = symbols::functions(file, pattern)?;
@@ -99,6 +100,10 @@ impl Kind for Uprobe {
             });
         }
         Ok(points)
+    }
+
+    fn check(&self, _: &[&Resolved], _: bool) -> Result<(), ProbeError> {
+        check_uprobes()
     }
 
     fn value(&self, _: &Found, name: &str) -> Result<Value, String> {
@@ -168,13 +173,6 @@ impl Kind for Uprobe {
 /// The name of the copy of the uprobe program for probe `id`.
 fn copy_name(id: u32) -> String {
     format!("probe_uprobe_{id}")
-}
-
-/// The program `name` of the object: a copy `configure` chose to load.
-fn program_named<'obj>(skel: &'obj ProctraceSkel<'_>, name: &str) -> ProgramMut<'obj> {
-    use libbpf_rs::skel::Skel;
-    let copy = skel.object().progs_mut().find(|p| p.name() == name);
-    copy.expect("a copy of the uprobe program per probe (probes.bpf.h)")
 }
 
 /// A spec's FILE and FUNCTION: split at the last colon that is not half

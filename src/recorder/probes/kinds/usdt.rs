@@ -8,12 +8,13 @@ use std::path::Path;
 
 use libbpf_rs::{Link, UsdtOpts};
 
-use super::{arg_index, Kind, ALL_PROCESSES};
+use super::{arg_index, check_uprobes, Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::pattern::is_pattern;
 use crate::recorder::probes::point::{Found, Place, Resolved, Source, Target, Value};
 use crate::recorder::probes::usdt;
+use crate::recorder::probes::ProbeError;
 
 /// A USDT probe.
 pub(super) struct Usdt;
@@ -31,7 +32,7 @@ impl Kind for Usdt {
         "usdt:FILE:PROVIDER:NAME"
     }
 
-    fn parse(&self, rest: &str) -> Result<(String, Target), String> {
+    fn parse(&self, rest: &str) -> Result<(Option<String>, Target), String> {
         // The file is all before the last two colons: a path may hold one.
         let parts: Vec<&str> = rest.rsplitn(3, ':').collect();
         let [name, provider, file] = parts[..] else {
@@ -47,15 +48,15 @@ impl Kind for Usdt {
             provider: provider.to_owned(),
             name: name.to_owned(),
         };
-        Ok((file.to_owned(), target))
+        Ok((Some(file.to_owned()), target))
     }
 
     fn what(&self) -> &'static str {
         "USDT probe"
     }
 
-    fn resolve(&self, file: &Path, target: &Target) -> Result<Vec<Found>, String> {
-        let Target::Usdt { provider, name } = target else {
+    fn resolve(&self, file: Option<&Path>, target: &Target) -> Result<Vec<Found>, String> {
+        let (Some(file), Target::Usdt { provider, name }) = (file, target) else {
             return Ok(Vec::new());
         };
         let matched = usdt::matching(file, provider, name)?;
@@ -70,6 +71,22 @@ impl Kind for Usdt {
             },
         });
         Ok(points.collect())
+    }
+
+    /// Before BPF cookies (5.15) libbpf tells USDT probes apart by their
+    /// address, which it can only for programs linked at fixed addresses.
+    fn check(&self, points: &[&Resolved], cookies: bool) -> Result<(), ProbeError> {
+        check_uprobes()?;
+        match points
+            .iter()
+            .find(|p| !cookies && !fixed_addresses(&p.file))
+        {
+            Some(p) => Err(ProbeError::UsdtNeedsCookies {
+                probe: p.point.spec.clone(),
+                file: p.file.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn value(&self, _: &Found, name: &str) -> Result<Value, String> {
@@ -113,4 +130,19 @@ impl Kind for Usdt {
             opts,
         )
     }
+}
+
+/// Whether `file` is an ELF executable loaded at the addresses it was
+/// linked for (`ET_EXEC`), not a shared library or PIE (`ET_DYN`).
+fn fixed_addresses(file: &Path) -> bool {
+    use std::io::Read;
+    const ET_EXEC: u16 = 2;
+    let mut head = [0u8; 18];
+    let read = std::fs::File::open(file).and_then(|mut f| f.read_exact(&mut head));
+    // e_ident[EI_DATA] (1: little-endian), then e_type at offset 16.
+    let e_type = match head[5] {
+        1 => u16::from_le_bytes([head[16], head[17]]),
+        _ => u16::from_be_bytes([head[16], head[17]]),
+    };
+    read.is_ok() && e_type == ET_EXEC
 }
