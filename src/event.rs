@@ -15,10 +15,12 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod attempts;
+mod offcpu;
 mod probes;
 mod stacks;
 
 pub use attempts::{pytest_node_id, TestAttempt, PROBE_TEXT_MAX};
+pub use offcpu::{LongWait, OffCpu, OffCpuSettings, OnCpu, WaitReason, Waker};
 pub use probes::{
     latency_bucket, power_bucket, ArgValue, ProbeArgs, ProbeHistogram, ProbeHits, ProbeKind,
     ProbeLatency, ProbePoint, ARG_TUPLES_KEPT,
@@ -44,6 +46,9 @@ macro_rules! profile_lines {
             | $crate::event::Record::ProbeHistogram(_)
             | $crate::event::Record::ProbeLatency(_)
             | $crate::event::Record::TestAttempt(_)
+            | $crate::event::Record::OffCpu(_)
+            | $crate::event::Record::OnCpu(_)
+            | $crate::event::Record::LongWait(_)
     };
 }
 pub(crate) use profile_lines;
@@ -97,6 +102,12 @@ pub enum Record {
     ProbeLatency(ProbeLatency),
     /// One attempt of a test, as its runner's own probes told it.
     TestAttempt(TestAttempt),
+    /// How long a thread waited, in one way (`record --off-cpu`).
+    OffCpu(OffCpu),
+    /// How long a thread ran, from its context switches.
+    OnCpu(OnCpu),
+    /// One wait of at least the threshold, with its times.
+    LongWait(LongWait),
     /// Last line: totals, including what was lost.
     Trailer(Trailer),
 }
@@ -194,6 +205,9 @@ pub struct Header {
     /// The probes attached, with `record --probe`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbePoint>,
+    /// How the tree's waits were followed, with `record --off-cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<OffCpuSettings>,
 }
 
 /// A process created a new process. `timestamp` is taken before the child
@@ -1017,6 +1031,26 @@ pub struct Trailer {
     /// faster than the recorder could unwind them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub stackless_probe_hits: u64,
+    /// Waits of the tree's threads counted, with `record --off-cpu` (the
+    /// time runnable after each wakeup not counted apart).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waits: u64,
+    /// Of `waits`, those of at least the threshold, kept with their
+    /// stacks.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub long_waits: u64,
+    /// Long waits whose stacks the kernel could not deliver (the waits
+    /// ring was full): their time is counted without them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_wait_stacks: u64,
+    /// Stretches of the tree's threads' time not counted at all: the
+    /// kernel's table of totals, or of threads, was full.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_waits: u64,
+    /// Long waits not written one by one ([`LongWait`]) past the most a
+    /// recording keeps; their time is in the [`OffCpu`] lines.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub long_waits_left_out: u64,
 }
 
 impl Record {
@@ -1041,6 +1075,9 @@ impl Record {
             Record::ProbeHistogram(_) => "ProbeHistogram",
             Record::ProbeLatency(_) => "ProbeLatency",
             Record::TestAttempt(_) => "TestAttempt",
+            Record::OffCpu(_) => "OffCpu",
+            Record::OnCpu(_) => "OnCpu",
+            Record::LongWait(_) => "LongWait",
             Record::Trailer(_) => "Trailer",
         }
     }

@@ -85,7 +85,7 @@ aarch64)
     exit 2
     ;;
 esac
-for applet in sh echo cat cp mkdir mount umount poweroff setsid sha256sum cut true uname; do
+for applet in sh echo cat cp mkdir mount umount poweroff setsid sha256sum cut true uname sleep; do
     ln -s busybox "$root/bin/$applet"
 done
 cp "$here/init" "$here/workload.sh" "$root/"

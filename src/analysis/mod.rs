@@ -20,6 +20,9 @@
 //! - [`hang`]: the wait-for graph of a snapshot of the live tree: who
 //!   waits for whom, the culprits and the deadlocks; [`loops`]: the
 //!   process that keeps starting a command, which a hang is stuck on.
+//! - [`wall`]: each test's and program's wall time split into CPU and
+//!   waits by reason (`record --off-cpu`); [`waited_stacks`]: the stacks
+//!   waited in, for the flame graphs of waiting.
 //! - [`testname`]: which test of a suite a process belongs to.
 
 mod cpu;
@@ -34,6 +37,7 @@ mod probes;
 mod programs;
 pub mod testname;
 mod usage;
+mod waits;
 
 pub use cpu::{
     hotspots, hottest_stacks, sampled_process, sampled_program, sampled_stacks, CountedStack, Hot,
@@ -46,3 +50,4 @@ pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
 pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse, ValueHistogram};
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};
+pub use waits::{waited_stacks, wall, WaitShare, WaitedStack, Wall, WallSplit};

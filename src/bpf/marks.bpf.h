@@ -24,6 +24,21 @@ struct {
 	__type(value, __u8);
 } test_variables SEC(".maps");
 
+/* The marks sent so far: the off-CPU totals, added up in the kernel,
+ * count each wait under the marks before it (offcpu.bpf.h), and each
+ * mark says its number, so that userspace knows which test that was. */
+__u32 test_epoch = 0;
+
+/* Counts one more mark; returns its number. The add returns nothing,
+ * for 5.10's verifier (no atomic fetch before 5.12): two marks on two
+ * CPUs in the same instant may read the same number, which only moves
+ * the waits of that instant between their tests. */
+static __always_inline __u32 next_epoch(void)
+{
+	__sync_fetch_and_add(&test_epoch, 1);
+	return test_epoch;
+}
+
 static __always_inline int on_mark(struct pt_regs *ctx, bool set)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -44,6 +59,7 @@ static __always_inline int on_mark(struct pt_regs *ctx, bool set)
 	fill_header(&mark->header, EVENT_TEST_MARK, pid);
 	mark->tid = BPF_CORE_READ(task, pid);
 	mark->set = set;
+	mark->epoch = next_epoch();
 	mark->value[0] = 0;
 	if (set && bpf_probe_read_user_str(mark->value, sizeof(mark->value),
 					   (void *)CALL_ARG2(ctx)) < 0)

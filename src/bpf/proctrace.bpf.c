@@ -10,6 +10,7 @@
 #include "emit.bpf.h"
 #include "fds.bpf.h"
 #include "marks.bpf.h"
+#include "offcpu.bpf.h"
 #include "pidns.bpf.h"
 #include "probes.bpf.h"
 #include "profile.bpf.h"
@@ -44,6 +45,14 @@ struct exec_event _exec_event = {};
 struct sample_event _sample_event = {};
 struct hit_event _hit_event = {};
 struct mark_event _mark_event = {};
+struct wait_event _wait_event = {};
+struct waker_event _waker_event = {};
+struct wait_total _wait_total = {};
+struct offcpu_thread _offcpu_thread = {};
+enum offcpu_state _offcpu_state = OFFCPU_RUNNING;
+enum offcpu_flags _offcpu_flags = OFFCPU_COMPAT;
+enum offcpu_loss _offcpu_loss = OFFCPU_LOST_TOTAL;
+enum offcpu_sizes _offcpu_sizes = OFFCPU_TOTALS;
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;

@@ -48,6 +48,12 @@ enum event_kind {
 	/* A tracked process set or unset a variable that names its current
 	 * test (PYTEST_CURRENT_TEST), sent on the `hits` ring. */
 	EVENT_TEST_MARK = 8,
+	/* A tracked thread ran again after a wait long enough for its stacks
+	 * to be kept (`record --off-cpu`), sent on the `waits` ring. */
+	EVENT_WAIT = 9,
+	/* The stacks of a tracked thread as it woke such a wait, on the
+	 * `waits` ring before it. */
+	EVENT_WAKER = 10,
 };
 
 /* Defaults of the sizes userspace may change before load, defined once here
@@ -377,7 +383,160 @@ struct mark_event {
 	__s32 tid;
 	/* 1: set to value (cut to TEST_MARK_CAP - 1 bytes); 0: unset. */
 	__u32 set;
+	/* The marks of the tree sent so far, this one included: the off-CPU
+	 * totals count each wait under the marks before it (offcpu.bpf.h). */
+	__u32 epoch;
+	__u32 _pad;
 	char value[TEST_MARK_CAP];
+};
+
+/* What a thread of the tree was doing between two context switches
+ * (`record --off-cpu`): wait_key.state. */
+enum offcpu_state {
+	/* On the CPU: the time from its switch in to its switch out. */
+	OFFCPU_RUNNING = 0,
+	/* Runnable but not running: preempted, or woken and not yet on a
+	 * CPU again (run-queue latency). */
+	OFFCPU_RUNNABLE = 1,
+	/* Asleep and interruptible (S). */
+	OFFCPU_SLEEPING = 2,
+	/* Asleep and uninterruptible (D): I/O, page faults, kernel locks. */
+	OFFCPU_BLOCKED = 3,
+	/* Stopped by a signal or a tracer (T, t). */
+	OFFCPU_STOPPED = 4,
+};
+
+/* wait_key.flags */
+enum offcpu_flags {
+	/* The system call is a 32-bit compat one. */
+	OFFCPU_COMPAT = 1,
+	/* An interrupt woke it: a timer, a device, the network. */
+	OFFCPU_WOKEN_BY_IRQ = 2,
+};
+
+/* Why counts of the off-CPU side went missing; indexes the per-CPU
+ * `offcpu_lost` map. */
+enum offcpu_loss {
+	/* The totals map was full: a wait was not counted at all. */
+	OFFCPU_LOST_TOTAL = 0,
+	/* The waits ring was full: a long wait's stacks were dropped (its
+	 * time is counted in the totals all the same). */
+	OFFCPU_LOST_STACKS = 1,
+	/* The thread map was full: a thread's switches were not followed. */
+	OFFCPU_LOST_THREAD = 2,
+	/* The stash map was full: a long wait was sent without its user
+	 * stack. */
+	OFFCPU_LOST_USER_STACK = 3,
+	OFFCPU_LOSSES = 4,
+};
+
+/* Sizes of the off-CPU maps; userspace shrinks them where the kernel
+ * allocates every entry up front (before 6.1). */
+enum offcpu_sizes {
+	/* Distinct (thread, test, wait, waker) totals. */
+	OFFCPU_TOTALS = 262144,
+	/* Threads of the tree alive at once. */
+	OFFCPU_THREADS = 65536,
+	/* Threads of the tree off the CPU at once with their user stack
+	 * kept: SAMPLE_STACK_CAP bytes each. */
+	OFFCPU_STASHES = 8192,
+};
+
+/* The key the kernel adds each stretch of a tracked thread's time under:
+ * its process, thread, the test marks before it, what it was doing, the
+ * system call it waited in and on what kind of file, and who woke it. */
+struct wait_key {
+	__s32 pid;
+	__s32 tid;
+	/* mark_event.epoch of the last test mark before (0: none). */
+	__u32 epoch;
+	/* The system call it left the CPU in; -1: none (a page fault, a
+	 * preemption, on the CPU). */
+	__s32 syscall;
+	/* Who woke it: the process and thread, 0 for nobody (a preemption,
+	 * an interrupt, on the CPU). */
+	__s32 waker_pid;
+	__s32 waker_tid;
+	/* The file type (i_mode >> 12) of the call's first argument taken as
+	 * an fd, 0 where it is none. */
+	__u16 file_type;
+	/* enum offcpu_state */
+	__u8 state;
+	/* enum offcpu_flags */
+	__u8 flags;
+	__u32 _pad;
+};
+
+struct wait_total {
+	__u64 ns;
+	__u64 count;
+	__u64 max_ns;
+};
+
+/* What the switches of one thread of the tree leave to its next one, and
+ * what it has not yet added to the totals: its last wait's (the key a
+ * thread waits under mostly repeats), its time on the CPU and runnable,
+ * all under `epoch`. Userspace reads what is left of the threads still
+ * alive at the end. */
+struct offcpu_thread {
+	/* When it took the CPU; 0 while off it, or not yet seen on it. */
+	__u64 on_at;
+	/* When it left the CPU; 0 while on it. */
+	__u64 off_at;
+	/* When it was woken (or preempted: it stays runnable); 0 until. */
+	__u64 woken_at;
+	/* The wait under way (its pid, tid and epoch set at its end). */
+	struct wait_key key;
+	struct wait_key pending_key;
+	struct wait_total pending;
+	struct wait_total ran;
+	struct wait_total runnable;
+	__u32 epoch;
+	__s32 pid;
+	/* The last process that woke it, known to be in the tree or not. */
+	__s32 last_waker;
+	/* Its user stack was copied into its stash as it left. */
+	__u8 stashed;
+	__u8 _pad[3];
+};
+
+/* One wait of a tracked thread that lasted at least the threshold, sent
+ * when it ran again: its key (also counted in the totals), when it left
+ * the CPU and was woken, the kernel stack it waited in, and the user
+ * registers and top of the user stack copied as it left (stack_len
+ * bytes of stack[] are sent). */
+struct wait_event {
+	/* header.timestamp: when it ran again. */
+	struct event_header header;
+	struct wait_key key;
+	__u64 off_at;
+	/* 0: no wakeup seen (it was woken before it was followed). */
+	__u64 woken_at;
+	__u32 kernel_frames;
+	__u32 stack_len;
+	__u64 ip;
+	__u64 sp;
+	__u64 fp;
+	__u64 lr;
+	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	__u8 stack[SAMPLE_STACK_CAP];
+};
+
+/* A thread of the tree as it woke another one that had been off the
+ * CPU for at least the threshold: its stacks, as a CPU sample's. */
+struct waker_event {
+	/* header.pid: the waker's process; timestamp: the wakeup. */
+	struct event_header header;
+	__s32 tid;
+	__s32 wakee_tid;
+	__u32 kernel_frames;
+	__u32 stack_len;
+	__u64 ip;
+	__u64 sp;
+	__u64 fp;
+	__u64 lr;
+	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	__u8 stack[SAMPLE_STACK_CAP];
 };
 
 #endif /* PROCTRACE_H */

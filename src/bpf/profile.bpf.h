@@ -62,14 +62,12 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct sa
 		return (n);
 
 /* Copies the top of the user stack at `sp` into `stack` (SAMPLE_STACK_CAP
- * bytes): up to the start of the process's stack area for its main thread
- * (whose end is known), else the largest size that reads whole. Returns
- * the bytes copied. A probe's hit copies it the same way. */
-static __always_inline __u32 copy_stack(__u8 *stack, struct task_struct *task, __u64 sp,
-					bool main_thread)
+ * bytes): up to `start`, the start of the process's stack area, for its
+ * main thread (whose end is known), else the largest size that reads
+ * whole. Returns the bytes copied. */
+static __always_inline __u32 copy_stack_to(__u8 *stack, __u64 start, __u64 sp, bool main_thread)
 {
 	__u64 len = SAMPLE_STACK_CAP;
-	__u64 start = BPF_CORE_READ(task, mm, start_stack);
 
 	if (main_thread && start > sp && start - sp < len)
 		len = start - sp;
@@ -84,6 +82,13 @@ static __always_inline __u32 copy_stack(__u8 *stack, struct task_struct *task, _
 	TRY_COPY(stack, sp, 512)
 	TRY_COPY(stack, sp, 256)
 	return 0;
+}
+
+/* copy_stack_to for `task`. A probe's hit copies it the same way. */
+static __always_inline __u32 copy_stack(__u8 *stack, struct task_struct *task, __u64 sp,
+					bool main_thread)
+{
+	return copy_stack_to(stack, BPF_CORE_READ(task, mm, start_stack), sp, main_thread);
 }
 
 static __always_inline void fill_user(struct bpf_perf_event_data *ctx,

@@ -116,6 +116,15 @@ pub struct RecordArgs {
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99")]
     cpu_profile: Option<u32>,
+    /// Follow where the tree's threads wait: every context switch of the tree is added up
+    /// in the kernel by thread, test, what it waited on (sleep, child, pipe, socket, poll,
+    /// lock, disk, page fault, runnable) and who woke it; a wait of DURATION or more (1ms
+    /// without a value; the `=` is needed) is kept with its kernel and user stacks and its
+    /// waker's, the shorter ones counted without stacks. `render -d wall` and
+    /// `-d offcpu-folded` show them.
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true,
+          default_missing_value = "1ms", value_parser = super::duration)]
+    off_cpu: Option<std::time::Duration>,
     /// Count the tree's hits of a function, USDT probe or kernel tracepoint
     /// (repeatable): `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
     /// `usdt:FILE:PROVIDER:NAME` or `tracepoint:CATEGORY:NAME`, FILE a path or a library
@@ -228,6 +237,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .capture_fds(!args.no_fds)
         .env(args.env.iter().cloned())
         .cpu_profile(args.cpu_profile)
+        .off_cpu(args.off_cpu)
         .probes(args.probes.iter().cloned(), !args.no_probe_stacks)
         .runner_probes(!args.no_runner_probes)
         .name_cache(!args.no_cache)
@@ -367,6 +377,7 @@ fn report(output: &Output, processes: u64, totals: &Trailer, quiet: bool) -> Res
         );
     }
     warn_probes(totals);
+    warn_waits(totals);
     match output.result() {
         // The reader of `-o -` went away: what it did not read, it did
         // not want, as for `ls | head`.
@@ -415,6 +426,24 @@ fn warn_probes(totals: &Trailer) {
             "proctrace: WARNING: the probes fired {} times: each hit traps into the kernel, so \
              they may dominate the run's time; narrow them, or record with --no-probe-stacks",
             totals.probe_hits
+        );
+    }
+}
+
+/// Says what of the tree's waits the kernel could not count or deliver.
+fn warn_waits(totals: &Trailer) {
+    if totals.lost_waits > 0 {
+        say!(
+            "proctrace: WARNING: {} stretches of the tree's threads' time were not counted (the \
+             kernel's table of waits, or of threads, was full): the wait times are short by them",
+            totals.lost_waits
+        );
+    }
+    if totals.lost_wait_stacks > 0 {
+        say!(
+            "proctrace: WARNING: {} long waits lost their stacks (the waits ring, or the table \
+             of user stacks, was full): their time is counted without them",
+            totals.lost_wait_stacks
         );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32};
 
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
-use crate::event::{BufferKind, CpuProfile, Pid, SyscallHook};
+use crate::event::{BufferKind, CpuProfile, OffCpuSettings, Pid, SyscallHook};
 use crate::recorder::error::Degraded;
 
 /// What the drain thread reports once it has started the command.
@@ -17,6 +17,7 @@ pub(crate) struct Started {
     pub warnings: Vec<Degraded>,
     pub tracked: libbpf_rs::MapHandle,
     pub cpu_profile: Option<CpuProfile>,
+    pub off_cpu: Option<OffCpuSettings>,
 }
 
 /// Requests from the consumer to the drain thread.

@@ -159,8 +159,15 @@ pub enum RecordError {
     },
     /// The CPU profile's samples and the probes' hits come through ring
     /// buffers.
-    #[error("--cpu-profile or --probe needs the ring buffer (Linux 5.8+), not the perf buffer")]
+    #[error("--cpu-profile, --probe or --off-cpu needs the ring buffer (Linux 5.8+), not the perf buffer")]
     ProfileNeedsRing,
+    /// `--off-cpu` reads the switching tasks by their BTF types, which
+    /// only the kernel's own BTF gives.
+    #[error(
+        "--off-cpu needs the kernel's own BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF); \
+         a --btf file does not do"
+    )]
+    OffCpuNeedsBtf,
     /// The CPU profile cannot follow the tree's executable mappings.
     #[error("following the tree's executable mappings for the CPU profile: {0}")]
     Mappings(#[from] WatchError),

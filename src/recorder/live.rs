@@ -73,6 +73,7 @@ pub(crate) fn start(
         cpus: online_cpus(),
         cpu_profile: started.cpu_profile,
         probes,
+        off_cpu: started.off_cpu,
     };
     Ok(LiveRecording {
         header,

@@ -298,6 +298,20 @@ impl Recorder {
         self
     }
 
+    /// Follows the tree's waits (`None`: not followed): every context
+    /// switch of its threads is added up in the kernel by thread, test,
+    /// what it waited on and who woke it; a wait of at least `threshold`
+    /// is kept whole, with the kernel and user stacks it waited in and
+    /// the stack of the thread of the tree that woke it. Sent after the
+    /// last event as [`OffCpu`](crate::event::OffCpu),
+    /// [`OnCpu`](crate::event::OnCpu) and
+    /// [`LongWait`](crate::event::LongWait) records.
+    pub fn off_cpu(mut self, threshold: Option<Duration>) -> Self {
+        self.kernel.off_cpu =
+            threshold.map(|t| u64::try_from(t.as_nanos()).unwrap_or(u64::MAX).max(1));
+        self
+    }
+
     /// Attaches probes to functions and USDT probes (`--probe` specs,
     /// `uprobe:FILE:FUNCTION[+OFFSET]`, `uretprobe:FILE:FUNCTION`,
     /// `usdt:FILE:PROVIDER:NAME`), for all processes, counting the hits of
@@ -365,7 +379,8 @@ impl Recorder {
         if self.kernel.buffer == BufferChoice::Perf {
             return;
         }
-        if self.kernel.cpu_profile.is_some() || !self.kernel.probes.is_empty() {
+        let counted = self.kernel.cpu_profile.is_some() || self.kernel.off_cpu.is_some();
+        if counted || !self.kernel.probes.is_empty() {
             self.kernel.test_marks = probes::runner::TestMarks::find();
         }
         let Some(command) = self.target.command() else {

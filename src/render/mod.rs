@@ -18,6 +18,7 @@ mod html;
 mod leaks;
 mod markdown;
 mod mermaid;
+mod offcpu_folded;
 pub mod otlp;
 mod perfetto;
 #[cfg(feature = "pprof")]
@@ -28,6 +29,7 @@ mod profile;
 mod sequential;
 mod summary;
 mod tree;
+mod wall;
 
 use std::io::{self, Write};
 
@@ -101,6 +103,15 @@ pub enum Mode {
     /// and `test`. Binary: to a file (`-o`) or a pipe.
     #[cfg(feature = "pprof")]
     Pprof,
+    /// Where the wall time went (`record --off-cpu`): per test and per
+    /// program, CPU plus waits by reason (sleep, child, pipe, socket,
+    /// poll, lock, disk, page fault, runnable), with the function each
+    /// waited in and who woke it, adding up to the wall time.
+    Wall,
+    /// Where the tree waited (`record --off-cpu`), as collapsed stacks
+    /// (`test;program;main;f;[sleep] 1200`, microseconds) for inferno,
+    /// FlameGraph and speedscope.
+    OffcpuFolded,
     /// The probes' hits (`record --probe`): per probe, per test, per
     /// command and per process, and the most frequent USDT arguments.
     Probes,
@@ -201,6 +212,8 @@ pub fn render(
         Mode::CpuFlamegraph => cpu_flamegraph::render,
         #[cfg(feature = "pprof")]
         Mode::Pprof => pprof::render,
+        Mode::Wall => wall::render,
+        Mode::OffcpuFolded => offcpu_folded::render,
         Mode::Probes => probes::render,
         Mode::ProbeFolded => probe_folded::render,
         Mode::Otlp => otlp::render,
@@ -234,6 +247,9 @@ pub enum Missing {
         /// The recording is cut short.
         cut: bool,
     },
+    /// `wall` and `offcpu-folded` of a recording made without `--off-cpu`.
+    #[error("no waits: record with --off-cpu to follow where the tree's threads wait")]
+    OffCpu,
     /// `probes` and `probe-folded` of a recording made without `--probe`.
     #[error("no probes: record with --probe SPEC to count a function's or USDT probe's hits")]
     Probes,
@@ -289,6 +305,9 @@ impl Mode {
             Mode::CpuFlamegraph => cpu_missing(recording),
             #[cfg(feature = "pprof")]
             Mode::Pprof => cpu_missing(recording),
+            Mode::Wall | Mode::OffcpuFolded if header.is_none_or(|h| h.off_cpu.is_none()) => {
+                Some(Missing::OffCpu)
+            }
             Mode::Probes | Mode::ProbeFolded => {
                 let probes = header.map_or(0, |h| h.probes.len());
                 let hits = profile.probe_hits.iter().any(|h| h.count > 0);

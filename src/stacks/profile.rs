@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use crate::event::{
-    CpuSamples, Frame, Pid, ProbeArgs, ProbeHistogram, ProbeHits, ProbeLatency, Record,
+    CpuSamples, Frame, LongWait, OffCpu, OnCpu, Pid, ProbeArgs, ProbeHistogram, ProbeHits,
+    ProbeLatency, Record,
 };
 
 /// The profile of a recording made with `record --cpu-profile`, and the
@@ -24,6 +25,12 @@ pub struct Profile {
     pub probe_histograms: Vec<ProbeHistogram>,
     /// Calls per process from a uprobe to its uretprobe, by time taken.
     pub probe_latency: Vec<ProbeLatency>,
+    /// The threads' waits (`record --off-cpu`).
+    pub off_cpu: Vec<OffCpu>,
+    /// The threads' time on the CPU, from their context switches.
+    pub on_cpu: Vec<OnCpu>,
+    /// The longest waits one by one.
+    pub long_waits: Vec<LongWait>,
 }
 
 impl Profile {
@@ -42,6 +49,9 @@ impl Profile {
             Record::ProbeArgs(args) => self.probe_args.push(args),
             Record::ProbeHistogram(histogram) => self.probe_histograms.push(histogram),
             Record::ProbeLatency(latency) => self.probe_latency.push(latency),
+            Record::OffCpu(waits) => self.off_cpu.push(waits),
+            Record::OnCpu(ran) => self.on_cpu.push(ran),
+            Record::LongWait(wait) => self.long_waits.push(wait),
             other => return Some(other),
         }
         None

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proctrace::event::{power_bucket, Pid, Record};
+use proctrace::event::{power_bucket, Pid, Record, Waker};
 use proctrace::text::shell_join;
 
 use super::*;
@@ -22,7 +22,8 @@ impl Run {
             "profile lines interleaved\n{}",
             ctx()
         );
-        if self.header().cpu_profile.is_none() && self.header().probes.is_empty() {
+        let header = self.header();
+        if header.cpu_profile.is_none() && header.probes.is_empty() && header.off_cpu.is_none() {
             assert!(
                 lines.is_empty(),
                 "profile lines without a profile or probes\n{}",
@@ -37,7 +38,7 @@ impl Run {
             .filter_map(Record::pid)
             .chain([self.root()])
             .collect();
-        let (mut samples, mut hits) = (0, 0);
+        let (mut samples, mut hits, mut waits, mut long_waits) = (0, 0, 0, 0);
         for line in lines {
             match line {
                 Record::Frame(f) => assert!(frames.insert(f.id), "frame {} twice\n{}", f.id, ctx()),
@@ -93,6 +94,31 @@ impl Run {
                     let bounds = h.buckets.iter().all(|b| power_bucket(b.0) == b.0);
                     assert!(bounds, "{h:?}: not a power of two's bucket");
                 }
+                Record::OffCpu(w) => {
+                    let stacked = w.stack.into_iter().chain(match &w.waker {
+                        Some(Waker::Tree { stack, .. }) => *stack,
+                        _ => None,
+                    });
+                    assert!(
+                        stacked.into_iter().all(|s| stacks.contains(&s)),
+                        "{w:?}: no such stack\n{}",
+                        ctx()
+                    );
+                    assert!(known.contains(&w.pid), "{w:?}: not of the tree\n{}", ctx());
+                    assert!(w.count > 0 && w.max_ns <= w.total_ns, "{w:?}\n{}", ctx());
+                    assert!(w.test.as_ref().is_none_or(|t| !t.is_empty()), "{w:?}");
+                    waits += w.count;
+                }
+                Record::OnCpu(r) => {
+                    assert!(known.contains(&r.pid), "{r:?}: not of the tree\n{}", ctx());
+                    assert!(r.slices > 0, "{r:?}\n{}", ctx());
+                }
+                Record::LongWait(w) => {
+                    assert!(known.contains(&w.pid), "{w:?}: not of the tree\n{}", ctx());
+                    let woken = w.woken.unwrap_or(w.off);
+                    assert!(w.off <= woken && woken <= w.on, "{w:?}\n{}", ctx());
+                    long_waits += 1;
+                }
                 Record::TestAttempt(a) => {
                     let pids = std::iter::once(a.pid).chain(a.test_pid);
                     assert!(
@@ -108,6 +134,16 @@ impl Run {
         }
         assert_eq!(samples, self.trailer().samples, "{}", ctx());
         assert_eq!(hits, self.trailer().probe_hits, "{}", ctx());
+        // Every wait counted is on an OffCpu line; every long one kept
+        // is a LongWait, or said left out.
+        let trailer = self.trailer();
+        assert_eq!(waits, trailer.waits, "{}", ctx());
+        assert_eq!(
+            long_waits + trailer.long_waits_left_out,
+            trailer.long_waits,
+            "{}",
+            ctx()
+        );
     }
 
     /// The invariants every finished recording satisfies.

@@ -72,6 +72,7 @@ impl Synthetic {
             syscall_hook: None,
             cpus: Some(2),
             cpu_profile: None,
+            off_cpu: None,
             probes: Vec::new(),
         };
         Synthetic {

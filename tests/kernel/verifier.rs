@@ -28,6 +28,18 @@ const BUDGET: &[(&str, u32)] = &[
     ("setpgid_tracepo", 1_900),
     ("sys_exit_raw", 2_200),
     ("sys_exit_btf", 2_200),
+    ("mark_setenv", 200),
+    ("mark_unsetenv", 150),
+    ("offcpu_switch", 8_000),
+    ("offcpu_waking", 700),
+    ("offcpu_wakeup_n", 120),
+    ("offcpu_exec", 60),
+    // The interrupt counters' entries and exits (15 characters alike).
+    ("offcpu_irq_entr", 40),
+    ("offcpu_irq_exit", 40),
+    ("offcpu_softirq_", 40),
+    ("offcpu_timer_en", 40),
+    ("offcpu_timer_ex", 40),
 ];
 
 /// The programs a running `proctrace record` holds, through their own fds
@@ -53,8 +65,12 @@ fn verified(proctrace: Pid) -> BTreeMap<String, u32> {
 }
 
 fn within_budget(mode: Mode) {
+    within_budget_with(Opts::new(mode));
+}
+
+fn within_budget_with(opts: Opts) {
     let dir = tempfile::tempdir().unwrap();
-    let mut live = Live::start(dir, &Opts::new(mode), &["sleep", "60"]);
+    let mut live = Live::start(dir, &opts, &["sleep", "60"]);
     let sleep = live.wait_for_descendant("sleep");
     let programs = verified(live.pid());
     live.signal(Signal::SIGINT);
@@ -80,3 +96,13 @@ per_mode!(within_budget:
     verifier_budget_btf_tracepoints => BtfTp,
     verifier_budget_sys_exit => SysExit,
 );
+
+/// The off-CPU programs (`record --off-cpu`), which run at every context
+/// switch of the machine.
+#[test]
+fn offcpu_verifier_budget() {
+    require_root();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--off-cpu"]);
+    within_budget_with(opts);
+}

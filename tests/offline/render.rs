@@ -106,8 +106,11 @@ fn a_view_of_nothing_is_one_line_and_status_2() {
                        render with --weight wall";
     let no_snapshot = "no snapshot of the live tree: record with --timeout, --hang-after or \
                        --linger, or send proctrace SIGUSR1";
+    let no_waits = "no waits: record with --off-cpu to follow where the tree's threads wait";
     let demo = data("demo.ndjson");
     let cases = [
+        (&demo, "wall", no_waits),
+        (&demo, "offcpu-folded", no_waits),
         (&demo, "cpu", no_profile),
         (&demo, "cpu-folded", no_profile),
         (&demo, "cpu-flamegraph", no_profile),
@@ -574,4 +577,49 @@ fn a_string_kept_as_its_address_draws_no_histogram() {
         "{text}"
     );
     assert!(!text.contains("  str(retval) ("), "{text}");
+}
+
+/// `wall` and `offcpu-folded` of a real `record --off-cpu` of `sh -c
+/// 'waits pipe 30; waits mutex 30; waits child 30'`: the three runs of
+/// `waits` fold into one line, each wait in its function and named after
+/// its waker (the mutex's, its holder thread), and the folded stacks end
+/// in their reason.
+#[test]
+fn the_wall_view_folds_repeats_and_names_wakers() {
+    let offcpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/offcpu.ndjson");
+    let output = render(&offcpu, "wall");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let waits = text
+        .lines()
+        .find(|l| l.starts_with("  waits ×3: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        waits.contains("lock in take_lock woken by waits 29306 thread 29307"),
+        "{waits}"
+    );
+    assert!(
+        waits.contains("pipe in read_pipe woken by <fork> waits 29303"),
+        "{waits}"
+    );
+    assert!(
+        waits.contains("child in wait_child woken by <fork> waits 29314"),
+        "{waits}"
+    );
+    let folded = stdout(&render(&offcpu, "offcpu-folded"));
+    let reasons: std::collections::BTreeSet<&str> = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().0.rsplit(';').next().unwrap())
+        .collect();
+    assert!(
+        ["[lock]", "[pipe]", "[child]", "[sleep]", "[runnable]"]
+            .iter()
+            .all(|r| reasons.contains(r)),
+        "{reasons:?}"
+    );
+    let pipe = folded
+        .lines()
+        .find(|l| l.contains(";read_pipe;") && l.contains("[pipe]"))
+        .unwrap_or_else(|| panic!("{folded}"));
+    assert!(pipe.starts_with("waits;_start;"), "{pipe}");
 }

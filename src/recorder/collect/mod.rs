@@ -5,12 +5,15 @@
 //! into places against the mappings in force when it was taken
 //! ([`crate::recorder::frames`]), and counts stacks per process and test
 //! ([`tally`]), calls per function ([`calls`]) and a runner's test
-//! attempts ([`attempts`]). At the end it names every frame once and
-//! sends the profile's records on after the events ([`records`]).
+//! attempts ([`attempts`]), and with `--off-cpu` the tree's waits
+//! ([`offcpu`]). At the end it names every frame once and sends the
+//! profile's records on after the events ([`records`]).
 
 mod attempts;
 mod calls;
+mod offcpu;
 mod records;
+mod stack_ids;
 mod tally;
 mod timeline;
 
@@ -27,10 +30,12 @@ use crate::event::{Pid, Record};
 use crate::recorder::frames::Frames;
 use crate::recorder::probes::AttemptProbe;
 use crate::recorder::watch::MmapWatch;
-use crate::recorder::wire::{Hit, Mapping, Mark, Sample, Seen};
+use crate::recorder::wire::{Hit, Mapping, Mark, Sample, Seen, Wait, Wakeup};
 use crate::stacks::cache::NameCache;
 use attempts::Attempts;
 use calls::Calls;
+use offcpu::Waits;
+pub(crate) use offcpu::{KernelTotals, Total};
 use tally::Tally;
 use timeline::{Happened, Timeline, FORGET_AFTER};
 
@@ -78,6 +83,10 @@ enum Told {
     Sample(Sample),
     Hit(Hit),
     Mark(Mark),
+    Wait(Wait),
+    Wakeup(Wakeup),
+    /// The kernel's totals of every wait, once the tree is gone.
+    WaitTotals(KernelTotals),
     Fork {
         parent: Pid,
         child: Pid,
@@ -135,6 +144,11 @@ pub(crate) struct Counted {
     /// Probe hits counted without their stacks: they came faster than
     /// they could be unwound.
     pub stackless_hits: u64,
+    /// Stretches off the CPU the kernel counted, the long waits sent
+    /// with their stacks, and those of them not written one by one.
+    pub waits: u64,
+    pub long_waits: u64,
+    pub long_waits_left_out: u64,
 }
 
 impl Collector {
@@ -217,6 +231,20 @@ impl Collector {
         let _ = self.to.send(told);
     }
 
+    /// A long wait, or the waker of one, as soon as it is read.
+    pub fn wait(&self, wait: Wait) {
+        let _ = self.to.send(Told::Wait(wait));
+    }
+
+    pub fn wakeup(&self, wakeup: Wakeup) {
+        let _ = self.to.send(Told::Wakeup(wakeup));
+    }
+
+    /// The kernel's totals of the tree's waits, read once it is gone.
+    pub fn wait_totals(&self, totals: KernelTotals) {
+        let _ = self.to.send(Told::WaitTotals(totals));
+    }
+
     /// Every event up to `at` has been released.
     pub fn upto(&self, at: u64) {
         let _ = self.to.send(Told::Upto(at));
@@ -248,6 +276,7 @@ struct Collecting {
     tally: Tally,
     calls: Calls,
     attempts: Attempts,
+    waits: Waits,
 }
 
 impl Collecting {
@@ -262,6 +291,7 @@ impl Collecting {
             tally: Tally::default(),
             calls: Calls::new(setup.pairs),
             attempts: Attempts::new(setup.attempts),
+            waits: Waits::default(),
         }
     }
 
@@ -293,6 +323,14 @@ impl Collecting {
             Told::Sample(sample) => (sample.timestamp, Happened::Sample(sample)),
             Told::Hit(hit) => (hit.sample.timestamp, Happened::Hit(hit)),
             Told::Mark(mark) => (mark.timestamp, Happened::Mark(mark)),
+            // After its waker's stacks; unwound against the mappings of
+            // when it left the CPU, which are kept that long.
+            Told::Wait(wait) => (wait.on, Happened::Wait(wait)),
+            Told::Wakeup(wakeup) => (wakeup.stacks.timestamp, Happened::Wakeup(wakeup)),
+            Told::WaitTotals(totals) => {
+                self.waits.totals(totals);
+                return;
+            }
             Told::Fork { parent, child, at } => (at, Happened::Fork { parent, child }),
             Told::Exec { pid, at } => (at, Happened::Exec(pid)),
             Told::Exit { pid, at } => (at.saturating_add(FORGET_AFTER), Happened::Exit { pid, at }),
@@ -326,8 +364,12 @@ impl Collecting {
                 Happened::Fork { parent, child } => {
                     self.frames.fork(parent, child, time);
                     self.tally.fork(parent, child);
+                    self.waits.fork(parent, child);
                 }
-                Happened::Exec(pid) => self.tally.forget(pid),
+                Happened::Exec(pid) => {
+                    self.tally.forget(pid);
+                    self.waits.forget(pid);
+                }
                 Happened::Seen(seen) => self.frames.seen(seen),
                 Happened::Sample(sample) => {
                     let places = self.frames.places(&sample);
@@ -343,9 +385,21 @@ impl Collecting {
                     self.backlog.fetch_sub(stack.len(), Ordering::Relaxed);
                     let _ = self.give_back.try_send(stack);
                 }
-                Happened::Mark(mark) => self.tally.mark(mark),
+                Happened::Mark(mark) => {
+                    self.waits.mark(&mark);
+                    self.tally.mark(mark);
+                }
+                Happened::Wait(wait) => {
+                    let places = self.frames.places(&wait.stacks);
+                    self.waits.wait(&wait, places.to_vec());
+                }
+                Happened::Wakeup(wakeup) => {
+                    let places = self.frames.places(&wakeup.stacks);
+                    self.waits.wakeup(&wakeup, places.to_vec());
+                }
                 Happened::Exit { pid, at } => {
                     self.tally.forget(pid);
+                    self.waits.forget(pid);
                     self.frames.exit(pid, at);
                 }
             }
@@ -359,13 +413,17 @@ impl Collecting {
             hits: self.tally.hit_total,
             lost_mappings: self.announcers.iter().map(|a| a.lost()).sum(),
             stackless_hits: 0,
+            waits: self.waits.counted(),
+            long_waits: self.waits.long_count,
+            long_waits_left_out: self.waits.left_out,
         };
+        let by_id = self.tally.stacks.by_id();
         let names = self
             .frames
-            .name(self.tally.stacks.by_id().into_iter().flatten());
+            .name(by_id.into_iter().flatten().chain(self.waits.places()));
         let latencies = self.calls.into_records().into_iter();
         let attempts = self.attempts.into_records().into_iter();
-        let records = records::records(self.tally, names)
+        let records = records::records(self.tally, self.waits, names)
             .into_iter()
             .chain(latencies.map(Record::ProbeLatency))
             .chain(attempts.map(Record::TestAttempt));

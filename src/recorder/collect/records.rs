@@ -3,44 +3,16 @@
 
 use std::collections::HashMap;
 
+use super::offcpu::Waits;
+use super::stack_ids::StackIds;
 use super::tally::{merge, ArgCounts, Count, HistogramCounts, Tally, Test};
-use crate::event::{
-    ArgValue, CpuSamples, Pid, ProbeArgs, ProbeHistogram, ProbeHits, Record, Stack,
-};
-use crate::recorder::frames::{Names, Place};
+use crate::event::{ArgValue, CpuSamples, Pid, ProbeArgs, ProbeHistogram, ProbeHits, Record};
+use crate::recorder::frames::Names;
 
-/// The stacks of the recording, each numbered once by its frames.
-#[derive(Default)]
-struct StackIds(HashMap<Vec<u32>, u32>);
-
-impl StackIds {
-    /// The id of the stack of `places` (leaf first, as unwound; the
-    /// record's stacks start at the root).
-    fn of(&mut self, names: &Names, places: &[Place]) -> u32 {
-        let frames: Vec<u32> = places
-            .iter()
-            .rev()
-            .flat_map(|place| names.frames(place))
-            .copied()
-            .collect();
-        let next = self.0.len() as u32;
-        *self.0.entry(frames).or_insert(next)
-    }
-
-    fn into_records(self) -> impl Iterator<Item = Record> {
-        let mut stacks: Vec<Stack> = self
-            .0
-            .into_iter()
-            .map(|(frames, id)| Stack { id, frames })
-            .collect();
-        stacks.sort_by_key(|s| s.id);
-        stacks.into_iter().map(Record::Stack)
-    }
-}
-
-/// The Frame and Stack records, then CpuSamples, ProbeHits, ProbeArgs and
-/// ProbeHistogram: places that name the same functions are one stack.
-pub(super) fn records(tally: Tally, names: Names) -> Vec<Record> {
+/// The Frame and Stack records, then CpuSamples, ProbeHits, ProbeArgs,
+/// ProbeHistogram and the waits' lines: places that name the same
+/// functions are one stack.
+pub(super) fn records(tally: Tally, waits: Waits, names: Names) -> Vec<Record> {
     let places = tally.stacks.by_id();
     let mut stacks = StackIds::default();
     let mut merged: HashMap<(Pid, Test, u32), Count> = HashMap::new();
@@ -54,12 +26,14 @@ pub(super) fn records(tally: Tally, names: Names) -> Vec<Record> {
         let stack = (!places.is_empty()).then(|| stacks.of(&names, places));
         merge(&mut merged_hits, (*pid, test.clone(), *probe, stack), count);
     }
+    let waited = waits.into_records(&names, &mut stacks);
     let mut records: Vec<Record> = names.table.into_iter().map(Record::Frame).collect();
     records.extend(stacks.into_records());
     records.extend(sample_records(merged).map(Record::CpuSamples));
     records.extend(hit_records(merged_hits).map(Record::ProbeHits));
     records.extend(arg_records(tally.args).map(Record::ProbeArgs));
     records.extend(histogram_records(tally.histograms).map(Record::ProbeHistogram));
+    records.extend(waited);
     records
 }
 

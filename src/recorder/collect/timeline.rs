@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::event::Pid;
-use crate::recorder::wire::{Hit, Mark, Sample, Seen};
+use crate::recorder::wire::{Hit, Mark, Sample, Seen, Wait, Wakeup};
 
 /// One thing that happened, to be applied in time order.
 pub(super) enum Happened {
@@ -21,6 +21,9 @@ pub(super) enum Happened {
     Sample(Sample),
     Hit(Hit),
     Mark(Mark),
+    /// A long wait, applied when it ran again; the waker of one.
+    Wait(Wait),
+    Wakeup(Wakeup),
     /// A process that exited at `at`, applied [`FORGET_AFTER`] later.
     Exit {
         pid: Pid,
@@ -41,7 +44,11 @@ impl Happened {
             Happened::Fork { .. } | Happened::Exec(_) | Happened::Seen(Seen::Exec { .. }) => 0,
             Happened::Seen(_) => 1,
             // In the order read: a process's marks and hits share a ring.
-            Happened::Sample(_) | Happened::Hit(_) | Happened::Mark(_) => 2,
+            Happened::Sample(_)
+            | Happened::Hit(_)
+            | Happened::Mark(_)
+            | Happened::Wait(_)
+            | Happened::Wakeup(_) => 2,
             Happened::Exit { .. } => 3,
         }
     }

@@ -15,13 +15,15 @@ use crate::recorder::error::RecordError;
 use crate::recorder::load::Probe;
 
 /// What each buffer's records go to.
-pub(super) struct Readers<R, S, H> {
+pub(super) struct Readers<R, S, H, W> {
     /// The events buffer's.
     pub record: R,
     /// The samples ring's, when samples are taken.
     pub sample: Option<S>,
     /// The hits ring's, when probes or test marks are attached.
     pub hit: Option<H>,
+    /// The waits ring's, with `--off-cpu`.
+    pub wait: Option<W>,
 }
 
 pub(super) enum Buffer<'cb> {
@@ -32,15 +34,16 @@ pub(super) enum Buffer<'cb> {
 impl<'cb> Buffer<'cb> {
     /// Opens the events buffer, and the samples and hits rings that have a
     /// reader (they need the ring buffer, 5.8+), read in the same wait.
-    pub(super) fn open<R, S, H>(
+    pub(super) fn open<R, S, H, W>(
         probe: &'cb Probe<'_>,
         perf_pages: usize,
-        readers: Readers<R, S, H>,
+        readers: Readers<R, S, H, W>,
     ) -> Result<Buffer<'cb>, RecordError>
     where
         R: FnMut(&[u8]) + 'cb,
         S: FnMut(&[u8]) + 'cb,
         H: FnMut(&[u8]) + 'cb,
+        W: FnMut(&[u8]) + 'cb,
     {
         let map = &probe.skel.maps.events;
         let error = RecordError::bpf("opening the kernel buffer");
@@ -48,9 +51,10 @@ impl<'cb> Buffer<'cb> {
             mut record,
             sample,
             hit,
+            wait,
         } = readers;
         if probe.buffer != BufferKind::Ring {
-            if sample.is_some() || hit.is_some() {
+            if sample.is_some() || hit.is_some() || wait.is_some() {
                 return Err(RecordError::ProfileNeedsRing);
             }
             return PerfBufferBuilder::new(map)
@@ -73,6 +77,11 @@ impl<'cb> Buffer<'cb> {
             builder
                 .add(&probe.skel.maps.hits, read(hit))
                 .map_err(RecordError::bpf("opening the probe hits ring"))?;
+        }
+        if let Some(wait) = wait {
+            builder
+                .add(&probe.skel.maps.waits, read(wait))
+                .map_err(RecordError::bpf("opening the waits ring"))?;
         }
         builder.build().map(Buffer::Ring).map_err(error)
     }

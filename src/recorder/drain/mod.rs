@@ -14,6 +14,8 @@ mod buffer;
 mod clock;
 mod linger;
 mod losses;
+#[cfg(test)]
+mod offcpu_tests;
 mod reap;
 mod reorder;
 mod route;
@@ -105,7 +107,9 @@ pub fn run(
         notices: outputs.notices,
         router,
         probing: !config.probes.is_empty() || config.test_marks.is_some(),
-        unwinds: probe.cpu_profile.is_some() || (!config.probes.is_empty() && config.probe_stacks),
+        unwinds: probe.cpu_profile.is_some()
+            || probe.off_cpu.is_some()
+            || (!config.probes.is_empty() && config.probe_stacks),
     };
     let totals = drain.run(&target, Snapshots::new(hooks), &outputs.ready)?;
     Ok(drain.finish_collector(totals))
@@ -125,15 +129,15 @@ fn on_hang(policy: &LingerPolicy, clock: Clock) -> Result<Option<Hooks>, RecordE
         .map_err(RecordError::system("starting the --on-hang thread"))
 }
 
-/// The collector, with a CPU profile or probes; its records go to
-/// `events` after the last event.
+/// The collector, with a CPU profile, probes or the waits; its records
+/// go to `events` after the last event.
 fn collector(
     config: &KernelConfig,
     probe: &Probe<'_>,
     clock: Clock,
     events: &Sender<Record>,
 ) -> Result<Option<Collector>, RecordError> {
-    if probe.cpu_profile.is_none() && config.probes.is_empty() {
+    if probe.cpu_profile.is_none() && config.probes.is_empty() && probe.off_cpu.is_none() {
         return Ok(None);
     }
     let points: Vec<_> = config.probes.iter().map(|p| p.point.clone()).collect();
@@ -247,11 +251,12 @@ impl Drain<'_, '_> {
     /// has nowhere to go) and starts following the target.
     fn start(&self, target: &Prepared) -> Result<(Buffer<'_>, Started), RecordError> {
         let router = &self.router;
-        let sampling = router.collector().is_some();
+        let sampling = self.probe.cpu_profile.is_some();
         let readers = Readers {
             record: |data: &[u8]| router.record(data),
             sample: sampling.then_some(|data: &[u8]| router.sample(data)),
             hit: self.probing.then_some(|data: &[u8]| router.hit(data)),
+            wait: self.probe.off_cpu.map(|_| |data: &[u8]| router.wait(data)),
         };
         let buffer = Buffer::open(self.probe, self.perf_pages, readers)?;
         let tracked = self.probe.tracked_map()?;
@@ -260,6 +265,9 @@ impl Drain<'_, '_> {
         }
         let seed = |pid| {
             self.probe.track(pid)?;
+            if self.probe.off_cpu.is_some() {
+                self.probe.follow_threads(pid)?;
+            }
             self.watch_mappings(pid)
         };
         let untrack = |pid| self.probe.untrack(pid);
@@ -276,6 +284,7 @@ impl Drain<'_, '_> {
             syscall_hook: self.probe.syscall_hook,
             warnings: self.probe.warnings.clone(),
             cpu_profile: self.probe.cpu_profile,
+            off_cpu: self.probe.off_cpu,
         };
         Ok((buffer, started))
     }
@@ -419,6 +428,10 @@ impl Drain<'_, '_> {
     /// Ends the collector, whose records go out after every event and
     /// before the trailer; counts its samples in `totals`.
     fn finish_collector(&mut self, mut totals: Trailer) -> Trailer {
+        if let (Some(collector), Some(_)) = (self.router.collector(), self.probe.off_cpu) {
+            collector.wait_totals(self.probe.wait_totals());
+            (totals.lost_wait_stacks, totals.lost_waits) = self.probe.wait_losses();
+        }
         let Some(counted) = self.router.finish() else {
             return totals;
         };
@@ -426,6 +439,9 @@ impl Drain<'_, '_> {
         totals.lost_samples = self.probe.lost_samples();
         totals.probe_hits = counted.hits;
         totals.stackless_probe_hits = counted.stackless_hits;
+        totals.waits = counted.waits;
+        totals.long_waits = counted.long_waits;
+        totals.long_waits_left_out = counted.long_waits_left_out;
         totals.lost_probe_hits += self.probe.lost_hits();
         if counted.lost_mappings > 0 {
             log::warn!(

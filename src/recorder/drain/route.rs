@@ -14,7 +14,9 @@ use crate::event::{Pid, Record};
 use crate::recorder::collect::{Collector, Counted};
 use crate::recorder::lineage::Lineage;
 use crate::recorder::notice::Notice;
-use crate::recorder::wire::{decode, decode_from_hits, decode_sample, FromHits};
+use crate::recorder::wire::{
+    decode, decode_from_hits, decode_from_waits, decode_sample, FromHits, FromWaits,
+};
 
 /// Where the records go, and what could not be read on the way.
 pub(super) struct Router {
@@ -24,7 +26,8 @@ pub(super) struct Router {
     /// The environment variables an exec's record keeps.
     env_names: Vec<String>,
     reorder: RefCell<Reorder>,
-    /// With `--cpu-profile` or `--probe`: what unwinds and counts stacks.
+    /// With `--cpu-profile`, `--probe` or `--off-cpu`: what unwinds and
+    /// counts stacks.
     collector: Option<Collector>,
     events: Sender<Record>,
     notices: Sender<Notice>,
@@ -91,6 +94,15 @@ impl Router {
             Ok(FromHits::Hit(hit)) => collector.hit(hit),
             Ok(FromHits::Mark(mark)) => collector.mark(mark),
             Err(_) => self.unread_hits.set(self.unread_hits.get() + 1),
+        }
+    }
+
+    /// A record of the waits ring: a long wait or its waker.
+    pub(super) fn wait(&self, data: &[u8]) {
+        match (decode_from_waits(data, self.start_ns), &self.collector) {
+            (Ok(FromWaits::Wait(wait)), Some(collector)) => collector.wait(wait),
+            (Ok(FromWaits::Wakeup(wakeup)), Some(collector)) => collector.wakeup(wakeup),
+            _ => self.malformed.set(self.malformed.get() + 1),
         }
     }
 

@@ -17,8 +17,8 @@ use crate::recorder::wire::{bytes_of, mappings::maps_line, Seen};
 use crate::stacks::test_support::{capture_regs, read_self};
 use crate::stacks::unwind::Regs;
 
-const ROOT: Pid = 4242;
-const CHILD: Pid = 4243;
+pub(super) const ROOT: Pid = 4242;
+pub(super) const CHILD: Pid = 4243;
 
 /// The mappings of this process, announced as the root's.
 struct Announced(Vec<Seen>);
@@ -33,7 +33,7 @@ impl Announcer for Announced {
     }
 }
 
-fn header(kind: event_kind, pid: Pid, timestamp: u64) -> event_header {
+pub(super) fn header(kind: event_kind, pid: Pid, timestamp: u64) -> event_header {
     event_header {
         kind: kind.0,
         pid,
@@ -56,7 +56,7 @@ fn exec(pid: Pid, timestamp: u64) -> Vec<u8> {
     data
 }
 
-fn fork(parent: Pid, child: Pid, timestamp: u64) -> Vec<u8> {
+pub(super) fn fork(parent: Pid, child: Pid, timestamp: u64) -> Vec<u8> {
     bytes_of(&fork_event {
         header: header(event_kind::EVENT_FORK, child, timestamp),
         parent_pid: parent,
@@ -127,7 +127,7 @@ fn sample(pid: Pid, timestamp: u64) -> Vec<u8> {
 
 /// A small frame: the copy reaches past it to its callers'.
 #[inline(never)]
-fn sampled_here() -> (Regs, Vec<u8>) {
+pub(super) fn sampled_here() -> (Regs, Vec<u8>) {
     let regs = capture_regs!();
     black_box((regs, read_self(regs.sp, 8192)))
 }
@@ -144,7 +144,7 @@ fn hit(pid: Pid, timestamp: u64, probe: u32) -> Vec<u8> {
 }
 
 /// Everything the router gave out, in order, and what it counted.
-fn routed(feed: impl FnOnce(&Router)) -> (Vec<Record>, Counted) {
+pub(super) fn routed(feed: impl FnOnce(&Router)) -> (Vec<Record>, Counted) {
     let (events, received): (_, Receiver<Record>) = crossbeam_channel::unbounded();
     let (notices, _) = crossbeam_channel::unbounded();
     let collector = Collector::start(Setup::default(), events.clone()).unwrap();
@@ -243,7 +243,7 @@ fn records_go_through_the_drain_and_collector_in_the_kernels_order() {
 }
 
 /// The functions of stack `id`, the outermost first.
-fn frames_of(records: &[Record], id: u32) -> Vec<String> {
+pub(super) fn frames_of(records: &[Record], id: u32) -> Vec<String> {
     let stack = records.iter().find_map(|r| match r {
         Record::Stack(s) if s.id == id => Some(s),
         _ => None,

@@ -8,7 +8,7 @@ use std::path::Path;
 use libbpf_rs::{MapHandle, MapType, OpenMapMut, ProgramType};
 
 use super::preload::Preload;
-use super::probes;
+use super::{offcpu, probes};
 use super::{BufferChoice, KernelConfig, Settings};
 use crate::bpf::{OpenProctraceProgs, OpenProctraceSkel};
 use crate::event::{BufferKind, SyscallHook};
@@ -53,7 +53,7 @@ pub(super) fn configure(
     size_maps(open, config, settings, preload, &rings)?;
     choose_programs(&mut open.progs, config, settings, hook);
     probes::configure(open, &config.probes, settings.cookies);
-    Ok(())
+    offcpu::configure(open, config, settings, page_size())
 }
 
 /// The sizes of the samples and hits rings: a page where nothing is

@@ -10,7 +10,8 @@
 //!   and written while the recording runs;
 //! - [`checks`]: privileges and the PID namespace, checked first;
 //! - [`sampling`]: the CPU profile's perf events, one per CPU;
-//! - [`probes`]: the `--probe` uprobes and USDT probes.
+//! - [`probes`]: the `--probe` uprobes and USDT probes;
+//! - [`offcpu`]: the `--off-cpu` programs, and the totals they keep.
 
 mod attach;
 mod checks;
@@ -21,6 +22,7 @@ mod cut_cache;
 mod exec_apart;
 mod marks;
 mod memory;
+mod offcpu;
 mod preload;
 mod probes;
 mod sampling;
@@ -36,7 +38,7 @@ use libbpf_rs::{Link, MapHandle, OpenObject, ProgramType};
 
 use crate::bpf::types::defaults;
 use crate::bpf::{OpenProctraceSkel, ProctraceSkel, ProctraceSkelBuilder};
-use crate::event::{BufferKind, CpuProfile, SyscallHook};
+use crate::event::{BufferKind, CpuProfile, OffCpuSettings, SyscallHook};
 use crate::recorder::error::{Degraded, RecordError};
 use crate::recorder::probes::runner::TestMarks;
 use crate::recorder::probes::Resolved;
@@ -126,6 +128,9 @@ pub struct KernelConfig {
     /// variable), followed when stacks or hits are counted, to split them
     /// by test.
     pub test_marks: Option<TestMarks>,
+    /// Follow the tree's waits (`--off-cpu`), keeping the stacks of those
+    /// of at least this many nanoseconds; `None`: not followed.
+    pub off_cpu: Option<u64>,
 }
 
 impl Default for KernelConfig {
@@ -151,6 +156,7 @@ impl Default for KernelConfig {
             probe_stacks: true,
             name_cache: true,
             test_marks: None,
+            off_cpu: None,
         }
     }
 }
@@ -168,6 +174,8 @@ pub struct Probe<'obj> {
     pub warnings: Vec<Degraded>,
     /// How the CPU profile samples, when there is one.
     pub cpu_profile: Option<CpuProfile>,
+    /// How the tree's waits are followed, with `--off-cpu`.
+    pub off_cpu: Option<OffCpuSettings>,
     /// Detached one by one when dropped: detaching tracepoints from several
     /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
     /// kernel matrix), though it would share the RCU waits.
@@ -261,6 +269,9 @@ fn settle(config: &KernelConfig) -> Result<(Settings, bool), RecordError> {
         check_btf(path)?;
     } else if !kernel_btf {
         return Err(RecordError::NoBtf);
+    }
+    if config.off_cpu.is_some() && !kernel_btf {
+        return Err(RecordError::OffCpuNeedsBtf);
     }
     let cookies = !config.probes.is_empty() && probes::kernel_has_cookies();
     if !config.probes.is_empty() {
@@ -386,6 +397,7 @@ fn load_with<'obj>(
         syscall_hook: attached.syscall_hook,
         warnings: attached.warnings,
         cpu_profile: attached.cpu_profile,
+        off_cpu: attached.off_cpu,
         _links: links,
         slow_links: attached.slow_links,
         _marks: attached.marks,
@@ -403,6 +415,7 @@ struct Attached {
     syscall_hook: Option<SyscallHook>,
     warnings: Vec<Degraded>,
     cpu_profile: Option<CpuProfile>,
+    off_cpu: Option<OffCpuSettings>,
 }
 
 /// Attaches the loaded programs: the sched tracepoints, the sampler, the
@@ -424,6 +437,8 @@ fn attach(
         }
         None => None,
     };
+    let (waiting, off_cpu) = offcpu::attach(skel, config)?;
+    links.extend(waiting);
     // Unregistering a uprobe waits for the tasks in it (~100 ms a link on
     // 6.18): detached as the tracepoints are.
     let mut slow_links = probes::attach(skel, &config.probes, settings.cookies)?;
@@ -461,6 +476,7 @@ fn attach(
         syscall_hook,
         warnings,
         cpu_profile,
+        off_cpu,
     })
 }
 

@@ -7,6 +7,8 @@
 //!   event model;
 //! - [`samples`]: the samples and hits rings' records (CPU samples, probe
 //!   hits, test marks);
+//! - [`waits`]: the waits ring's records (long waits and their wakers)
+//!   and the kernel's totals of every wait (`--off-cpu`);
 //! - [`mappings`]: the executable mappings perf announces, and
 //!   /proc/PID/maps lines;
 //! - [`btf`]: the kernel's BTF cut down to what the program relocates
@@ -21,17 +23,20 @@ pub(crate) mod cpus;
 pub(crate) mod events;
 pub(crate) mod mappings;
 pub(crate) mod samples;
+pub(crate) mod waits;
 
 use plain::Plain;
 
 use crate::bpf::types::{
     event_header, exec_event, exit_event, fork_event, hit_event, id_event, mark_event,
-    probe_setting, resources, sample_event,
+    offcpu_thread, probe_setting, resources, sample_event, wait_event, wait_key, wait_total,
+    waker_event,
 };
 
 pub(crate) use events::decode;
 pub(crate) use mappings::{Mapping, Seen};
 pub(crate) use samples::{decode_from_hits, decode_sample, FromHits, Hit, Mark, Sample};
+pub(crate) use waits::{decode_from_waits, fd_call_bits, FromWaits, Wait, WaitKey, Wakeup};
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
 unsafe impl Plain for event_header {}
@@ -44,6 +49,11 @@ unsafe impl Plain for sample_event {}
 unsafe impl Plain for hit_event {}
 unsafe impl Plain for mark_event {}
 unsafe impl Plain for probe_setting {}
+unsafe impl Plain for wait_event {}
+unsafe impl Plain for waker_event {}
+unsafe impl Plain for wait_key {}
+unsafe impl Plain for wait_total {}
+unsafe impl Plain for offcpu_thread {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.
@@ -62,7 +72,7 @@ impl Malformed {
 
 /// Copies a record out of the buffer: perf samples are only 4-byte aligned,
 /// so the bytes cannot be borrowed as the struct in place.
-fn copy<T: Plain + Default>(data: &[u8]) -> Option<T> {
+pub(crate) fn copy<T: Plain + Default>(data: &[u8]) -> Option<T> {
     let mut value = T::default();
     plain::copy_from_bytes(&mut value, data).ok()?;
     Some(value)

@@ -128,6 +128,9 @@ pub struct Mark {
     /// The test, as its runner names it (pytest's node id, without the
     /// phase); `None` once the variable is unset, between tests.
     pub test: Option<String>,
+    /// The marks of the tree so far, this one included, by which the
+    /// kernel's off-CPU totals are kept apart per test.
+    pub epoch: u32,
 }
 
 /// What the hits ring carries.
@@ -149,13 +152,14 @@ pub fn decode_from_hits(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<From
         pid: e.header.pid,
         timestamp: e.header.timestamp.saturating_sub(start),
         test: value.map(|v| pytest_node_id(&v).to_owned()),
+        epoch: e.epoch,
     }))
 }
 
 /// A record that ends where its copy of the user stack does: its fixed
 /// part (the first `fixed` bytes) read into `e` (what lies past it there
 /// is never read), and the `stack_len` bytes of stack after it.
-fn with_stack<'d, T: Plain>(
+pub(super) fn with_stack<'d, T: Plain>(
     e: &mut T,
     data: &'d [u8],
     fixed: usize,

@@ -1,0 +1,245 @@
+//! Issue #47, where the wall time went off the CPU (`record --off-cpu`):
+//! real programs whose waits are known in advance (tests/workloads/
+//! waits.c: a sleep in a known function, a parent waiting for a child
+//! that computes, a pipe written after a delay, a mutex another thread
+//! holds), each attributed to its reason, function and waker, its length
+//! within 10% of what the program itself measured around the call, and
+//! the waiting thread's CPU and waits adding up to within 5% of its
+//! process's lifetime (fork to exit, as the kernel timed them). No
+//! assertion is on the machine's time: only on ratios of two measures of
+//! the same stretch.
+
+use std::collections::BTreeMap;
+
+use crate::common::*;
+use proctrace::event::{OffCpu, OnCpu, Pid, Record, WaitReason, Waker};
+
+/// Each wait's length: long against the machine's scheduling noise (a
+/// few ms when both cores are busy), short for the suite.
+const MS: &str = "400";
+
+/// What waits.c printed of its wait: (its own measure in ms, the tid
+/// that waited).
+struct Said {
+    ms: f64,
+    tid: Pid,
+}
+
+/// Records `waits KIND MS` under `sh`, which makes it a child with a fork
+/// and an exit of its own, its report in a file.
+fn recorded(kind: &str) -> (Run, Said) {
+    let waits = workload("waits");
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let script = format!("\"$0\" {kind} {MS} > '{}'; exit 0", report.display());
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--off-cpu"]);
+    let run = record_in(
+        dir,
+        &opts,
+        &["/bin/sh", "-c", &script, waits.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(run.dir.path().join("report")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(kind))
+        .expect("its report");
+    let fields: Vec<&str> = line.split(' ').collect();
+    let said = Said {
+        ms: fields[1].parse().unwrap(),
+        tid: fields[2].parse().unwrap(),
+    };
+    (run, said)
+}
+
+fn off_cpu(run: &Run) -> Vec<&OffCpu> {
+    let lines = run.profile_lines().iter();
+    lines
+        .filter_map(|r| match r {
+            Record::OffCpu(w) => Some(w),
+            _ => None,
+        })
+        .collect()
+}
+
+fn on_cpu(run: &Run) -> Vec<&OnCpu> {
+    let lines = run.profile_lines().iter();
+    lines
+        .filter_map(|r| match r {
+            Record::OnCpu(w) => Some(w),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The function names of stack `id`, the outermost first.
+fn functions(run: &Run, id: u32) -> Vec<String> {
+    let mut frames = BTreeMap::new();
+    let mut stack = None;
+    for line in run.profile_lines() {
+        match line {
+            Record::Frame(f) => {
+                frames.insert(f.id, f.function.clone().unwrap_or_default());
+            }
+            Record::Stack(s) if s.id == id => stack = Some(s.frames.clone()),
+            _ => {}
+        }
+    }
+    let stack = stack.unwrap_or_else(|| panic!("no stack {id}"));
+    stack.iter().map(|f| frames[f].clone()).collect()
+}
+
+/// The longest wait of `tid` for `reason`, the one the program made,
+/// checked against what the program measured: within 10%, in `function`,
+/// with a stack. (A loaded machine adds short ones of the same reason: a
+/// mutex handed over contends again for a millisecond.)
+fn the_wait<'r>(run: &'r Run, said: &Said, reason: WaitReason, function: &str) -> &'r OffCpu {
+    let lines = off_cpu(run);
+    let long = lines
+        .iter()
+        .filter(|w| w.tid == said.tid && w.reason == reason && w.stack.is_some());
+    let wait = *long
+        .max_by_key(|w| w.max_ns)
+        .unwrap_or_else(|| panic!("no long {reason:?} wait: {lines:#?}"));
+    assert_eq!(wait.count, 1, "{wait:?}");
+    let ms = wait.total_ns as f64 / 1e6;
+    assert!(
+        (ms - said.ms).abs() <= said.ms * 0.10,
+        "{reason:?}: recorded {ms:.1} ms, the program measured {:.1} ms",
+        said.ms
+    );
+    let names = functions(run, wait.stack.unwrap());
+    assert!(
+        names.iter().any(|f| f == function),
+        "not in {function}: {names:?}"
+    );
+    wait
+}
+
+/// The waiting thread's process: its CPU and waits (its main thread's)
+/// add up to within 5% of its lifetime, fork to exit.
+fn adds_up(run: &Run, pid: Pid) {
+    let fork = run
+        .forks()
+        .into_iter()
+        .find(|f| f.child_pid == pid)
+        .expect("its fork");
+    let lifetime = run.exit(pid).timestamp - fork.timestamp;
+    let cpu: u64 = on_cpu(run)
+        .iter()
+        .filter(|r| r.tid == pid)
+        .map(|r| r.ns)
+        .sum();
+    let waited: u64 = off_cpu(run)
+        .iter()
+        .filter(|w| w.tid == pid)
+        .map(|w| w.total_ns)
+        .sum();
+    let parts = cpu + waited;
+    let off = parts.abs_diff(lifetime) as f64 / lifetime as f64;
+    assert!(
+        off <= 0.05,
+        "CPU {cpu} + waits {waited} = {parts} ns against a lifetime of {lifetime} ns"
+    );
+}
+
+#[test]
+fn offcpu_sleep_is_in_its_function_woken_by_the_timer() {
+    require_root();
+    let (run, said) = recorded("sleep");
+    let wait = the_wait(&run, &said, WaitReason::Sleep, "nap_here");
+    assert_eq!(wait.call.as_deref(), Some("clock_nanosleep"));
+    assert_eq!(wait.waker, Some(Waker::Interrupt));
+    adds_up(&run, said.tid);
+    let folded = run.dir.path().join("offcpu.folded");
+    render(&run.dir.path().join("rec.ndjson"), "offcpu-folded", &folded);
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains(";nap_here;"))
+        .expect(&text);
+    let (stack, us) = line.rsplit_once(' ').unwrap();
+    assert!(
+        stack.starts_with("waits;") && stack.ends_with(";[sleep]"),
+        "{line}"
+    );
+    assert_eq!(us.parse::<u64>().unwrap(), wait.total_ns / 1000, "{line}");
+}
+
+#[test]
+fn offcpu_parent_waits_for_the_child_that_computes() {
+    require_root();
+    let (run, said) = recorded("child");
+    let wait = the_wait(&run, &said, WaitReason::Child, "wait_child");
+    let child = run.children(said.tid);
+    assert_eq!(child.len(), 1, "{}", run.text);
+    let Some(Waker::Tree { pid, .. }) = wait.waker else {
+        panic!("not woken by the tree: {wait:?}")
+    };
+    assert_eq!(pid, child[0]);
+    // The child computed for MS of its CPU time, which its switches saw.
+    let ran: u64 = on_cpu(&run)
+        .iter()
+        .filter(|r| r.pid == pid)
+        .map(|r| r.ns)
+        .sum();
+    let ms: f64 = MS.parse().unwrap();
+    let ran_ms = ran as f64 / 1e6;
+    assert!(
+        (ran_ms - ms).abs() <= ms * 0.10,
+        "the child ran {ran_ms:.1} ms"
+    );
+    adds_up(&run, said.tid);
+    adds_up(&run, pid);
+}
+
+#[test]
+fn offcpu_pipe_reader_is_woken_by_the_writer() {
+    require_root();
+    let (run, said) = recorded("pipe");
+    let wait = the_wait(&run, &said, WaitReason::Pipe, "read_pipe");
+    assert_eq!(wait.call.as_deref(), Some("read"));
+    let writer = run.children(said.tid);
+    assert_eq!(writer.len(), 1, "{}", run.text);
+    assert!(
+        matches!(wait.waker, Some(Waker::Tree { pid, .. }) if pid == writer[0]),
+        "{wait:?}: not woken by the writer {}",
+        writer[0]
+    );
+    adds_up(&run, said.tid);
+}
+
+#[test]
+fn offcpu_mutex_waiter_is_woken_by_the_holder() {
+    require_root();
+    let (run, said) = recorded("mutex");
+    let wait = the_wait(&run, &said, WaitReason::Lock, "take_lock");
+    assert_eq!(wait.call.as_deref(), Some("futex"));
+    let holders: Vec<Pid> = on_cpu(&run)
+        .iter()
+        .filter(|r| r.pid == said.tid && r.tid != said.tid)
+        .map(|r| r.tid)
+        .collect();
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    assert!(
+        matches!(wait.waker, Some(Waker::Tree { pid, tid, .. }) if pid == said.tid && tid == holders[0]),
+        "{wait:?}: not woken by the holder {}",
+        holders[0]
+    );
+    adds_up(&run, said.tid);
+    let wall = run.dir.path().join("wall.txt");
+    render(&run.dir.path().join("rec.ndjson"), "wall", &wall);
+    let text = std::fs::read_to_string(&wall).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("waits:"))
+        .expect(&text);
+    assert!(
+        line.contains(&format!(
+            "lock in take_lock woken by waits {} thread {}",
+            said.tid, holders[0]
+        )),
+        "{text}"
+    );
+}
