@@ -53,6 +53,10 @@ enum offcpu_state _offcpu_state = OFFCPU_RUNNING;
 enum offcpu_flags _offcpu_flags = OFFCPU_COMPAT;
 enum offcpu_loss _offcpu_loss = OFFCPU_LOST_TOTAL;
 enum offcpu_sizes _offcpu_sizes = OFFCPU_TOTALS;
+struct py_code_event _py_code_event = {};
+struct py_layout _py_layout = {};
+struct py_binary_key _py_binary_key = {};
+enum py_flags _py_flags = PY_CFRAME;
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;
 enum defaults _defaults = DEFAULT_MAX_PROCESSES;
@@ -86,6 +90,7 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 			count_loss(LOSS_TRACKING_FULL);
 		else
 			__sync_fetch_and_add(&forked, 1);
+		inherit_python(parent_pid, child_pid);
 	}
 
 	fill_header(&event.header, EVENT_FORK, child_pid);
@@ -188,6 +193,7 @@ static __always_inline int on_exec(void *ctx, struct task_struct *task,
 		return 0;
 	if (syscall_is_compat(task))
 		__sync_fetch_and_add(&compat_execs, 1);
+	exec_python(task, pid);
 	record = bpf_map_lookup_elem(&exec_scratch, &cpu);
 	if (!record)
 		return 0;
@@ -248,6 +254,7 @@ static __always_inline int on_exit(void *ctx, struct task_struct *task)
 	 * the tree gone, one more read of the buffer has every event. */
 	if (tracked_exit)
 		__sync_fetch_and_add(&exited, 1);
+	bpf_map_delete_elem(&python_processes, &pid);
 	return 0;
 }
 

@@ -54,6 +54,10 @@ enum event_kind {
 	/* The stacks of a tracked thread as it woke such a wait, on the
 	 * `waits` ring before it. */
 	EVENT_WAKER = 10,
+	/* A CPython code object a sample's Python frames ran, the first time
+	 * a process's samples met it: its names, read while the process
+	 * lives, sent on the `samples` ring before the sample. */
+	EVENT_PY_CODE = 11,
 };
 
 /* Defaults of the sizes userspace may change before load, defined once here
@@ -90,6 +94,93 @@ enum loss_kind {
  * `perf record --call-graph dwarf` does (its default is 8 KiB too). */
 #define SAMPLE_STACK_CAP 8192
 
+/* Python frames kept per sample, the innermost first, and links of the
+ * interpreter's frame chain followed to find them (entry shims included). */
+#define PY_FRAMES 48
+#define PY_LINKS 64
+/* Bytes of a frame read at once: its fields the walk uses all lie there. */
+#define PY_FRAME_WINDOW 128
+/* Bytes of a code object, and of each of its name strings, copied raw at
+ * first sight: userspace takes the fields from them. */
+#define PY_CODE_WINDOW 256
+#define PY_STRING_WINDOW 256
+
+/* How a CPython version lays out what the walk reads (`py_layout.flags`). */
+enum py_flags {
+	/* The thread state points at a _PyCFrame holding the frame (3.11, 3.12). */
+	PY_CFRAME = 1,
+	/* Frames hold an i32 index of the last instruction, not a pointer
+	 * to it (3.9, 3.10: PyFrameObject). */
+	PY_LASTI = 2,
+	/* Frames have an `is_entry` byte at `entry_off` (3.11). */
+	PY_IS_ENTRY = 4,
+	/* Frames have an `owner` byte at `owner_off`; from `shim_owner` on,
+	 * it is the entry shim between two native eval calls (3.12+). */
+	PY_OWNER = 8,
+	/* 3.9, 3.10: every frame is one native eval call. */
+	PY_EVERY_ENTRY = 16,
+};
+
+/* One CPython interpreter in a process: where its runtime state is and
+ * its version's offsets, set by userspace when it sees the interpreter
+ * mapped, inherited by forks; keys `python_processes` by the process. */
+struct py_layout {
+	/* Address of _PyRuntime in the process. */
+	__u64 runtime;
+	/* Mask of the frame's code pointer (3.14 tags it: ~3). */
+	__u64 code_mask;
+	/* From the thread pointer to glibc's pthread_getspecific data of key
+	 * 0 (struct pthread's specific_1stblock[0].data); keys are 16 apart. */
+	__s64 tls_specific;
+	/* Offset of autoTSSkey._key in _PyRuntime (_is_initialized 4 before). */
+	__u32 tss_key;
+	/* Thread state: its frame (or _PyCFrame with PY_CFRAME); the
+	 * _PyCFrame's frame. */
+	__u32 tstate_frame;
+	__u32 cframe_frame;
+	/* Frame: code object, previous frame, instruction pointer (or index,
+	 * PY_LASTI), owner, is_entry. */
+	__u32 frame_code;
+	__u32 frame_previous;
+	__u32 frame_instr;
+	__u32 owner_off;
+	__u32 entry_off;
+	__u32 shim_owner;
+	/* Code object: where its instructions start (the instruction pointer
+	 * is made an offset from it), its qualified name, file name and first
+	 * line. */
+	__u32 code_instructions;
+	__u32 code_qualname;
+	__u32 code_filename;
+	__u32 code_firstlineno;
+	__u32 flags;
+};
+
+/* An interpreter's executable loaded at the addresses it names (not
+ * position-independent, libpython linked in: Debian's python3.X): its
+ * layout holds for every process that runs it, from its exec on. */
+struct py_binary_key {
+	__u64 ino;
+	/* The kernel's encoding of the device: major << 20 | minor. */
+	__u32 dev;
+	__u32 _pad;
+};
+
+/* One Python frame of a sample. */
+struct py_frame {
+	/* The code object's address in the process, and its qualified name's
+	 * (3.9, 3.10: its name's): an address freed and reused by another
+	 * code object (a module's, compiled, run and freed at start-up) is
+	 * told apart by its name. */
+	__u64 code;
+	__u64 name;
+	/* The instruction running, in 2-byte code units from the start of the
+	 * code; -1 where unknown. */
+	__s32 instruction;
+	/* 1: the outermost frame one native eval call ran. */
+	__u32 entry;
+};
+
 /* Every record starts with this, so userspace can dispatch on `kind`. */
 struct event_header {
 	__u32 kind;
@@ -97,6 +188,21 @@ struct event_header {
 	__s32 pid;
 	/* CLOCK_MONOTONIC, ns: the clock userspace orders and offsets by. */
 	__u64 timestamp;
+};
+
+/* A code object first met in a process's samples: raw bytes of it and of
+ * its qualified name and file name (PyUnicode objects) for userspace to
+ * decode with the process's version. `got` bit 0, 1, 2: the code object,
+ * qualname and file name were read. */
+struct py_code_event {
+	/* header.pid: the process. */
+	struct event_header header;
+	__u64 code;
+	__u32 got;
+	__u32 _pad;
+	__u8 object[PY_CODE_WINDOW];
+	__u8 qualname[PY_STRING_WINDOW];
+	__u8 filename[PY_STRING_WINDOW];
 };
 
 struct fork_event {
@@ -239,8 +345,12 @@ struct sample_event {
 	__u64 fp;
 	__u64 lr;
 	__u32 stack_len;
-	__u32 _pad;
+	/* Entries of py[] used: the thread's Python frames, the innermost
+	 * first; py_cut: 1 when the chain went on past them. */
+	__u16 py_count;
+	__u16 py_cut;
 	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	struct py_frame py[PY_FRAMES];
 	__u8 stack[SAMPLE_STACK_CAP];
 };
 

@@ -14,22 +14,8 @@
 #include "arch.bpf.h"
 #include "emit.bpf.h"
 #include "pidns.bpf.h"
-
-/* Sized by userspace: large when profiling, a page otherwise. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-} samples SEC(".maps");
-
-/* A sample is too large for the BPF stack: one per CPU. A perf event's
- * program may interrupt a tracepoint's on the same CPU, so it never
- * shares exec_scratch. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sample_event);
-} sample_scratch SEC(".maps");
+#include "python.bpf.h"
+#include "samples.bpf.h"
 
 /* Buffered sample bytes past which userspace is woken at once (half the
  * ring); it looks every 50 ms anyway. */
@@ -105,6 +91,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u32 zero = 0;
 	struct sample_event *sample;
+	struct py_layout *layout;
 	__s32 pid, tid;
 	__u64 size, wakeup;
 	long frames;
@@ -127,6 +114,10 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	sample->kernel_frames = frames > 0 ? frames / sizeof(__u64) : 0;
 	fill_user(ctx, sample, task,
 		  tid == BPF_CORE_READ(task, tgid));
+	sample->py_count = sample->py_cut = 0;
+	layout = bpf_map_lookup_elem(&python_processes, &pid);
+	if (layout)
+		py_walk(layout, task, sample, pid);
 	size = offsetof(struct sample_event, stack) + sample->stack_len;
 	barrier_var(size);
 	if (size > sizeof(*sample))

@@ -37,6 +37,7 @@ mod probe_names;
 mod probe_values;
 mod probes;
 mod pytest_split;
+mod python;
 mod record;
 mod regrtest;
 mod resources;

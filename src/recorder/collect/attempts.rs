@@ -95,6 +95,8 @@ mod tests {
                 kernel: Vec::new(),
                 regs: [0; 4],
                 stack: Vec::new(),
+                python: Vec::new(),
+                python_cut: false,
             },
             probe,
             args,

@@ -25,12 +25,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::event::{Pid, Record};
 use crate::recorder::frames::Frames;
 use crate::recorder::probes::AttemptProbe;
 use crate::recorder::watch::MmapWatch;
-use crate::recorder::wire::{Hit, Mapping, Mark, Sample, Seen, Wait, Wakeup};
+use crate::recorder::wire::{Hit, Mapping, Mark, PyCode, Sample, Seen, Wait, Wakeup};
 use crate::stacks::cache::NameCache;
 use attempts::Attempts;
 use calls::Calls;
@@ -81,6 +82,8 @@ enum Told {
     /// those it has already.
     Watch(Box<dyn Announcer>, Vec<Mapping>),
     Sample(Sample),
+    /// Known at once: the samples after it need it.
+    PyCode(PyCode),
     Hit(Hit),
     Mark(Mark),
     Wait(Wait),
@@ -116,6 +119,16 @@ pub(crate) struct Setup {
     pub attempts: HashMap<u32, AttemptProbe>,
     /// Where names learned are kept between recordings.
     pub names: NameCache,
+    /// The kernel's maps of the processes that run a CPython interpreter
+    /// and of the interpreters, where the collector puts each one it
+    /// finds (see `frames::python`).
+    pub python: Option<PythonMaps>,
+}
+
+/// The kernel's `python_processes` and `python_binaries` maps.
+pub(crate) struct PythonMaps {
+    pub processes: MapHandle,
+    pub binaries: MapHandle,
 }
 
 /// A handle on the collector's thread.
@@ -149,6 +162,9 @@ pub(crate) struct Counted {
     pub waits: u64,
     pub long_waits: u64,
     pub long_waits_left_out: u64,
+    /// Python frames named `[python]`: their code object could not be
+    /// read while the process lived.
+    pub unnamed_python: u64,
 }
 
 impl Collector {
@@ -185,6 +201,11 @@ impl Collector {
     /// A sample, as soon as it is read.
     pub fn sample(&self, sample: Sample) {
         let _ = self.to.send(Told::Sample(sample));
+    }
+
+    /// A code object of a process's Python frames, as soon as it is read.
+    pub fn py_code(&self, code: PyCode) {
+        let _ = self.to.send(Told::PyCode(code));
     }
 
     /// A process's word on its current test, as soon as it is read.
@@ -277,6 +298,8 @@ struct Collecting {
     calls: Calls,
     attempts: Attempts,
     waits: Waits,
+    /// The kernel's maps of the processes that run CPython.
+    python: Option<PythonMaps>,
 }
 
 impl Collecting {
@@ -292,6 +315,7 @@ impl Collecting {
             calls: Calls::new(setup.pairs),
             attempts: Attempts::new(setup.attempts),
             waits: Waits::default(),
+            python: setup.python,
         }
     }
 
@@ -317,9 +341,13 @@ impl Collecting {
         let (at, happened) = match told {
             Told::Watch(announcer, mapped) => {
                 self.announcers.push(announcer);
-                mapped.into_iter().for_each(|m| self.frames.mapped(m));
+                for m in mapped {
+                    self.find_python(&Seen::Mapped(m.clone()));
+                    self.frames.mapped(m);
+                }
                 return;
             }
+            Told::PyCode(code) => return self.frames.py_code(code),
             Told::Sample(sample) => (sample.timestamp, Happened::Sample(sample)),
             Told::Hit(hit) => (hit.sample.timestamp, Happened::Hit(hit)),
             Told::Mark(mark) => (mark.timestamp, Happened::Mark(mark)),
@@ -347,6 +375,7 @@ impl Collecting {
             announcer.drain(&mut |s| seen.push(s));
         }
         for mut s in seen {
+            self.find_python(&s);
             // The recording's own time, as the samples and events have it.
             let at = match &mut s {
                 Seen::Exec { time, .. } => time,
@@ -355,6 +384,27 @@ impl Collecting {
             *at = at.saturating_sub(self.start);
             let at = *at;
             self.timeline.wait(at, Happened::Seen(s));
+        }
+    }
+
+    /// Tells the kernel at once of a process that maps a CPython
+    /// interpreter: its samples from then on have their Python frames;
+    /// those of every later exec of an interpreter at fixed addresses too.
+    fn find_python(&mut self, seen: &Seen) {
+        let (Some(map), Seen::Mapped(mapping)) = (&self.python, seen) else {
+            return;
+        };
+        let Some((layout, binary)) = self.frames.python_mapped(mapping) else {
+            return;
+        };
+        // SAFETY: plain C structs of integers.
+        let value = unsafe { plain::as_bytes(&layout) };
+        let _ = map
+            .processes
+            .update(&mapping.pid.to_ne_bytes(), value, MapFlags::ANY);
+        if let Some(key) = binary {
+            let key = unsafe { plain::as_bytes(&key) };
+            let _ = map.binaries.update(key, value, MapFlags::ANY);
         }
     }
 
@@ -416,11 +466,16 @@ impl Collecting {
             waits: self.waits.counted(),
             long_waits: self.waits.long_count,
             long_waits_left_out: self.waits.left_out,
+            unnamed_python: 0,
         };
         let by_id = self.tally.stacks.by_id();
         let names = self
             .frames
             .name(by_id.into_iter().flatten().chain(self.waits.places()));
+        let counted = Counted {
+            unnamed_python: self.frames.unnamed_python(),
+            ..counted
+        };
         let latencies = self.calls.into_records().into_iter();
         let attempts = self.attempts.into_records().into_iter();
         let records = records::records(self.tally, self.waits, names)

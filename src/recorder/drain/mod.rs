@@ -30,8 +30,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
+use libbpf_rs::MapHandle;
 
-use super::collect::{Collector, Setup};
+use super::collect::{Collector, PythonMaps, Setup};
 use super::control::{Control, Started};
 use super::error::RecordError;
 use super::hooks::{Hooks, OnHangCommand};
@@ -149,6 +150,12 @@ fn collector(
             true => NameCache::open(),
             false => NameCache::off(),
         },
+        python: probe.cpu_profile.as_ref().and_then(|_| {
+            Some(PythonMaps {
+                processes: MapHandle::try_from(&probe.skel.maps.python_processes).ok()?,
+                binaries: MapHandle::try_from(&probe.skel.maps.python_binaries).ok()?,
+            })
+        }),
     };
     Collector::start(setup, events.clone())
         .map(Some)
@@ -443,6 +450,12 @@ impl Drain<'_, '_> {
         totals.long_waits = counted.long_waits;
         totals.long_waits_left_out = counted.long_waits_left_out;
         totals.lost_probe_hits += self.probe.lost_hits();
+        if counted.unnamed_python > 0 {
+            log::warn!(
+                "{} Python frames are unnamed ([python]): their code objects could not be read while their process lived",
+                counted.unnamed_python
+            );
+        }
         if counted.lost_mappings > 0 {
             log::warn!(
                 "{} executable mappings were not announced (their ring was full): frames in them are [unknown]",

@@ -15,7 +15,8 @@ use crate::recorder::collect::{Collector, Counted};
 use crate::recorder::lineage::Lineage;
 use crate::recorder::notice::Notice;
 use crate::recorder::wire::{
-    decode, decode_from_hits, decode_from_waits, decode_sample, FromHits, FromWaits,
+    decode, decode_from_hits, decode_from_samples, decode_from_waits, FromHits, FromSamples,
+    FromWaits,
 };
 
 /// Where the records go, and what could not be read on the way.
@@ -74,13 +75,15 @@ impl Router {
         }
     }
 
-    /// A record of the samples ring.
+    /// A record of the samples ring: a CPU sample or a code object its
+    /// Python frames ran.
     pub(super) fn sample(&self, data: &[u8]) {
         let Some(collector) = &self.collector else {
             return self.malformed.set(self.malformed.get() + 1);
         };
-        match decode_sample(data, self.start_ns, collector.buffer()) {
-            Ok(sample) => collector.sample(sample),
+        match decode_from_samples(data, self.start_ns, collector.buffer()) {
+            Ok(FromSamples::Sample(sample)) => collector.sample(sample),
+            Ok(FromSamples::PyCode(code)) => collector.py_code(code),
             Err(_) => self.malformed.set(self.malformed.get() + 1),
         }
     }

@@ -7,24 +7,26 @@
 //! handed to the [`Source`] that claims the mapping it lies in, which
 //! makes its places and later names them: native code in a file
 //! ([`native`]), code of no file, such as a JIT compiler writes
-//! ([`jit`]). An interpreter's frames are one more source: it claims the
-//! interpreter's mapping and turns a return address in its loop into the
-//! interpreted functions that loop ran. Kernel addresses are the
-//! [`kernel`] source's.
+//! ([`jit`]). Kernel addresses are the [`kernel`] source's. CPython's
+//! frames come walked from the kernel with the sample ([`python`]): a
+//! return address in the interpreter's eval function is replaced by the
+//! Python functions that call of it ran.
 
 mod gaps;
 mod jit;
 mod kernel;
 mod names;
 mod native;
+mod python;
 pub(crate) mod spaces;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use crate::bpf::types::{py_binary_key, py_layout};
 use crate::event::Pid;
-use crate::recorder::wire::{Mapping, Sample, Seen};
+use crate::recorder::wire::{Mapping, PyCode, Sample, Seen};
 use crate::stacks::cache::NameCache;
 use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder, Unwound};
@@ -47,6 +49,9 @@ pub(crate) enum Place {
     Jit(Pid, u64, Option<u32>),
     /// Where the stack's frames stop short of its thread's first.
     Gap(Gap),
+    /// A Python function of a process: its code object's address and its
+    /// name's, and the instruction in it.
+    Python(Pid, u64, u64, i32),
 }
 
 /// One return address of a sample's user stack, with what is known of it.
@@ -116,6 +121,9 @@ pub(crate) struct Frames {
     modules: Modules,
     /// Asked in order to claim a user address, and to name their places.
     sources: Vec<Box<dyn Source + Send>>,
+    python: python::Python,
+    /// Python frames whose code object was never read, as named.
+    unnamed_python: u64,
     /// The places of the last sample, the buffer kept from one to the
     /// next: the collector allocates nothing for a sample it has seen.
     places: Vec<Place>,
@@ -137,7 +145,29 @@ impl Frames {
                 Box::new(gaps::Gaps),
             ],
             places: Vec::new(),
+            python: python::Python::default(),
+            unnamed_python: 0,
         }
+    }
+
+    /// Whether `mapping` is of a CPython interpreter: then the layout the
+    /// kernel walks its process's Python frames with, and the file's key
+    /// where the layout holds for every process that execs it.
+    pub(crate) fn python_mapped(
+        &mut self,
+        mapping: &Mapping,
+    ) -> Option<(py_layout, Option<py_binary_key>)> {
+        self.python.mapped(mapping)
+    }
+
+    /// A code object a process's Python frames ran, as the kernel read it.
+    pub(crate) fn py_code(&mut self, code: PyCode) {
+        self.python.code(code);
+    }
+
+    /// Python frames named as unknown: their code object was never read.
+    pub(crate) fn unnamed_python(&self) -> u64 {
+        self.unnamed_python
     }
 
     /// A mapping or exec the kernel announced.
@@ -153,6 +183,7 @@ impl Frames {
     /// `parent` forked `child` at `time`.
     pub(crate) fn fork(&mut self, parent: Pid, child: Pid, time: u64) {
         self.spaces.fork(parent, child, time);
+        self.python.fork(parent, child);
     }
 
     /// `pid` exited at `time` and has no more samples to place.
@@ -169,15 +200,23 @@ impl Frames {
             modules,
             sources,
             places,
+            python,
             ..
         } = self;
         places.clear();
         let kernel = sample.kernel.iter().enumerate();
         places.extend(kernel.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
+        let mut groups = python::Groups::of(sample);
         let unwound = unwind(spaces, unwinder, sample);
         for (i, &addr) in unwound.addrs.iter().enumerate() {
             let addr = lookup_address(addr, i == 0);
             let mapping = spaces.mapping_at(sample.pid, sample.timestamp, addr);
+            if let Some(m) = mapping.filter(|_| groups.any()) {
+                if python.is_eval(&m.path, addr - m.start + m.file_offset) {
+                    groups.next(places);
+                    continue;
+                }
+            }
             let at = At {
                 sample,
                 addr,
@@ -188,6 +227,9 @@ impl Frames {
                 source.places(&at, modules, places);
             }
         }
+        // Python frames no eval frame was found for are its callers'; a
+        // cut stays the outermost frame.
+        groups.rest(places);
         if unwound.cut {
             places.push(Place::Gap(Gap::Cut));
         }
@@ -209,6 +251,7 @@ impl Frames {
         for source in &mut self.sources {
             source.name(&places, &mut naming);
         }
+        self.unnamed_python += self.python.name(&places, &mut naming);
         symbolizer.save();
         names
     }

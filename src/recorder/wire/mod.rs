@@ -29,13 +29,16 @@ use plain::Plain;
 
 use crate::bpf::types::{
     event_header, exec_event, exit_event, fork_event, hit_event, id_event, mark_event,
-    offcpu_thread, probe_setting, resources, sample_event, wait_event, wait_key, wait_total,
-    waker_event,
+    offcpu_thread, probe_setting, py_code_event, py_layout, resources, sample_event, wait_event,
+    wait_key, wait_total, waker_event,
 };
 
 pub(crate) use events::decode;
 pub(crate) use mappings::{Mapping, Seen};
-pub(crate) use samples::{decode_from_hits, decode_sample, FromHits, Hit, Mark, Sample};
+pub(crate) use samples::{
+    decode_from_hits, decode_from_samples, FromHits, FromSamples, Hit, Mark, PyCode, PyFrame,
+    Sample,
+};
 pub(crate) use waits::{decode_from_waits, fd_call_bits, FromWaits, Wait, WaitKey, Wakeup};
 
 // SAFETY: plain C structs of integers, valid for any bit pattern.
@@ -54,6 +57,8 @@ unsafe impl Plain for waker_event {}
 unsafe impl Plain for wait_key {}
 unsafe impl Plain for wait_total {}
 unsafe impl Plain for offcpu_thread {}
+unsafe impl Plain for py_code_event {}
+unsafe impl Plain for py_layout {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.

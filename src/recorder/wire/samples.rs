@@ -7,7 +7,9 @@ use std::cell::RefCell;
 use plain::Plain;
 
 use super::{copy, Malformed};
-use crate::bpf::types::{event_header, event_kind, hit_event, mark_event, sample_event};
+use crate::bpf::types::{
+    event_header, event_kind, hit_event, mark_event, py_code_event, sample_event,
+};
 use crate::event::{pytest_node_id, ArgValue, Pid};
 
 /// One CPU sample as the kernel sent it, before unwinding.
@@ -25,6 +27,77 @@ pub struct Sample {
     pub regs: [u64; 4],
     /// The top of the user stack, from the stack pointer up.
     pub stack: Vec<u8>,
+    /// The thread's Python frames, the innermost first (none outside a
+    /// CPython interpreter).
+    pub python: Vec<PyFrame>,
+    /// The interpreter's frame chain went on past `python`.
+    pub python_cut: bool,
+}
+
+/// One Python frame of a sample: a code object and where in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PyFrame {
+    /// The code object's address in the process, and its name's, which
+    /// tell a reused address apart.
+    pub code: u64,
+    pub name: u64,
+    /// The instruction, as the interpreter's version counts it (see
+    /// `recorder::frames::python`); -1 where unknown.
+    pub instruction: i32,
+    /// The outermost frame of one native eval call.
+    pub entry: bool,
+}
+
+/// A code object of a process as the kernel copied it the first time its
+/// samples met it: raw bytes of the object and of its two name strings,
+/// for the interpreter's version to decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PyCode {
+    pub pid: Pid,
+    /// Its address in the process.
+    pub code: u64,
+    /// The object's bytes; its qualified name's and file name's (each
+    /// `None` where it could not be read).
+    pub object: Option<Vec<u8>>,
+    pub qualname: Option<Vec<u8>>,
+    pub filename: Option<Vec<u8>>,
+}
+
+/// What the samples ring carries.
+pub enum FromSamples {
+    Sample(Sample),
+    PyCode(PyCode),
+}
+
+/// Decodes a record of the samples ring; `start` and `buffer` as for
+/// [`decode_sample`].
+pub fn decode_from_samples(
+    data: &[u8],
+    start: u64,
+    buffer: Vec<u8>,
+) -> Result<FromSamples, Malformed> {
+    let header: event_header = copy(data).ok_or(Malformed::new(data.len(), 0))?;
+    if event_kind(header.kind) != event_kind::EVENT_PY_CODE {
+        return decode_sample(data, start, buffer).map(FromSamples::Sample);
+    }
+    let e: Box<py_code_event> = copy_boxed(data).ok_or(Malformed::new(data.len(), header.kind))?;
+    let part = |bit: u32, bytes: &[u8]| (e.got & bit != 0).then(|| bytes.to_vec());
+    Ok(FromSamples::PyCode(PyCode {
+        pid: e.header.pid,
+        code: e.code,
+        object: part(1, &e.object),
+        qualname: part(2, &e.qualname),
+        filename: part(4, &e.filename),
+    }))
+}
+
+/// A record too large for the stack, copied out of the buffer.
+fn copy_boxed<T: Plain + Default>(data: &[u8]) -> Option<Box<T>> {
+    let mut e = Box::<T>::default();
+    // SAFETY: a plain C struct of integers, valid for any bytes.
+    let bytes = unsafe { plain::as_mut_bytes(&mut *e) };
+    bytes.copy_from_slice(data.get(..bytes.len())?);
+    Some(e)
 }
 
 thread_local! {
@@ -46,6 +119,7 @@ pub fn decode_sample(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Sample,
             e.stack_len
         })?;
         let frames = (e.kernel_frames as usize).min(e.kernel.len());
+        let python = e.py[..(e.py_count as usize).min(e.py.len())].iter();
         Ok(Sample {
             pid: e.header.pid,
             tid: e.tid,
@@ -53,6 +127,15 @@ pub fn decode_sample(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Sample,
             kernel: e.kernel[..frames].to_vec(),
             regs: [e.ip, e.sp, e.fp, e.lr],
             stack: filled(buffer, stack),
+            python: python
+                .map(|f| PyFrame {
+                    code: f.code,
+                    name: f.name,
+                    instruction: f.instruction,
+                    entry: f.entry != 0,
+                })
+                .collect(),
+            python_cut: e.py_cut != 0,
         })
     })
 }
@@ -111,6 +194,8 @@ fn decode_hit(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Hit, Malformed
                     .collect(),
                 regs: [e.ip, e.sp, e.fp, e.lr],
                 stack: filled(buffer, stack),
+                python: Vec::new(),
+                python_cut: false,
             },
             probe: e.probe,
             args,

@@ -193,6 +193,9 @@ pub fn decode_from_waits(data: &[u8], start: u64) -> Result<FromWaits, Malformed
                 kernel: e.kernel[..frames].to_vec(),
                 regs: [e.ip, e.sp, e.fp, e.lr],
                 stack: stack.to_vec(),
+                // The interpreter's frames are walked at CPU samples only.
+                python: Vec::new(),
+                python_cut: false,
             },
         }));
     }
@@ -226,6 +229,8 @@ pub fn decode_from_waits(data: &[u8], start: u64) -> Result<FromWaits, Malformed
             kernel: e.kernel[..frames].to_vec(),
             regs: [e.ip, e.sp, e.fp, e.lr],
             stack: stack.to_vec(),
+            python: Vec::new(),
+            python_cut: false,
         },
     }))
 }

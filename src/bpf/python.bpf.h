@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* CPython's frames in a CPU sample. The interpreter keeps its own frame
+ * chain in memory; no native unwinding reaches it. Userspace sees the
+ * interpreter mapped and says where its runtime state is and how its
+ * version lays frames out (`python_processes`); a sample of that process
+ * then finds the thread's PyThreadState through the interpreter's own TLS
+ * key (what PyGILState_GetThisThreadState reads: set whether or not the
+ * thread holds the GIL), walks its frames and sends each frame's code
+ * object and instruction. A code object the process's samples have not
+ * met before is copied with its names at once, while the process lives,
+ * so that a process gone by the time userspace reads the samples is named
+ * like one that is still running. */
+#ifndef PROCTRACE_PYTHON_BPF_H
+#define PROCTRACE_PYTHON_BPF_H
+
+#include "common.bpf.h"
+#include "emit.bpf.h"
+#include "samples.bpf.h"
+
+/* Code objects copied per sample at the most: a deep stack met first is
+ * named over its next few samples rather than in one long one. */
+#define PY_NEW_CODES 8
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __s32);
+	__type(value, struct py_layout);
+} python_processes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct py_binary_key);
+	__type(value, struct py_layout);
+} python_binaries SEC(".maps");
+
+struct py_code_key {
+	__s32 pid;
+	__u32 _pad;
+	__u64 code;
+	__u64 name;
+};
+
+/* The code objects each process's samples have sent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct py_code_key);
+	__type(value, __u8);
+} python_codes_sent SEC(".maps");
+
+/* The walk's state, the frame's bytes and a code record: read at offsets
+ * only known at run time, so in a map value, which the verifier of 5.10
+ * lets a program index by a bounded variable (not the stack). The walk
+ * goes a frame per call of a global function, which the verifier checks
+ * once: the state is here between calls. */
+struct py_scratch {
+	__u8 window[PY_FRAME_WINDOW + 8];
+	struct py_layout layout;
+	/* The next frame to read; the process; Python frames so far; code
+	 * objects this sample may still send. */
+	__u64 frame;
+	__s32 pid;
+	__u32 n;
+	__u32 budget;
+	__u32 _pad;
+	struct py_code_event code;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_scratch);
+} python_scratch SEC(".maps");
+
+/* A forked child runs its parent's interpreter at the same addresses. */
+static __always_inline void inherit_python(__s32 parent, __s32 child)
+{
+	struct py_layout *layout = bpf_map_lookup_elem(&python_processes, &parent);
+
+	if (layout)
+		bpf_map_update_elem(&python_processes, &child, layout, BPF_ANY);
+}
+
+/* A process that execs an interpreter userspace has seen before, at fixed
+ * addresses: its frames are walked from its first sample, before
+ * userspace could read its new mappings. */
+static __always_inline void exec_python(struct task_struct *task, __s32 pid)
+{
+	struct inode *inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	struct py_binary_key key = {
+		.ino = BPF_CORE_READ(inode, i_ino),
+		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+	};
+	struct py_layout *layout;
+
+	bpf_map_delete_elem(&python_processes, &pid);
+	layout = bpf_map_lookup_elem(&python_binaries, &key);
+	if (layout)
+		bpf_map_update_elem(&python_processes, &pid, layout, BPF_ANY);
+}
+
+/* The task's thread pointer, which glibc's struct pthread hangs off. */
+static __always_inline __u64 thread_pointer(struct task_struct *task)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(task, thread.fsbase);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(task, thread.uw.tp_value);
+#endif
+}
+
+/* The sampled thread's PyThreadState: pthread_getspecific of the
+ * interpreter's TSS key, read from glibc's first block of keys. */
+static __always_inline __u64 py_thread_state(const struct py_layout *layout,
+					     struct task_struct *task)
+{
+	__u32 key[2];
+	__u64 tp = thread_pointer(task);
+	__u64 tstate = 0;
+
+	/* { _is_initialized, _key } */
+	if (!tp || bpf_probe_read_user(key, sizeof(key), (void *)(layout->runtime + layout->tss_key - 4)))
+		return 0;
+	if (key[0] != 1 || key[1] >= 32)
+		return 0;
+	bpf_probe_read_user(&tstate, sizeof(tstate),
+			    (void *)(tp + layout->tls_specific + 16 * (__u64)key[1]));
+	return tstate;
+}
+
+/* Reads `len` bytes at `from` into `to`, or as many of the first 128 as
+ * lie before an unmapped page; returns whether any were read. */
+static __always_inline bool py_read(void *to, __u32 len, __u64 from)
+{
+	if (!bpf_probe_read_user(to, len, (void *)from))
+		return true;
+	return !bpf_probe_read_user(to, 128, (void *)from);
+}
+
+/* Sends the code object at `code` of process `pid`, with its names, on
+ * the samples ring; returns 0 when it was sent. A global function: the
+ * verifier checks it once, not at each frame of the walk. */
+__noinline int py_send_code(__s32 pid, __u64 code, __u32 qualname_off, __u32 filename_off)
+{
+	__u32 zero = 0;
+	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
+	struct py_code_event *event;
+	__u64 qualname, filename;
+
+	if (!scratch)
+		return 1;
+	event = &scratch->code;
+	fill_header(&event->header, EVENT_PY_CODE, pid);
+	event->code = code;
+	event->got = 0;
+	if (bpf_probe_read_user(event->object, PY_CODE_WINDOW, (void *)code))
+		return 1;
+	event->got = 1;
+	qualname = *(__u64 *)(event->object + (qualname_off & (PY_CODE_WINDOW - 8)));
+	filename = *(__u64 *)(event->object + (filename_off & (PY_CODE_WINDOW - 8)));
+	if (qualname && py_read(event->qualname, PY_STRING_WINDOW, qualname))
+		event->got |= 2;
+	if (filename && py_read(event->filename, PY_STRING_WINDOW, filename))
+		event->got |= 4;
+	if (bpf_ringbuf_output(&samples, event, sizeof(*event), BPF_RB_NO_WAKEUP)) {
+		count_loss(LOSS_SAMPLE);
+		return 1;
+	}
+	return 0;
+}
+
+/* The first frame of the thread whose state is at `tstate`. */
+static __always_inline __u64 py_first_frame(const struct py_layout *layout, __u64 tstate)
+{
+	__u64 frame = 0;
+
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(tstate + layout->tstate_frame)))
+		return 0;
+	if ((layout->flags & PY_CFRAME) && frame &&
+	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + layout->cframe_frame)))
+		return 0;
+	return frame;
+}
+
+/* Sends the frame's code object unless this process's samples did. */
+static __always_inline void py_code_seen(struct py_scratch *scratch, __u64 code, __u64 name)
+{
+	struct py_code_key key = { .pid = scratch->pid, .code = code, .name = name };
+	__u8 one = 1;
+
+	if (!scratch->budget || bpf_map_lookup_elem(&python_codes_sent, &key))
+		return;
+	scratch->budget--;
+	if (!py_send_code(scratch->pid, code, scratch->layout.code_qualname,
+			  scratch->layout.code_filename))
+		bpf_map_update_elem(&python_codes_sent, &key, &one, BPF_ANY);
+}
+
+/* The frame in `window`'s code unit running: from its instruction pointer,
+ * or its last instruction's index (3.9, 3.10: raw, userspace knows which
+ * unit its version counts in). */
+static __always_inline __s32 py_instruction(const struct py_layout *layout, const __u8 *window,
+					    __u64 code)
+{
+	__u64 ip, start;
+
+	if (layout->flags & PY_LASTI)
+		return *(__s32 *)(window + (layout->frame_instr & (PY_FRAME_WINDOW - 4)));
+	ip = *(__u64 *)(window + (layout->frame_instr & (PY_FRAME_WINDOW - 8)));
+	start = code + layout->code_instructions;
+	if (ip < start || ip - start > 0x7fffffff)
+		return -1;
+	return (ip - start) / 2;
+}
+
+/* One link of the frame chain: the frame at scratch->frame into the
+ * sample, and on to the one before it. Returns 0 to go on. */
+__noinline int py_step(void)
+{
+	__u32 zero = 0, n;
+	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
+	struct sample_event *sample = bpf_map_lookup_elem(&sample_scratch, &zero);
+	const struct py_layout *layout;
+	struct py_frame *out;
+	__u64 code, previous, name = 0;
+	__u8 *window;
+
+	if (!scratch || !sample || !scratch->frame)
+		return 1;
+	layout = &scratch->layout;
+	window = scratch->window;
+	if (bpf_probe_read_user(window, PY_FRAME_WINDOW, (void *)scratch->frame))
+		return 1;
+	previous = *(__u64 *)(window + (layout->frame_previous & (PY_FRAME_WINDOW - 8)));
+	n = scratch->n;
+	if ((layout->flags & PY_OWNER) &&
+	    window[layout->owner_off & (PY_FRAME_WINDOW - 1)] >= layout->shim_owner) {
+		/* A native eval call's entry: the frame before it ends a group. */
+		if (n > 0 && n <= PY_FRAMES)
+			sample->py[n - 1].entry = 1;
+		scratch->frame = previous;
+		return 0;
+	}
+	if (n >= PY_FRAMES)
+		return 1;
+	code = *(__u64 *)(window + (layout->frame_code & (PY_FRAME_WINDOW - 8))) & layout->code_mask;
+	if (code)
+		bpf_probe_read_user(&name, sizeof(name), (void *)(code + layout->code_qualname));
+	out = &sample->py[n];
+	out->code = code;
+	out->name = name;
+	out->instruction = py_instruction(layout, window, code);
+	out->entry = (layout->flags & PY_EVERY_ENTRY) ||
+		     ((layout->flags & PY_IS_ENTRY) && window[layout->entry_off & (PY_FRAME_WINDOW - 1)]);
+	scratch->n = n + 1;
+	scratch->frame = previous;
+	if (code)
+		py_code_seen(scratch, code, name);
+	return 0;
+}
+
+/* Fills the sample's Python frames, the innermost first. */
+static __always_inline void py_walk(const struct py_layout *layout, struct task_struct *task,
+				    struct sample_event *sample, __s32 pid)
+{
+	__u32 zero = 0, i;
+	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
+	__u64 tstate = py_thread_state(layout, task);
+
+	if (!scratch || !tstate)
+		return;
+	scratch->layout = *layout;
+	scratch->frame = py_first_frame(layout, tstate);
+	scratch->pid = pid;
+	scratch->n = 0;
+	scratch->budget = PY_NEW_CODES;
+	for (i = 0; i < PY_LINKS; i++)
+		if (py_step())
+			break;
+	sample->py_count = scratch->n < PY_FRAMES ? scratch->n : PY_FRAMES;
+	sample->py_cut = scratch->frame != 0;
+}
+
+#endif /* PROCTRACE_PYTHON_BPF_H */

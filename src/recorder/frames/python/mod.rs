@@ -1,0 +1,166 @@
+//! CPython's frames: the interpreted functions a sample's native eval
+//! calls ran. The kernel walks the interpreter's frame chain at each
+//! sample (`src/bpf/python.bpf.h`) once [`Python::mapped`] has found the
+//! interpreter in a process and said how its version lays things out
+//! ([`layout`]); it sends each code object with its names the first time
+//! a process's samples meet it, while the process lives. Here each native
+//! frame of the eval function is replaced by the Python frames it ran,
+//! and the code objects are named when the recording ends.
+
+mod layout;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Naming, Place};
+use crate::bpf::types::{py_binary_key, py_layout};
+use crate::event::{Frame, Pid};
+use crate::recorder::wire::{Mapping, PyCode, Sample};
+pub(crate) use layout::Interpreter;
+
+/// The interpreters found in the tree, and the code objects its samples
+/// ran.
+#[derive(Default)]
+pub(crate) struct Python {
+    /// Each file looked at once: the interpreter it holds, if it is one.
+    files: HashMap<String, Option<Arc<Interpreter>>>,
+    /// The interpreter each process runs.
+    of: HashMap<Pid, Arc<Interpreter>>,
+    /// The code objects the kernel sent, by process and address: more
+    /// than one where an address was reused.
+    codes: HashMap<(Pid, u64), Vec<PyCode>>,
+}
+
+impl Python {
+    /// Whether `mapping` is of an interpreter the process still has
+    /// mapped (its announcement may come after an exec): then its
+    /// process's layout, for the kernel to walk its frames with, and the
+    /// file's key where that layout holds for every process.
+    pub(crate) fn mapped(
+        &mut self,
+        mapping: &Mapping,
+    ) -> Option<(py_layout, Option<py_binary_key>)> {
+        if !layout::may_be_python(&mapping.path) || !layout::still_mapped(mapping) {
+            return None;
+        }
+        let interpreter = self
+            .files
+            .entry(mapping.path.clone())
+            .or_insert_with(|| Interpreter::read(mapping.pid, &mapping.path).map(Arc::new))
+            .clone()?;
+        let layout = interpreter.layout_at(mapping)?;
+        let binary = interpreter.binary();
+        self.of.insert(mapping.pid, interpreter);
+        Some((layout, binary))
+    }
+
+    /// `parent` forked `child`, which runs the same interpreter.
+    pub(crate) fn fork(&mut self, parent: Pid, child: Pid) {
+        if let Some(interpreter) = self.of.get(&parent).cloned() {
+            self.of.insert(child, interpreter);
+        }
+    }
+
+    /// A code object the kernel sent.
+    pub(crate) fn code(&mut self, code: PyCode) {
+        self.codes
+            .entry((code.pid, code.code))
+            .or_default()
+            .push(code);
+    }
+
+    /// Whether file offset `offset` of the file at `path` is in the
+    /// interpreter's eval function.
+    pub(crate) fn is_eval(&self, path: &str, offset: u64) -> bool {
+        let Some(Some(interpreter)) = self.files.get(path) else {
+            return false;
+        };
+        interpreter.is_eval(offset)
+    }
+
+    /// Names the Python places among `places`; returns how many could not
+    /// be (their code object was never read).
+    pub(crate) fn name(&self, places: &[Place], naming: &mut Naming<'_>) -> u64 {
+        let mut unnamed = 0;
+        for place in places {
+            let Place::Python(pid, code, name, _) = *place else {
+                continue;
+            };
+            let named = self.of.get(&pid).and_then(|interpreter| {
+                let codes = self.codes.get(&(pid, code))?;
+                let code = codes
+                    .iter()
+                    .find(|c| interpreter.name_of(c) == Some(name))?;
+                interpreter.name(code)
+            });
+            let frame = match named {
+                Some((function, file)) => Frame {
+                    id: 0,
+                    function: Some(function),
+                    module: file,
+                    offset: None,
+                    kernel: false,
+                    inlined: false,
+                },
+                None => {
+                    unnamed += 1;
+                    Frame {
+                        id: 0,
+                        function: None,
+                        module: "[python]".into(),
+                        offset: Some(code),
+                        kernel: false,
+                        inlined: false,
+                    }
+                }
+            };
+            naming.names.add(*place, vec![frame]);
+        }
+        unnamed
+    }
+}
+
+/// A sample's Python frames, handed out one native eval call at a time.
+pub(crate) struct Groups<'s> {
+    pid: Pid,
+    frames: &'s [crate::recorder::wire::PyFrame],
+}
+
+impl<'s> Groups<'s> {
+    pub(crate) fn of(sample: &'s Sample) -> Groups<'s> {
+        Groups {
+            pid: sample.pid,
+            frames: &sample.python,
+        }
+    }
+
+    /// Whether any frames are left to place.
+    pub(crate) fn any(&self) -> bool {
+        !self.frames.is_empty()
+    }
+
+    /// The frames one native eval call ran, the innermost first: up to
+    /// and with the next entry frame.
+    pub(crate) fn next(&mut self, out: &mut Vec<Place>) {
+        let end = self
+            .frames
+            .iter()
+            .position(|f| f.entry)
+            .map_or(self.frames.len(), |i| i + 1);
+        let (group, rest) = self.frames.split_at(end);
+        out.extend(
+            group
+                .iter()
+                .map(|f| Place::Python(self.pid, f.code, f.name, f.instruction)),
+        );
+        self.frames = rest;
+    }
+
+    /// The frames no native eval call was found for (the native stack
+    /// was cut before them), outermost last.
+    pub(crate) fn rest(&mut self, out: &mut Vec<Place>) {
+        while self.any() {
+            self.next(out);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! CPython's frames in the CPU profile: the Python functions a sample ran,
+//! walked by the kernel in every interpreter on the machine (Debian's,
+//! static and not position-independent; pyenv's, on a shared
+//! libpython), interleaved with the native frames, and named after the
+//! process is gone, however short it lived.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// The workload whose costs are known: `heavy` three times `light`.
+fn pycosts() -> String {
+    repo()
+        .join("tests/workloads/pycosts.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Debian's python3 (what `install-deps.sh --test` installs, with
+/// pytest), then each pyenv build 3.9 to 3.14 there is.
+fn interpreters() -> Vec<PathBuf> {
+    let debian = std::fs::canonicalize("/usr/bin/python3").ok();
+    if !prerequisite(debian.is_some(), "Debian's python3") {
+        return Vec::new();
+    }
+    let mut found: Vec<PathBuf> = debian.into_iter().collect();
+    let pyenv = Path::new("/root/.pyenv/versions");
+    let mut versions: Vec<_> = std::fs::read_dir(pyenv)
+        .map(|dir| dir.filter_map(|e| Some(e.ok()?.path())).collect())
+        .unwrap_or_default();
+    versions.sort();
+    for version in versions {
+        let name = version.file_name().unwrap().to_string_lossy().into_owned();
+        let minor = name.split('.').take(2).collect::<Vec<_>>().join(".");
+        let python = version.join(format!("bin/python{minor}"));
+        if python.exists() && (9..=14).any(|m| minor == format!("3.{m}")) {
+            found.push(python);
+        }
+    }
+    found
+}
+
+/// The collapsed stacks of a recording, by stack.
+fn folded(run: &Run) -> BTreeMap<String, u64> {
+    let out = run.dir.path().join("cpu.folded");
+    render(&run.dir.path().join("rec.ndjson"), "cpu-folded", &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    text.lines()
+        .map(|line| {
+            let (stack, count) = line.rsplit_once(' ').expect("STACK COUNT");
+            (stack.to_owned(), count.parse().expect("a count"))
+        })
+        .collect()
+}
+
+/// A function of the workload as a frame names it: `heavy (pycosts.py:20)`,
+/// the line of its definition.
+fn frame_of(function: &str) -> String {
+    let source = std::fs::read_to_string(pycosts()).unwrap();
+    let def = format!("def {function}(");
+    let line = source.lines().position(|l| l.starts_with(&def)).unwrap() + 1;
+    format!("{function} (pycosts.py:{line})")
+}
+
+/// Samples whose stack has a frame starting with `function (`.
+fn under(stacks: &BTreeMap<String, u64>, function: &str) -> u64 {
+    let frame = format!("{function} (pycosts.py:");
+    let has = |stack: &str| stack.split(';').any(|f| f.starts_with(&frame));
+    stacks.iter().filter(|(s, _)| has(s)).map(|(_, n)| n).sum()
+}
+
+fn profile(python: &Path, args: &[&str]) -> BTreeMap<String, u64> {
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let script = pycosts();
+    let python = python.to_str().unwrap();
+    let run = record_with(&opts, &[&[python, script.as_str()], args].concat());
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("Python frames are unnamed"),
+        "{python}: {}",
+        run.stderr
+    );
+    folded(&run)
+}
+
+#[test]
+fn python_functions_have_the_shares_their_costs_say() {
+    require_root();
+    for python in interpreters() {
+        let stacks = profile(&python, &["10"]);
+        let (heavy, light) = (under(&stacks, "heavy"), under(&stacks, "light"));
+        assert!(heavy + light > 200, "{python:?}: {heavy} + {light} samples");
+        let share = heavy as f64 * 100.0 / (heavy + light) as f64;
+        assert!(
+            (share - 75.0).abs() <= 8.0,
+            "{python:?}: heavy has {share:.1}% of heavy + light, not 75%"
+        );
+        // Each under main, with spin inside, named by the lines of their
+        // definitions.
+        for stack in stacks.keys().filter(|s| s.contains("heavy (")) {
+            let at = |function: &str| stack.find(&frame_of(function)).unwrap_or(usize::MAX);
+            let (main, heavy) = (at("main"), at("heavy"));
+            assert!(main < heavy && heavy != usize::MAX, "{python:?}: {stack}");
+            let spin = stack.find(&frame_of("spin"));
+            assert!(spin.is_none_or(|spin| heavy < spin), "{python:?}: {stack}");
+        }
+    }
+}
+
+#[test]
+fn python_frames_replace_the_eval_loop_between_native_frames() {
+    require_root();
+    for python in interpreters() {
+        let stacks = profile(&python, &["4"]);
+        let spinning: Vec<_> = stacks.keys().filter(|s| s.contains("spin (")).collect();
+        assert!(!spinning.is_empty(), "{python:?}: no samples in spin");
+        for stack in spinning {
+            // The interpreter's native entry is outside the Python frames,
+            // and no eval frame is left among them.
+            let main = stack.find("main (").unwrap();
+            let entry = stack.find("Py_RunMain").unwrap_or(usize::MAX);
+            assert!(entry < main, "{python:?}: {stack}");
+            let python_part = &stack[main..];
+            assert!(
+                !python_part.contains("_PyEval_EvalFrameDefault;main"),
+                "{python:?}: {stack}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_short_python_child_is_named_like_a_long_one() {
+    require_root();
+    for python in interpreters() {
+        short_children_cost_what_the_parent_does(&python);
+    }
+}
+
+fn short_children_cost_what_the_parent_does(python: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("times");
+    let stacks = profile(python, &["children", "6", times.to_str().unwrap()]);
+    // The share of the work's CPU time the children took, as they timed
+    // it themselves.
+    let mut took = BTreeMap::<String, f64>::new();
+    for line in std::fs::read_to_string(&times).unwrap().lines() {
+        let (kind, seconds) = line.split_once(' ').unwrap();
+        *took.entry(kind.to_owned()).or_default() += seconds.parse::<f64>().unwrap();
+    }
+    let truth = took["short"] * 100.0 / (took["short"] + took["long"]);
+    let short = under(&stacks, "short_child_work");
+    let long = under(&stacks, "light");
+    assert!(short + long > 100, "{python:?}: {short} + {long} samples");
+    let share = short as f64 * 100.0 / (short + long) as f64;
+    assert!(
+        (share - truth).abs() <= 8.0,
+        "{python:?}: the short children have {share:.1}% of the work's samples, \
+         and took {truth:.1}% of its CPU time"
+    );
+}
