@@ -149,6 +149,12 @@ pub struct RecordArgs {
     /// ($XDG_CACHE_HOME/proctrace/names, by each file's build id).
     #[arg(long)]
     no_cache: bool,
+    /// With --cpu-profile (or --probe with stacks): start the command without
+    /// adding --perf-basic-prof-only-functions to NODE_OPTIONS. Node's
+    /// JavaScript functions are then unnamed, and Node writes no
+    /// /tmp/perf-PID.map.
+    #[arg(long)]
+    no_node_perf_map: bool,
     /// BTF of the running kernel, for kernels without /sys/kernel/btf/vmlinux.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
@@ -241,6 +247,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .probes(args.probes.iter().cloned(), !args.no_probe_stacks)
         .runner_probes(!args.no_runner_probes)
         .name_cache(!args.no_cache)
+        .node_perf_maps(!args.no_node_perf_map)
         .command_output(command_output.clone())
         .start();
     // Dropped on an error, the reserved output leaves no recording behind

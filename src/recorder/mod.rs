@@ -81,6 +81,8 @@ pub struct Recorder {
     probe_specs: Vec<String>,
     /// Whether a test runner's own probes name its tests.
     runner_probes: bool,
+    /// Whether Node is asked for perf maps of its JavaScript functions.
+    node_perf_maps: bool,
 }
 
 impl Recorder {
@@ -110,6 +112,7 @@ impl Recorder {
             kernel: KernelConfig::default(),
             probe_specs: Vec::new(),
             runner_probes: true,
+            node_perf_maps: true,
         }
     }
 
@@ -372,6 +375,16 @@ impl Recorder {
         self
     }
 
+    /// With stacks (a CPU profile, or probes with stacks), whether the
+    /// command starts with `--perf-basic-prof-only-functions` added to
+    /// `NODE_OPTIONS` (after what it holds already), so that each Node
+    /// process of the tree writes `/tmp/perf-PID.map` and its JavaScript
+    /// functions are named; on by default. Node leaves the maps in /tmp.
+    pub fn node_perf_maps(mut self, on: bool) -> Self {
+        self.node_perf_maps = on;
+        self
+    }
+
     /// What says which test runs where, unasked (see
     /// [`Recorder::runner_probes`]); never an error. The marks need the
     /// ring the profile's thread reads.
@@ -406,7 +419,10 @@ impl Recorder {
             self.add_runner_probes();
         }
         let output = self.command_output.as_deref();
-        let (prepared, command) = self.target.prepare(self.keep_root, output)?;
+        let stacks = self.kernel.cpu_profile.is_some()
+            || (!self.kernel.probes.is_empty() && self.kernel.probe_stacks);
+        let node = stacks && self.node_perf_maps;
+        let (prepared, command) = self.target.prepare(self.keep_root, output, node)?;
         let policy = LingerPolicy {
             command_output: self.command_output,
             ..self.policy

@@ -29,6 +29,7 @@ mod live;
 mod loops;
 mod mappings;
 mod nextest;
+mod node;
 mod offcpu;
 mod otlp;
 mod perfetto;

@@ -47,14 +47,20 @@ impl Target {
     /// and what its child needs prepared (unless `keep_root`, to run as
     /// sudo's user; with its stdio sent to `output`), or every pid alive.
     /// Also the command line the recording is named after.
+    /// With `node_perf_maps`, the command's Node processes write perf
+    /// maps of their JavaScript functions ([`node_perf_maps`]).
     pub(crate) fn prepare(
         &self,
         keep_root: bool,
         output: Option<&Path>,
+        node_perf_maps: bool,
     ) -> Result<(Prepared, Vec<String>), RecordError> {
         match self {
             Target::Command(argv) => {
-                let launch = Launch::new(argv, keep_root, output)?;
+                let mut launch = Launch::new(argv, keep_root, output)?;
+                if node_perf_maps {
+                    launch.env = Some(node_perf_maps_env(std::env::vars_os()));
+                }
                 Ok((Prepared::Launch(launch), self.command().unwrap_or_default()))
             }
             Target::Pids(pids) if pids.is_empty() => Err(RecordError::NoCommand),
@@ -117,6 +123,8 @@ pub struct Launch {
     /// Where the command's stdout and stderr go instead, with stdin from
     /// /dev/null; opened before the fork.
     redirect: Option<Redirect>,
+    /// The command's environment, where it is not proctrace's.
+    env: Option<Vec<CString>>,
 }
 
 /// The files a redirected command gets as its stdio.
@@ -152,6 +160,7 @@ impl Launch {
             display,
             credentials,
             redirect,
+            env: None,
         })
     }
 
@@ -243,7 +252,10 @@ impl Launch {
                 unistd::setgid(creds.gid)?;
                 unistd::setuid(creds.uid)?;
             }
-            unistd::execvp(&self.argv[0], &self.argv)?;
+            match &self.env {
+                Some(env) => unistd::execvpe(&self.argv[0], &self.argv, env)?,
+                None => unistd::execvp(&self.argv[0], &self.argv)?,
+            };
             Ok(())
         })();
         let errno = result.err().unwrap_or(Errno::UnknownErrno) as i32;
@@ -289,6 +301,37 @@ impl Redirect {
     }
 }
 
+/// Node's flag for a perf map of its compiled JavaScript functions, one
+/// `write(2)` a line, complete even when the process is killed. Plain
+/// `--perf-basic-prof` also writes an `isolate-*-v8.log` into the
+/// process's working directory, which a test suite's tree must not find.
+const NODE_PERF_MAP: &str = "--perf-basic-prof-only-functions";
+
+/// `vars` (proctrace's environment) with [`NODE_PERF_MAP`] after what
+/// `NODE_OPTIONS` holds already: Node refuses flags it does not allow
+/// there (exit 9), and this one it allows.
+fn node_perf_maps_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<CString> {
+    let mut env = Vec::new();
+    let mut seen = false;
+    for (name, value) in vars {
+        let mut entry = name.clone().into_vec();
+        entry.push(b'=');
+        entry.extend(value.as_bytes());
+        if name == "NODE_OPTIONS" {
+            seen = true;
+            if !value.to_string_lossy().contains("--perf-basic-prof") {
+                entry.extend(format!(" {NODE_PERF_MAP}").bytes());
+            }
+        }
+        // An environment's strings hold no NUL.
+        env.extend(CString::new(entry).ok());
+    }
+    if !seen {
+        env.extend(CString::new(format!("NODE_OPTIONS={NODE_PERF_MAP}")).ok());
+    }
+    env
+}
+
 /// Whether `program` can be found the way execvp would look for it.
 fn is_runnable(program: &OsStr) -> bool {
     if program.as_bytes().contains(&b'/') {
@@ -327,4 +370,35 @@ fn sudo_credentials() -> Result<Option<Credentials>, RecordError> {
 /// creates on their behalf.
 pub fn sudo_owner() -> Option<(Uid, Gid)> {
     sudo_credentials().ok().flatten().map(|c| (c.uid, c.gid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> Vec<String> {
+        let vars = vars.iter().map(|(n, v)| (n.into(), v.into()));
+        let env = node_perf_maps_env(vars.collect::<Vec<_>>().into_iter());
+        env.into_iter().map(|e| e.into_string().unwrap()).collect()
+    }
+
+    #[test]
+    fn node_options_gets_the_perf_map_flag_after_its_own() {
+        assert_eq!(
+            env(&[("PATH", "/bin")]),
+            ["PATH=/bin", "NODE_OPTIONS=--perf-basic-prof-only-functions"]
+        );
+        assert_eq!(
+            env(&[("NODE_OPTIONS", "--max-old-space-size=512"), ("A", "b=c")]),
+            [
+                "NODE_OPTIONS=--max-old-space-size=512 --perf-basic-prof-only-functions",
+                "A=b=c"
+            ]
+        );
+        // The user's own perf map flag stands alone.
+        assert_eq!(
+            env(&[("NODE_OPTIONS", "--perf-basic-prof")]),
+            ["NODE_OPTIONS=--perf-basic-prof"]
+        );
+    }
 }
