@@ -11,7 +11,9 @@
 //! (numbers, file names) is folded, each within its test.
 //!
 //! When both runs were recorded with `record --cpu-profile`, the diff also
-//! says which functions' shares of the CPU samples moved ([`CpuShift`]).
+//! says which functions' shares of the CPU samples moved ([`CpuShift`]);
+//! with `record --probe`, which probes were hit more or less often, in
+//! all and per test ([`HitShift`]).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -22,8 +24,10 @@ use std::str::FromStr;
 use serde::Serialize;
 
 mod cpu;
+mod hits;
 
 pub use cpu::{CpuShift, Moved};
+pub use hits::{HitChange, HitShift};
 
 use super::testname::test_of;
 use crate::analysis::{left_behind, outlived};
@@ -122,6 +126,11 @@ pub struct Diff {
     /// have a CPU profile. Sampling is never exact, so shares always move
     /// a little: they are no difference for [`Diff::differs`].
     pub cpu: Option<CpuShift>,
+    /// The probes' hits compared, when both runs were recorded with
+    /// probes. A count that changed is no difference for
+    /// [`Diff::differs`] either: how often a function runs is the
+    /// program's business.
+    pub hits: Option<HitShift>,
 }
 
 /// One run as a whole.
@@ -220,6 +229,7 @@ impl Diff {
             hung_only_in_a: one.hung_only(&a_to_b, &other),
             hung_only_in_b: other.hung_only(&b_to_a, &one),
             cpu: (profiled(a) && profiled(b)).then(|| CpuShift::compare(&a.profile, &b.profile)),
+            hits: (probed(a) && probed(b)).then(|| HitShift::compare(a, b)),
         };
         for (ia, ib) in a_to_b.iter().enumerate() {
             let Some(ib) = *ib else { continue };
@@ -418,6 +428,14 @@ fn run(recording: &Recording) -> Run {
         cut: recording.is_cut(),
         cpu_samples: profiled(recording).then(|| recording.profile.total()),
     }
+}
+
+/// Whether the run was recorded with `record --probe`.
+fn probed(recording: &Recording) -> bool {
+    recording
+        .header
+        .as_ref()
+        .is_some_and(|h| !h.probes.is_empty())
 }
 
 /// Whether the run was recorded with `record --cpu-profile`.

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use crate::analysis::diff::{Diff, Lone, Moved, Pair, Side, Slower};
+use crate::analysis::diff::{Diff, HitShift, Lone, Moved, Pair, Side, Slower};
 use crate::text::visible;
 use crate::text::{count, seconds, shorten, shorten_command};
 
@@ -17,7 +17,11 @@ const FUNCTION_WIDTH: usize = 80;
 /// a CPU profile, the functions whose share moved most.
 pub fn write_diff(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<()> {
     write_processes(diff, limit, out)?;
-    write_cpu(diff, out)
+    write_cpu(diff, out)?;
+    match &diff.hits {
+        Some(hits) => write_hits(hits, out),
+        None => Ok(()),
+    }
 }
 
 /// The two runs, a line each, and what a cut one lacks.
@@ -161,6 +165,48 @@ fn write_cpu(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
     write_moved("shrank", &shift.shrank, out)
 }
 
+/// The probes whose hits changed most, in all and per test, and what
+/// could not be compared.
+fn write_hits(hits: &HitShift, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "\nProbe hits, A → B:")?;
+    for (run, only) in [("A", &hits.only_in_a), ("B", &hits.only_in_b)] {
+        if !only.is_empty() {
+            writeln!(out, "  only in {run}: {}", visible(&only.join(", ")))?;
+        }
+    }
+    if hits.changed.is_empty() {
+        return writeln!(out, "  the same in both runs ({} compared)", hits.same);
+    }
+    writeln!(
+        out,
+        "  changed most ({} of {}; {} the same):",
+        MOVED.min(hits.changed.len()),
+        hits.changed.len(),
+        hits.same
+    )?;
+    for change in hits.changed.iter().take(MOVED) {
+        let test = change.test.as_deref().map_or("in all".into(), |t| {
+            format!("in {}", shorten(&visible(t), Some(FUNCTION_WIDTH)))
+        });
+        writeln!(
+            out,
+            "    {:+} hits  {}  {test}  {} → {}",
+            i128::from(change.b) - i128::from(change.a),
+            visible(&change.probe),
+            change.a,
+            change.b
+        )?;
+    }
+    if hits.changed.len() > MOVED {
+        writeln!(
+            out,
+            "    … and {} more that changed (--json has them all)",
+            hits.changed.len() - MOVED
+        )?;
+    }
+    Ok(())
+}
+
 /// `  grew most (10 of 31):`, then one line a function and one for the
 /// rest, with the points they moved together.
 fn write_moved(way: &str, list: &[Moved], out: &mut dyn Write) -> io::Result<()> {
@@ -283,6 +329,7 @@ mod tests {
             hung_only_in_a: Vec::new(),
             hung_only_in_b: Vec::new(),
             cpu,
+            hits: None,
         };
         let mut out = Vec::new();
         write_diff(&diff, 50, &mut out).unwrap();
