@@ -304,7 +304,7 @@ impl Mode {
             #[cfg(feature = "flamegraph")]
             Mode::CpuFlamegraph => cpu_missing(recording),
             #[cfg(feature = "pprof")]
-            Mode::Pprof => cpu_missing(recording),
+            Mode::Pprof => cpu_missing(recording).filter(|_| !pprof::has_hits(recording)),
             Mode::Wall | Mode::OffcpuFolded if header.is_none_or(|h| h.off_cpu.is_none()) => {
                 Some(Missing::OffCpu)
             }

@@ -5,7 +5,10 @@
 //! Two values per sample, as perf's and Go's CPU profiles have them: the
 //! samples (`samples/count`) and the CPU time they stand for
 //! (`cpu/nanoseconds`, each sample 1/hz of a second), the latter the one
-//! readers show by default. Every process's samples in one stack are one
+//! readers show by default. With `record --probe`, one more per probe,
+//! its hits (`uprobe:libc.so.6:malloc/hits`: `go tool pprof
+//! -sample_index=…` picks one), each hit stack a sample of its own; a
+//! recording of probes only has those alone. Every process's samples in one stack are one
 //! pprof sample, labelled with the process (`pid`, a number), its program
 //! (`program`) and, where a runner named one, its test (`test`), so that
 //! `go tool pprof -tagfocus=test=…` or a Pyroscope query splits by them.
@@ -30,8 +33,8 @@ use prost::Message;
 
 use super::cpu::headline;
 use super::{Missing, Options};
-use crate::analysis::sampled_stacks;
-use crate::event::Frame;
+use crate::analysis::{hit_stacks, sampled_stacks, CountedStack};
+use crate::event::{Frame, Pid};
 use crate::recording::Recording;
 use crate::text::shell_join;
 
@@ -44,59 +47,117 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     Ok(())
 }
 
-/// The recording's profile as pprof's messages; `None` without one.
+/// The recording's CPU samples and probe hits as pprof's messages; `None`
+/// with neither.
 fn build(recording: &Recording) -> Option<proto::Profile> {
     let header = recording.header.as_ref()?;
-    let cpu = header.cpu_profile?;
-    let headline = headline(recording)?;
-    let processes = &recording.processes;
-    let profile = &recording.profile;
-    let mut builder = Builder::default();
-    let period = 1_000_000_000 / i64::from(cpu.hz.max(1));
-    let (samples, nanoseconds) = (
-        builder.value_type("samples", "count"),
-        builder.value_type("cpu", "nanoseconds"),
-    );
-    let mut sample = Vec::with_capacity(profile.samples.len());
-    // The program and test of each line, as every CPU view names them;
-    // the frames themselves, for their files and inlining, from the
-    // profile. Both in the order the recording has the lines.
-    let named = sampled_stacks(profile, processes);
-    for (samples_of, named) in profile.samples.iter().zip(named) {
-        let frames = profile.stack(samples_of.stack);
-        let location_id = builder.stack(&frames);
-        let mut label = vec![
-            builder.number("pid", i64::from(samples_of.pid)),
-            builder.text("program", &named.program),
-        ];
-        if let Some(test) = &named.test {
-            label.push(builder.text("test", test));
-        }
-        let count = i64::try_from(samples_of.count).unwrap_or(i64::MAX);
-        sample.push(proto::Sample {
-            location_id,
-            value: vec![count, cpu_nanoseconds(samples_of.count, cpu.hz)],
-            label,
-        });
+    let cpu = header.cpu_profile;
+    let probes = &header.probes;
+    let hit = has_hits(recording);
+    if cpu.is_none() && !hit {
+        return None;
     }
-    let comment = vec![
-        builder.string(&format!(
-            "proctrace record: {}",
-            shell_join(&header.command)
-        )),
-        builder.string(&headline),
-    ];
-    let period_type = builder.value_type("cpu", "nanoseconds");
+    let mut builder = Builder::default();
+    // Two values for the CPU (samples, and the time they stand for), then
+    // one per probe: its hits. Every sample has them all, 0 but its own.
+    let mut sample_type = Vec::new();
+    if cpu.is_some() {
+        sample_type.push(builder.value_type("samples", "count"));
+        sample_type.push(builder.value_type("cpu", "nanoseconds"));
+    }
+    let first_probe = sample_type.len();
+    if hit {
+        for probe in probes {
+            sample_type.push(builder.value_type(&probe.label(), "hits"));
+        }
+    }
+    let width = sample_type.len();
+    let mut sample = Vec::new();
+    if let Some(cpu) = cpu {
+        cpu_samples(recording, cpu.hz, width, &mut builder, &mut sample);
+    }
+    if hit {
+        hit_samples(recording, first_probe, width, &mut builder, &mut sample);
+    }
+    let mut comment = vec![builder.string(&format!(
+        "proctrace record: {}",
+        shell_join(&header.command)
+    ))];
+    if let Some(headline) = headline(recording) {
+        comment.push(builder.string(&headline));
+    }
+    let (period_type, period) = match cpu {
+        Some(cpu) => (
+            builder.value_type("cpu", "nanoseconds"),
+            1_000_000_000 / i64::from(cpu.hz.max(1)),
+        ),
+        None => (sample_type[0].clone(), 1),
+    };
     Some(proto::Profile {
-        sample_type: vec![samples, nanoseconds],
+        sample_type,
         sample,
         time_nanos: start_nanos(&header.start_time),
-        duration_nanos: i64::try_from(processes.wall_time()).unwrap_or(i64::MAX),
+        duration_nanos: i64::try_from(recording.processes.wall_time()).unwrap_or(i64::MAX),
         period_type: Some(period_type),
         period,
         comment,
         ..builder.finish()
     })
+}
+
+/// Whether the recording has hits of the probes its header names: each
+/// is then a sample type, with or without a CPU profile.
+pub(super) fn has_hits(recording: &Recording) -> bool {
+    let probes = recording.header.as_ref().map_or(0, |h| h.probes.len());
+    let hits = &recording.profile.probe_hits;
+    hits.iter().any(|h| (h.probe as usize) < probes)
+}
+
+/// Each process's CPU samples in one stack, as one pprof sample: its
+/// count and CPU time first of `width` values.
+fn cpu_samples(
+    recording: &Recording,
+    hz: u32,
+    width: usize,
+    builder: &mut Builder,
+    out: &mut Vec<proto::Sample>,
+) {
+    let profile = &recording.profile;
+    // The program and test of each line, as every CPU view names them;
+    // the frames themselves, for their files and inlining, from the
+    // profile. Both in the order the recording has the lines.
+    let named = sampled_stacks(profile, &recording.processes);
+    for (samples_of, named) in profile.samples.iter().zip(named) {
+        let frames = profile.stack(samples_of.stack);
+        let mut value = vec![0; width];
+        value[0] = i64::try_from(samples_of.count).unwrap_or(i64::MAX);
+        value[1] = cpu_nanoseconds(samples_of.count, hz);
+        out.push(builder.sample(&frames, samples_of.pid, &named, value));
+    }
+}
+
+/// Each process's hits of one probe in one stack, as one pprof sample:
+/// its count as the value of that probe's type, `first` the first's.
+fn hit_samples(
+    recording: &Recording,
+    first: usize,
+    width: usize,
+    builder: &mut Builder,
+    out: &mut Vec<proto::Sample>,
+) {
+    let profile = &recording.profile;
+    let probes = recording.header.as_ref().map_or(&[][..], |h| &h.probes);
+    let named = hit_stacks(probes, profile, &recording.processes);
+    let hits = profile
+        .probe_hits
+        .iter()
+        .filter(|h| (h.probe as usize) < probes.len());
+    for (hits, named) in hits.zip(named) {
+        let frames = hits.stack.map(|s| profile.stack(s)).unwrap_or_default();
+        let mut value = vec![0; width];
+        value[first + hits.probe as usize] = i64::try_from(hits.count).unwrap_or(i64::MAX);
+        out.push(builder.sample(&frames, hits.pid, &named, value));
+    }
 }
 
 /// The CPU time `count` samples at `hz` stand for, rounded to the
@@ -169,6 +230,30 @@ impl Builder {
             key: self.string(key),
             num: value,
             ..proto::Label::default()
+        }
+    }
+
+    /// One sample of `frames`, labelled with the process, its program and
+    /// its test, as every view names them.
+    fn sample(
+        &mut self,
+        frames: &[&Frame],
+        pid: Pid,
+        named: &CountedStack,
+        value: Vec<i64>,
+    ) -> proto::Sample {
+        let location_id = self.stack(frames);
+        let mut label = vec![
+            self.number("pid", i64::from(pid)),
+            self.text("program", &named.program),
+        ];
+        if let Some(test) = &named.test {
+            label.push(self.text("test", test));
+        }
+        proto::Sample {
+            location_id,
+            value,
+            label,
         }
     }
 
@@ -528,5 +613,36 @@ mod tests {
         let profile = decode(&read(&text));
         assert!(profile.sample.is_empty() && profile.location.is_empty());
         assert_eq!(profile.sample_type.len(), 2);
+    }
+
+    /// With a probe, each hit stack is a sample valued in the probe's own
+    /// type, after the CPU's two; a recording of probes only has those.
+    #[test]
+    fn each_probe_is_a_sample_type_of_its_hits() {
+        let probe = r#""probes":[{"id":0,"spec":"uprobe:libc:malloc","kind":"uprobe","file":"/usr/lib/libc.so.6","name":"malloc"}],"#;
+        let hits =
+            r#"{"ProbeHits":{"pid":10,"probe":0,"stack":1,"count":7,"first":10000,"last":20000}}"#;
+        let with_probe = RECORDING
+            .replacen(r#""raw":false,"#, &format!(r#""raw":false,{probe}"#), 1)
+            .replacen(r#"{"Trailer""#, &format!("{hits}\n{{\"Trailer\""), 1);
+        let profile = decode(&read(&with_probe));
+        let s = |i: i64| profile.string_table[i as usize].clone();
+        let types: Vec<(String, String)> = profile
+            .sample_type
+            .iter()
+            .map(|t| (s(t.r#type), s(t.unit)))
+            .collect();
+        let malloc = ("uprobe:libc.so.6:malloc".to_owned(), "hits".to_owned());
+        assert_eq!(types[2], malloc, "{types:?}");
+        let valued: Vec<&Vec<i64>> = profile.sample.iter().map(|p| &p.value).collect();
+        assert!(valued.contains(&&vec![0, 0, 7]), "{valued:?}");
+        assert!(valued.iter().all(|v| v.len() == 3));
+
+        let unprofiled =
+            with_probe.replacen(r#","cpu_profile":{"hz":100,"clock":"cpu-clock"}"#, "", 1);
+        let profile = decode(&read(&unprofiled));
+        assert_eq!(profile.sample_type.len(), 1);
+        assert_eq!(profile.sample.len(), 1);
+        assert_eq!(profile.sample[0].value, [7]);
     }
 }
