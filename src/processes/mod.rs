@@ -733,7 +733,8 @@ fn forked<T: fmt::Display>(inherited: Option<T>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Exec, Fork, Record};
+    use crate::event::tests::fork_at;
+    use crate::event::{Exec, Record};
 
     fn exec(pid: Pid, timestamp: u64, argv: &[&str], cmdline: Option<&str>) -> Record {
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
@@ -763,7 +764,7 @@ mod tests {
         let mut builder = Builder::default();
         for event in [
             exec(1, 1, &["sh", "-c", &long], None),
-            fork(1, 2, 5),
+            fork_at(5, 1, 2),
             exec(2, 6, &["env", "a b"], Some("recorded otherwise")),
             exec(2, 7, &["true"], None),
         ] {
@@ -785,27 +786,14 @@ mod tests {
         assert_eq!(table.describe(1), "recorded otherwise → true");
     }
 
-    fn fork(parent: Pid, child: Pid, timestamp: u64) -> Record {
-        Record::Fork(Fork {
-            seq: 0,
-            timestamp,
-            parent_pid: parent,
-            child_pid: child,
-            parent_pgid: 1,
-            child_pgid: None,
-            child_sid: None,
-            child_ppid: None,
-        })
-    }
-
     #[test]
     fn a_fork_is_named_by_what_it_inherited_in_every_form() {
         let mut builder = Builder::default();
         for event in [
             exec(1, 1, &["python3.11", "mp.py", "7"], None),
-            fork(1, 2, 2),
-            fork(2, 3, 3),
-            fork(1, 4, 4),
+            fork_at(2, 1, 2),
+            fork_at(3, 2, 3),
+            fork_at(4, 1, 4),
             exec(4, 5, &["sleep", "1"], None),
         ] {
             builder.add(&event).unwrap();

@@ -13,7 +13,7 @@ use proctrace::event::Pid;
 const HOT: [&str; 3] = ["1500", "3", "80"];
 
 /// The collapsed stacks `render -d cpu-folded` writes, by stack.
-fn folded(run: &Run) -> BTreeMap<String, u64> {
+pub(crate) fn folded(run: &Run) -> BTreeMap<String, u64> {
     let out = run.dir.path().join("cpu.folded");
     render(&run.dir.path().join("rec.ndjson"), "cpu-folded", &out);
     let text = std::fs::read_to_string(&out).unwrap();

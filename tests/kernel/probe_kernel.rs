@@ -11,20 +11,8 @@ use proctrace::event::{ArgValue, Record};
 
 use crate::common::*;
 use crate::cpu_profile::refused;
+use crate::probe_values::record_probes;
 use crate::probes::profile_of;
-
-/// Records `command` with one `--probe` per spec.
-fn record_probes(specs: &[&str], command: &[&str]) -> Run {
-    let mut opts = Opts::new(Mode::Ring);
-    opts.args = specs
-        .iter()
-        .flat_map(|spec| ["--probe".to_owned(), spec.to_string()])
-        .collect();
-    let run = record_with(&opts, command);
-    assert_eq!(run.code(), 0, "{}", run.stderr);
-    assert_eq!(run.trailer().lost_probe_hits, 0);
-    run
-}
 
 /// Probe `id`'s hits in all, and by the tuple of values they kept, per
 /// test (`None`: outside any).

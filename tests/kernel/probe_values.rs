@@ -15,8 +15,8 @@ use crate::probes::profile_of;
 /// of its 20 malloc sizes comes N / 20 times.
 const N: i64 = 200;
 
-/// Records `strings N` with one `--probe` per spec.
-fn record_strings(specs: &[&str], command: &[&str]) -> Run {
+/// Records `command` with one `--probe` per spec: no hit lost.
+pub(crate) fn record_probes(specs: &[&str], command: &[&str]) -> Run {
     let mut opts = Opts::new(Mode::Ring);
     opts.args = specs
         .iter()
@@ -58,7 +58,7 @@ fn numbers(values: &[i64]) -> Vec<ArgValue> {
 fn a_filter_in_the_kernel_keeps_only_the_hits_that_pass() {
     let program = workload("strings");
     let program = program.to_str().unwrap();
-    let run = record_strings(
+    let run = record_probes(
         &[
             "uprobe:libc:malloc keep arg0 if arg0 >= 65536",
             "uretprobe:libc:read keep retval if retval < 0",
@@ -103,7 +103,7 @@ fn a_filter_in_the_kernel_keeps_only_the_hits_that_pass() {
 fn a_kept_pointer_is_read_as_the_string_it_points_to() {
     let program = workload("strings");
     let program = program.to_str().unwrap();
-    let run = record_strings(
+    let run = record_probes(
         &["uprobe:libc:open keep str(arg0), (int32)arg1"],
         &[program, &N.to_string()],
     );
@@ -139,7 +139,7 @@ fn histograms_are_split_by_test_in_the_probes_view() {
         "PYTEST_CURRENT_TEST='t.py::test_a (call)' {program} 20; \
          PYTEST_CURRENT_TEST='t.py::test_b (call)' {program} 40"
     );
-    let run = record_strings(
+    let run = record_probes(
         &["uprobe:libc:malloc keep arg0 if arg0 >= 262144"],
         &["sh", "-c", &script],
     );

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
+use crate::cpu_profile::folded;
 
 /// The workload whose costs are known: `heavy` three times `light`.
 fn pycosts() -> String {
@@ -39,19 +40,6 @@ fn interpreters() -> Vec<PathBuf> {
         }
     }
     found
-}
-
-/// The collapsed stacks of a recording, by stack.
-fn folded(run: &Run) -> BTreeMap<String, u64> {
-    let out = run.dir.path().join("cpu.folded");
-    render(&run.dir.path().join("rec.ndjson"), "cpu-folded", &out);
-    let text = std::fs::read_to_string(&out).unwrap();
-    text.lines()
-        .map(|line| {
-            let (stack, count) = line.rsplit_once(' ').expect("STACK COUNT");
-            (stack.to_owned(), count.parse().expect("a count"))
-        })
-        .collect()
 }
 
 /// A function of the workload as a frame names it: `heavy (pycosts.py:20)`,
