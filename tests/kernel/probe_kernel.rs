@@ -195,8 +195,10 @@ fn tracefs_is_mounted_for_the_recorder_alone_where_it_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rec.ndjson");
     // In a mount namespace of the test's own, without tracefs.
-    let script = r#"while umount /sys/kernel/tracing 2>/dev/null; do :; done
-while umount /sys/kernel/debug 2>/dev/null; do :; done
+    // Every tracefs and debugfs, wherever it is (a chroot's /sys too),
+    // deepest first; lazily, so a mount below one never keeps it.
+    let script = r#"awk '$3 == "tracefs" || $3 == "debugfs" { print $2 }' /proc/self/mounts |
+    sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
 grep -qw tracefs /proc/self/mounts && exit 97
 "$0" record -o "$1" --probe 'tracepoint:sched:sched_process_exec keep filename' -- /bin/true || exit
 grep -qw tracefs /proc/self/mounts && exit 98
