@@ -21,8 +21,10 @@
 //!   waits for whom, the culprits and the deadlocks; [`loops`]: the
 //!   process that keeps starting a command, which a hang is stuck on.
 //! - [`wall`]: each test's and program's wall time split into CPU and
-//!   waits by reason (`record --off-cpu`); [`waited_stacks`]: the stacks
-//!   waited in, for the flame graphs of waiting.
+//!   waits by reason (`record --off-cpu`), each with who woke it and
+//!   what that waker waited on in turn ([`ChainLink`]);
+//!   [`waited_stacks`]: the stacks waited in, for the flame graphs of
+//!   waiting.
 //! - [`testname`]: which test of a suite a process belongs to.
 
 mod cpu;
@@ -38,6 +40,7 @@ mod programs;
 pub mod testname;
 mod usage;
 mod waits;
+mod wakers;
 
 pub use cpu::{
     hotspots, hottest_stacks, sampled_process, sampled_program, sampled_stacks, CountedStack, Hot,
@@ -51,3 +54,4 @@ pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse, Va
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};
 pub use waits::{waited_stacks, wall, WaitShare, WaitedStack, Wall, WallSplit};
+pub use wakers::ChainLink;

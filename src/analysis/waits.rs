@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::cpu::program_of;
 use super::testname::LineTests;
+use super::wakers::{chain, ChainLink};
 use crate::event::{OffCpu, Pid, WaitReason, Waker};
 use crate::processes::Processes;
 use crate::stacks::Profile;
@@ -75,6 +76,9 @@ pub struct WaitShare {
     /// Who woke it most, named: `sh 1234`, `java 12 thread 15`, `postgres 99 (outside the
     /// tree)`, `an interrupt`.
     pub waker: Option<String>,
+    /// Where that waker is of the tree, what it waited on meanwhile, and
+    /// so on: empty where it was running.
+    pub chain: Vec<ChainLink>,
 }
 
 /// A test's, or a program's, time: its CPU and its waits, which add up
@@ -246,7 +250,7 @@ fn share(reason: WaitReason, lines: &[&OffCpu], from: From) -> WaitShare {
         .fold(0, u64::saturating_add);
     let count = lines.iter().map(|l| l.count).fold(0, u64::saturating_add);
     let mut by_function: HashMap<String, u64> = HashMap::new();
-    let mut by_waker: HashMap<String, u64> = HashMap::new();
+    let mut by_waker: HashMap<&Waker, u64> = HashMap::new();
     for line in lines {
         let frames = line
             .stack
@@ -260,21 +264,29 @@ fn share(reason: WaitReason, lines: &[&OffCpu], from: From) -> WaitShare {
             *by_function.entry(frame.label()).or_default() += line.total_ns;
         }
         if let Some(waker) = &line.waker {
-            *by_waker
-                .entry(waker_name(from.processes, waker))
-                .or_default() += line.total_ns;
+            *by_waker.entry(waker).or_default() += line.total_ns;
         }
     }
+    let waker = largest(by_waker);
+    let chain = match waker {
+        Some(Waker::Tree { pid, .. }) => {
+            let threads: HashSet<Pid> = lines.iter().map(|l| l.tid).collect();
+            let name = |pid, tid| tree_name(from.processes, pid, tid);
+            chain(&from.profile.long_waits, &threads, *pid, &name)
+        }
+        _ => Vec::new(),
+    };
     WaitShare {
         reason,
         ns,
         count,
         function: largest(by_function),
-        waker: largest(by_waker),
+        waker: waker.map(|w| waker_name(from.processes, w)),
+        chain,
     }
 }
 
-fn largest(counts: HashMap<String, u64>) -> Option<String> {
+fn largest<K: Ord>(counts: HashMap<K, u64>) -> Option<K> {
     let best = counts
         .into_iter()
         .max_by(|a, b| (a.1, &b.0).cmp(&(b.1, &a.0)));
@@ -300,16 +312,19 @@ fn system_library(module: &str) -> bool {
 /// Who woke a wait, as the views say it.
 fn waker_name(processes: &Processes, waker: &Waker) -> String {
     match waker {
-        Waker::Tree { pid, tid, .. } => {
-            let process = process_of(processes, *pid);
-            let thread = if tid != pid {
-                format!(" thread {tid}")
-            } else {
-                String::new()
-            };
-            format!("{} {pid}{thread}", program_of(processes, process, *pid))
-        }
+        Waker::Tree { pid, tid, .. } => tree_name(processes, *pid, *tid),
         Waker::Outside { pid, name } => format!("{name} {pid} (outside the tree)"),
         Waker::Interrupt => "an interrupt".to_owned(),
     }
+}
+
+/// A thread of the tree, named: `sh 1234`, `java 12 thread 15`.
+fn tree_name(processes: &Processes, pid: Pid, tid: Pid) -> String {
+    let process = process_of(processes, pid);
+    let thread = if tid != pid {
+        format!(" thread {tid}")
+    } else {
+        String::new()
+    };
+    format!("{} {pid}{thread}", program_of(processes, process, pid))
 }

@@ -56,7 +56,9 @@ fn write_list(
 }
 
 /// `cc ×3: 4.1s = 0.7s CPU + 3.1s socket in recv_all() woken by
-/// postgres 99 (outside the tree) (12 waits) + …`.
+/// postgres 99 (outside the tree) (12 waits) + …`; a waker of the tree
+/// with what it waited on meanwhile: `woken by sh 12, which waited 3.0s
+/// on pipe for cc 14, which waited 2.9s on disk`.
 fn line_text(line: &WallSplit) -> String {
     let runs = if line.processes > 1 {
         format!(" ×{}", line.processes)
@@ -95,6 +97,16 @@ fn wait_text(wait: &WaitShare) -> String {
     }
     if let Some(waker) = &wait.waker {
         text.push_str(&format!(" woken by {}", visible(waker)));
+    }
+    for link in &wait.chain {
+        text.push_str(&format!(
+            ", which waited {} on {}",
+            glance(link.ns),
+            link.reason.name()
+        ));
+        if let Some(waker) = &link.waker {
+            text.push_str(&format!(" for {}", visible(waker)));
+        }
     }
     text.push_str(&format!(" ({})", count(wait.count, "wait", "waits")));
     text

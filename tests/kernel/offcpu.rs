@@ -208,6 +208,17 @@ fn offcpu_pipe_reader_is_woken_by_the_writer() {
         writer[0]
     );
     adds_up(&run, said.tid);
+    // The writer slept all along: the chain of wakers says so.
+    let line = wall_line(&run);
+    let chain = format!(
+        "pipe in read_pipe woken by <fork> waits {}, which waited ",
+        writer[0]
+    );
+    let (_, after) = line.split_once(&chain).unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        after.split(" (").next().unwrap().ends_with(" on sleep"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -228,18 +239,21 @@ fn offcpu_mutex_waiter_is_woken_by_the_holder() {
         holders[0]
     );
     adds_up(&run, said.tid);
-    let wall = run.dir.path().join("wall.txt");
-    render(&run.dir.path().join("rec.ndjson"), "wall", &wall);
-    let text = std::fs::read_to_string(&wall).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("waits:"))
-        .expect(&text);
+    let line = wall_line(&run);
     assert!(
         line.contains(&format!(
             "lock in take_lock woken by waits {} thread {}",
             said.tid, holders[0]
         )),
-        "{text}"
+        "{line}"
     );
+}
+
+/// The `waits` program's line of `render -d wall`.
+fn wall_line(run: &Run) -> String {
+    let wall = run.dir.path().join("wall.txt");
+    render(&run.dir.path().join("rec.ndjson"), "wall", &wall);
+    let text = std::fs::read_to_string(&wall).unwrap();
+    let line = text.lines().find(|l| l.trim_start().starts_with("waits:"));
+    line.unwrap_or_else(|| panic!("{text}")).to_owned()
 }

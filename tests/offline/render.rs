@@ -585,7 +585,7 @@ fn a_string_kept_as_its_address_draws_no_histogram() {
 /// its waker (the mutex's, its holder thread), and the folded stacks end
 /// in their reason.
 #[test]
-fn the_wall_view_folds_repeats_and_names_wakers() {
+fn the_wall_view_folds_repeats_and_follows_wakers() {
     let offcpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/offcpu.ndjson");
     let output = render(&offcpu, "wall");
     assert!(output.status.success(), "{}", stderr(&output));
@@ -605,6 +605,17 @@ fn the_wall_view_folds_repeats_and_names_wakers() {
     assert!(
         waits.contains("child in wait_child woken by <fork> waits 29314"),
         "{waits}"
+    );
+    // The shell waited for its child, which waited for its own thread's
+    // lock: the chain goes through the child to the thread.
+    let shell = text
+        .lines()
+        .find(|l| l.starts_with("  sh: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        shell.contains("child in dash+0xbcbf woken by waits 29306, which waited ")
+            && shell.contains(" on lock for waits 29306 thread 29307 ("),
+        "{shell}"
     );
     let folded = stdout(&render(&offcpu, "offcpu-folded"));
     let reasons: std::collections::BTreeSet<&str> = folded
