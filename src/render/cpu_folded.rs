@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use super::Options;
 use crate::analysis::sampled_stacks;
 use crate::recording::Recording;
-use crate::stacks::folded::frame;
+use crate::stacks::folded;
 
 /// Writes one line per distinct stack, in the order of their text.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -24,15 +24,9 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
 pub(super) fn lines(recording: &Recording) -> BTreeMap<String, u64> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     for sampled in sampled_stacks(&recording.profile, &recording.processes) {
-        let mut parts = Vec::with_capacity(sampled.frames.len() + 2);
-        if let Some(test) = &sampled.test {
-            parts.push(frame(test));
-        }
-        parts.push(frame(&sampled.program));
-        parts.extend(sampled.frames.iter().map(|f| frame(f)));
-        // Saturating: a hostile recording's counts may add up past u64.
-        let count = lines.entry(parts.join(";")).or_default();
-        *count = count.saturating_add(sampled.count);
+        let test = sampled.test.as_deref();
+        let stack = folded::stack(test, &sampled.program, &sampled.frames, None);
+        folded::add(&mut lines, stack, sampled.count);
     }
     lines
 }

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use super::Options;
 use crate::analysis::waited_stacks;
 use crate::recording::Recording;
-use crate::stacks::folded::frame;
+use crate::stacks::folded;
 
 /// Writes one line per distinct stack and reason, in the order of their
 /// text; lines under a microsecond are left out, as flame graphs count
@@ -26,20 +26,15 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     Ok(())
 }
 
-/// The collapsed stacks and their nanoseconds, in the order of their text.
-fn lines(recording: &Recording) -> BTreeMap<String, u64> {
+/// The collapsed stacks and their nanoseconds, in the order of their
+/// text: what `offcpu-folded` writes and the flame graphs of waiting draw.
+pub(super) fn lines(recording: &Recording) -> BTreeMap<String, u64> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     for waited in waited_stacks(&recording.profile, &recording.processes) {
-        let mut parts = Vec::with_capacity(waited.frames.len() + 3);
-        if let Some(test) = &waited.test {
-            parts.push(frame(test));
-        }
-        parts.push(frame(&waited.program));
-        parts.extend(waited.frames.iter().map(|f| frame(f)));
-        parts.push(format!("[{}]", waited.reason.name()));
-        // Saturating: a hostile recording's times may add up past u64.
-        let ns = lines.entry(parts.join(";")).or_default();
-        *ns = ns.saturating_add(waited.ns);
+        let test = waited.test.as_deref();
+        let leaf = format!("[{}]", waited.reason.name());
+        let stack = folded::stack(test, &waited.program, &waited.frames, Some(&leaf));
+        folded::add(&mut lines, stack, waited.ns);
     }
     lines
 }

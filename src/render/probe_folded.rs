@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use super::Options;
 use crate::analysis::hit_stacks;
 use crate::recording::Recording;
-use crate::stacks::folded::frame;
+use crate::stacks::folded;
 
 /// Writes one line per distinct stack, in the order of their text.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -19,17 +19,9 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     let labels: Vec<String> = probes.iter().map(|p| p.label()).collect();
     for hit in hit_stacks(probes, &recording.profile, &recording.processes) {
         let probe = &labels[hit.probe.unwrap_or_default() as usize];
-        let parts: Vec<String> = hit
-            .test
-            .iter()
-            .chain([&hit.program])
-            .chain(&hit.frames)
-            .chain([probe])
-            .map(|part| frame(part))
-            .collect();
-        // Saturating: a hostile recording's counts may add up past u64.
-        let count = lines.entry(parts.join(";")).or_default();
-        *count = count.saturating_add(hit.count);
+        let test = hit.test.as_deref();
+        let stack = folded::stack(test, &hit.program, &hit.frames, Some(probe));
+        folded::add(&mut lines, stack, hit.count);
     }
     for (stack, count) in lines {
         writeln!(out, "{stack} {count}")?;

@@ -2,6 +2,8 @@
 //! flamegraph.pl, inferno, speedscope): one line per stack, its frames
 //! from the root down separated by `;`, then a space and its count.
 
+use std::collections::BTreeMap;
+
 use crate::text::visible;
 
 /// `name` as one frame of a collapsed stack. The format has no escapes:
@@ -15,6 +17,27 @@ pub fn frame(name: &str) -> String {
     }
 }
 
+/// One collapsed stack: the test where there is one, the program, the
+/// frames from the root down, then a pseudo-frame for the leaf where
+/// there is one (`[sleep]`, a probe), each made a [`frame`].
+pub fn stack(test: Option<&str>, program: &str, frames: &[String], leaf: Option<&str>) -> String {
+    let parts: Vec<String> = test
+        .into_iter()
+        .chain([program])
+        .chain(frames.iter().map(String::as_str))
+        .chain(leaf)
+        .map(frame)
+        .collect();
+    parts.join(";")
+}
+
+/// Adds `count` to `stack`'s line: saturating, as a hostile recording's
+/// counts may add up past u64.
+pub fn add(lines: &mut BTreeMap<String, u64>, stack: String, count: u64) {
+    let line = lines.entry(stack).or_default();
+    *line = line.saturating_add(count);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -24,5 +47,15 @@ mod tests {
         assert_eq!(frame("a;b"), "a:b");
         assert_eq!(frame(""), "''");
         assert_eq!(frame("make"), "make");
+    }
+
+    #[test]
+    fn a_stack_has_its_test_only_where_there_is_one() {
+        let frames = ["main".to_owned(), "f;g".to_owned()];
+        assert_eq!(stack(None, "cc", &frames, None), "cc;main;f:g");
+        assert_eq!(
+            stack(Some("t"), "cc", &frames, Some("[sleep]")),
+            "t;cc;main;f:g;[sleep]"
+        );
     }
 }
