@@ -53,5 +53,7 @@ pub use outlived::{left_behind, outlived, Outlived, OUTLIVED_MIN_NS};
 pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse, ValueHistogram};
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};
-pub use waits::{waited_stacks, wall, WaitShare, WaitedStack, Wall, WallSplit};
+pub use waits::{
+    ran_stretches, waited_stacks, wall, RanStretch, WaitShare, WaitedStack, Wall, WallSplit,
+};
 pub use wakers::ChainLink;

@@ -60,6 +60,36 @@ pub fn waited_stacks(profile: &Profile, processes: &Processes) -> Vec<WaitedStac
         .collect()
 }
 
+/// The time one thread of the tree ran under one test, without its
+/// stacks: the CPU of a wall-clock flame graph where the recording has
+/// no CPU profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RanStretch {
+    /// Its test, as for [`WaitedStack::test`].
+    pub test: Option<String>,
+    /// What it ran.
+    pub program: String,
+    /// Nanoseconds on a CPU.
+    pub ns: u64,
+}
+
+/// Every line of time on a CPU of the recording, in its order.
+pub fn ran_stretches(profile: &Profile, processes: &Processes) -> Vec<RanStretch> {
+    let mut tests = LineTests::new(processes);
+    profile
+        .on_cpu
+        .iter()
+        .map(|line| {
+            let process = process_of(processes, line.pid);
+            RanStretch {
+                test: tests.of(line.test.as_deref(), process),
+                program: program_of(processes, process, line.pid),
+                ns: line.ns,
+            }
+        })
+        .collect()
+}
+
 /// One reason's share of a [`WallSplit`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WaitShare {

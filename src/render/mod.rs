@@ -29,6 +29,8 @@ mod profile;
 mod sequential;
 mod summary;
 mod tree;
+#[cfg(feature = "flamegraph")]
+mod wait_flamegraph;
 mod wall;
 
 use std::io::{self, Write};
@@ -40,7 +42,7 @@ pub use hang::{explain as explain_hang, explain_short as explain_hang_short, on_
 use otlp::TraceParent;
 
 use crate::analysis::testname::RunnerCheck;
-use crate::event::Record;
+use crate::event::{Header, Record};
 use crate::processes::{Outcome, Process, Processes};
 use crate::recording::{Events, Keep, Recording};
 use crate::text::{count, seconds};
@@ -112,6 +114,15 @@ pub enum Mode {
     /// (`test;program;main;f;[sleep] 1200`, microseconds) for inferno,
     /// FlameGraph and speedscope.
     OffcpuFolded,
+    /// Those waits drawn as an SVG flame graph (the root at the bottom),
+    /// in microseconds, each stack ending in its reason.
+    #[cfg(feature = "flamegraph")]
+    OffcpuFlamegraph,
+    /// Where the wall time went (`record --off-cpu`), as one SVG flame
+    /// graph: the waits beside the time on a CPU (the CPU profile's
+    /// stacks where there is one), in microseconds.
+    #[cfg(feature = "flamegraph")]
+    WallFlamegraph,
     /// The probes' hits (`record --probe`): per probe, per test, per
     /// command and per process, and the most frequent USDT arguments.
     Probes,
@@ -214,6 +225,10 @@ pub fn render(
         Mode::Pprof => pprof::render,
         Mode::Wall => wall::render,
         Mode::OffcpuFolded => offcpu_folded::render,
+        #[cfg(feature = "flamegraph")]
+        Mode::OffcpuFlamegraph => wait_flamegraph::render_offcpu,
+        #[cfg(feature = "flamegraph")]
+        Mode::WallFlamegraph => wait_flamegraph::render_wall,
         Mode::Probes => probes::render,
         Mode::ProbeFolded => probe_folded::render,
         Mode::Otlp => otlp::render,
@@ -247,7 +262,8 @@ pub enum Missing {
         /// The recording is cut short.
         cut: bool,
     },
-    /// `wall` and `offcpu-folded` of a recording made without `--off-cpu`.
+    /// `wall`, `offcpu-folded` and the flame graphs of waiting of a
+    /// recording made without `--off-cpu`.
     #[error("no waits: record with --off-cpu to follow where the tree's threads wait")]
     OffCpu,
     /// `probes` and `probe-folded` of a recording made without `--probe`.
@@ -305,9 +321,9 @@ impl Mode {
             Mode::CpuFlamegraph => cpu_missing(recording),
             #[cfg(feature = "pprof")]
             Mode::Pprof => cpu_missing(recording).filter(|_| !pprof::has_hits(recording)),
-            Mode::Wall | Mode::OffcpuFolded if header.is_none_or(|h| h.off_cpu.is_none()) => {
-                Some(Missing::OffCpu)
-            }
+            Mode::Wall | Mode::OffcpuFolded => off_cpu_missing(header),
+            #[cfg(feature = "flamegraph")]
+            Mode::OffcpuFlamegraph | Mode::WallFlamegraph => off_cpu_missing(header),
             Mode::Probes | Mode::ProbeFolded => {
                 let probes = header.map_or(0, |h| h.probes.len());
                 let hits = profile.probe_hits.iter().any(|h| h.count > 0);
@@ -329,6 +345,13 @@ impl Mode {
             _ => None,
         }
     }
+}
+
+/// What the views of waiting miss: the waits.
+fn off_cpu_missing(header: Option<&Header>) -> Option<Missing> {
+    header
+        .is_none_or(|h| h.off_cpu.is_none())
+        .then_some(Missing::OffCpu)
 }
 
 /// What the CPU views miss: the profile, or any sample in it.

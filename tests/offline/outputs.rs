@@ -138,7 +138,9 @@ fn fixture_for(view: &str) -> String {
     match view {
         "cpu" | "cpu-folded" | "cpu-flamegraph" | "pprof" => corpus("profile.ndjson"),
         "probes" | "probe-folded" => corpus("probes.ndjson"),
-        "wall" | "offcpu-folded" => corpus("offcpu.ndjson"),
+        "wall" | "offcpu-folded" | "offcpu-flamegraph" | "wall-flamegraph" => {
+            corpus("offcpu.ndjson")
+        }
         "hang" | "folded" | "flamegraph" => data("hang.ndjson"),
         "leaks" => data("leak.ndjson"),
         _ => data("demo.ndjson"),

@@ -111,6 +111,8 @@ fn a_view_of_nothing_is_one_line_and_status_2() {
     let cases = [
         (&demo, "wall", no_waits),
         (&demo, "offcpu-folded", no_waits),
+        (&demo, "offcpu-flamegraph", no_waits),
+        (&demo, "wall-flamegraph", no_waits),
         (&demo, "cpu", no_profile),
         (&demo, "cpu-folded", no_profile),
         (&demo, "cpu-flamegraph", no_profile),
@@ -584,6 +586,49 @@ fn a_string_kept_as_its_address_draws_no_histogram() {
 /// `waits` fold into one line, each wait in its function and named after
 /// its waker (the mutex's, its holder thread), and the folded stacks end
 /// in their reason.
+/// The flame graphs of waiting draw what the recording measured: the
+/// root of the waits' graph is their total, the wall-clock graph's adds
+/// the time on a CPU; each merged line may lose under a microsecond.
+#[test]
+fn the_flame_graphs_of_waiting_add_up_to_the_recorded_times() {
+    let offcpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/offcpu.ndjson");
+    let (mut waited, mut ran, mut lines) = (0, 0, 0);
+    for line in fs::read_to_string(&offcpu).unwrap().lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(wait) = record.get("OffCpu") {
+            waited += wait["total_ns"].as_u64().unwrap();
+            lines += 1;
+        }
+        if let Some(slice) = record.get("OnCpu") {
+            ran += slice["ns"].as_u64().unwrap();
+            lines += 1;
+        }
+    }
+    for (mode, ns) in [
+        ("offcpu-flamegraph", waited),
+        ("wall-flamegraph", waited + ran),
+    ] {
+        let output = render(&offcpu, mode);
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        let svg = stdout(&output);
+        let (_, root) = svg
+            .split_once("<title>all (")
+            .unwrap_or_else(|| panic!("{mode}: {svg}"));
+        let us: u64 = root
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap();
+        assert!(
+            us <= ns / 1_000 && us + lines >= ns / 1_000,
+            "{mode}: {us} µs drawn of {ns} ns"
+        );
+        assert!(svg.contains("<title>[lock] ("), "{mode}");
+    }
+}
+
 #[test]
 fn the_wall_view_folds_repeats_and_follows_wakers() {
     let offcpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/offcpu.ndjson");
