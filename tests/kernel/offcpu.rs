@@ -2,7 +2,7 @@
 //! real programs whose waits are known in advance (tests/workloads/
 //! waits.c: a sleep in a known function, a parent waiting for a child
 //! that computes, a pipe written after a delay, a mutex another thread
-//! holds), each attributed to its reason, function and waker, its length
+//! holds, an fsync, more computing threads than CPUs), each attributed to its reason, function and waker, its length
 //! within 10% of what the program itself measured around the call, and
 //! the waiting thread's CPU and waits adding up to within 5% of its
 //! process's lifetime (fork to exit, as the kernel timed them). No
@@ -26,22 +26,10 @@ struct Said {
 }
 
 /// Records `waits KIND MS` under `sh`, which makes it a child with a fork
-/// and an exit of its own, its report in a file.
+/// and an exit of its own, with what it printed of its `NAME MS TID`.
 fn recorded(kind: &str) -> (Run, Said) {
-    let waits = workload("waits");
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report");
-    let script = format!("\"$0\" {kind} {MS} > '{}'; exit 0", report.display());
-    let mut opts = Opts::new(Mode::Ring);
-    opts.args = strings(&["--off-cpu"]);
-    let run = record_in(
-        dir,
-        &opts,
-        &["/bin/sh", "-c", &script, waits.to_str().unwrap()],
-    );
-    assert_eq!(run.code(), 0, "{}", run.stderr);
-    let text = std::fs::read_to_string(run.dir.path().join("report")).unwrap();
-    let line = text
+    let (run, report) = recorded_with(&[kind]);
+    let line = report
         .lines()
         .find(|l| l.starts_with(kind))
         .expect("its report");
@@ -51,6 +39,28 @@ fn recorded(kind: &str) -> (Run, Said) {
         tid: fields[2].parse().unwrap(),
     };
     (run, said)
+}
+
+/// Records `waits ARGS… MS` under `sh`, with the report it printed.
+fn recorded_with(args: &[&str]) -> (Run, String) {
+    let waits = workload("waits");
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let script = format!(
+        "\"$0\" {} {MS} > '{}'; exit 0",
+        args.join(" "),
+        report.display()
+    );
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--off-cpu"]);
+    let run = record_in(
+        dir,
+        &opts,
+        &["/bin/sh", "-c", &script, waits.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(run.dir.path().join("report")).unwrap();
+    (run, text)
 }
 
 fn off_cpu(run: &Run) -> Vec<&OffCpu> {
@@ -256,4 +266,73 @@ fn wall_line(run: &Run) -> String {
     let text = std::fs::read_to_string(&wall).unwrap();
     let line = text.lines().find(|l| l.trim_start().starts_with("waits:"));
     line.unwrap_or_else(|| panic!("{text}")).to_owned()
+}
+
+/// The numbers of the report's lines that start with `kind`.
+fn reported(report: &str, kind: &str) -> Vec<Vec<f64>> {
+    let lines = report.lines().filter_map(|l| l.strip_prefix(kind));
+    let numbers = |l: &str| l.split_whitespace().map(|n| n.parse().unwrap()).collect();
+    lines.map(numbers).collect()
+}
+
+/// The time of `tid`'s waits that `keep` keeps, in ms.
+fn waited_ms(run: &Run, tid: Pid, keep: impl Fn(&OffCpu) -> bool) -> f64 {
+    let lines = off_cpu(run).into_iter().filter(|w| w.tid == tid && keep(w));
+    lines.map(|w| w.total_ns).sum::<u64>() as f64 / 1e6
+}
+
+/// fsync of 64 MiB waits on the disk in sync_file: the time off the CPU
+/// in the call (its wall time less its CPU time, as the program measured
+/// them) is the disk's, but for the stretches it was runnable.
+#[test]
+fn offcpu_fsync_waits_on_the_disk() {
+    require_root();
+    // On the disk of the build, not a tmpfs, where fsync would not wait.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("synced");
+    let (run, report) = recorded_with(&["fsync", file.to_str().unwrap()]);
+    let [call] = &reported(&report, "fsync ")[..] else {
+        panic!("{report}")
+    };
+    let (wall, cpu, tid) = (call[0], call[1], call[2] as Pid);
+    let disk = waited_ms(&run, tid, |w| {
+        w.reason == WaitReason::Disk && w.call.as_deref() == Some("fsync")
+    });
+    let runnable = waited_ms(&run, tid, |w| w.reason == WaitReason::Runnable);
+    let off = wall - cpu;
+    assert!(
+        disk <= off * 1.05 && disk + runnable >= off * 0.90,
+        "disk {disk:.1} ms, runnable {runnable:.1} ms, off the CPU in fsync {off:.1} ms"
+    );
+    let longest = off_cpu(&run)
+        .into_iter()
+        .filter(|w| w.tid == tid && w.reason == WaitReason::Disk && w.stack.is_some())
+        .max_by_key(|w| w.max_ns)
+        .unwrap_or_else(|| panic!("no long disk wait"));
+    let names = functions(&run, longest.stack.unwrap());
+    assert!(names.iter().any(|f| f == "sync_file"), "{names:?}");
+    adds_up(&run, tid);
+}
+
+/// More threads computing than CPUs: each waits its turn, runnable, for
+/// what its wall time exceeds its CPU time.
+#[test]
+fn offcpu_threads_beyond_the_cpus_are_runnable() {
+    require_root();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let threads = (2 * cpus).to_string();
+    let (run, report) = recorded_with(&["runnable", &threads]);
+    let spun = reported(&report, "runnable ");
+    assert_eq!(spun.len(), 2 * cpus, "{report}");
+    for thread in spun {
+        let (wall, cpu, tid) = (thread[0], thread[1], thread[2] as Pid);
+        let runnable = waited_ms(&run, tid, |w| w.reason == WaitReason::Runnable);
+        let others = waited_ms(&run, tid, |w| w.reason != WaitReason::Runnable);
+        let off = wall - cpu;
+        assert!(
+            (runnable - off).abs() <= off * 0.10 + others,
+            "thread {tid}: runnable {runnable:.1} ms, other waits {others:.1} ms, \
+             wall less CPU {off:.1} ms"
+        );
+    }
 }
