@@ -104,6 +104,10 @@ enum loss_kind {
  * first sight: userspace takes the fields from them. */
 #define PY_CODE_WINDOW 256
 #define PY_STRING_WINDOW 256
+/* Bytes of a code object's line table (a bytes object: its 32-byte head,
+ * then the table) copied with it, for the line of each sample's
+ * instruction: whole for functions of up to a few hundred lines. */
+#define PY_LINES_WINDOW 1024
 
 /* How a CPython version lays out what the walk reads (`py_layout.flags`). */
 enum py_flags {
@@ -153,7 +157,10 @@ struct py_layout {
 	__u32 code_qualname;
 	__u32 code_filename;
 	__u32 code_firstlineno;
+	/* Code object: its line table (co_lnotab in 3.9, co_linetable). */
+	__u32 code_lines;
 	__u32 flags;
+	__u32 _pad;
 };
 
 /* An interpreter's executable loaded at the addresses it names (not
@@ -190,19 +197,35 @@ struct event_header {
 	__u64 timestamp;
 };
 
-/* A code object first met in a process's samples: raw bytes of it and of
- * its qualified name and file name (PyUnicode objects) for userspace to
- * decode with the process's version. `got` bit 0, 1, 2: the code object,
- * qualname and file name were read. */
+/* The parts of a code object a `py_code_event` copies. */
+enum py_part {
+	PY_OBJECT,
+	PY_QUALNAME,
+	PY_FILENAME,
+	PY_LINES,
+	PY_PARTS,
+};
+
+/* The least of a part read where its whole window runs into an unmapped
+ * page: the window is halved down to this. */
+#define PY_LEAST_READ 128
+
+/* A code object first met in a process's samples: raw bytes of it, of
+ * its qualified name and file name (PyUnicode objects) and of its line
+ * table (a bytes object) for userspace to decode with the process's
+ * version. */
 struct py_code_event {
 	/* header.pid: the process. */
 	struct event_header header;
 	__u64 code;
-	__u32 got;
-	__u32 _pad;
+	/* Bytes read of each part (`enum py_part`): 0 where it could not be;
+	 * less than its window where the window ran into an unmapped page,
+	 * the rest of the window left over from an earlier code object. */
+	__u16 read[PY_PARTS];
 	__u8 object[PY_CODE_WINDOW];
 	__u8 qualname[PY_STRING_WINDOW];
 	__u8 filename[PY_STRING_WINDOW];
+	__u8 lines[PY_LINES_WINDOW];
 };
 
 struct fork_event {

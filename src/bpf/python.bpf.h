@@ -131,13 +131,22 @@ static __always_inline __u64 py_thread_state(const struct py_layout *layout,
 	return tstate;
 }
 
-/* Reads `len` bytes at `from` into `to`, or as many of the first 128 as
- * lie before an unmapped page; returns whether any were read. */
-static __always_inline bool py_read(void *to, __u32 len, __u64 from)
+/* Reads `len` bytes at `from` into `to`, or where they run into an
+ * unmapped page as many as a halving of `len` down to PY_LEAST_READ
+ * allows; returns how many, 0 for none. */
+static __always_inline __u16 py_read(void *to, __u32 len, __u64 from)
 {
-	if (!bpf_probe_read_user(to, len, (void *)from))
-		return true;
-	return !bpf_probe_read_user(to, 128, (void *)from);
+	__u32 size = len;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		if (!bpf_probe_read_user(to, size, (void *)from))
+			return size;
+		if (size <= PY_LEAST_READ)
+			break;
+		size /= 2;
+	}
+	return 0;
 }
 
 /* Sends the code object at `code` of process `pid`, with its names, on
@@ -148,23 +157,28 @@ __noinline int py_send_code(__s32 pid, __u64 code, __u32 qualname_off, __u32 fil
 	__u32 zero = 0;
 	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
 	struct py_code_event *event;
-	__u64 qualname, filename;
+	__u64 qualname, filename, lines;
+	__u32 lines_off;
 
 	if (!scratch)
 		return 1;
 	event = &scratch->code;
 	fill_header(&event->header, EVENT_PY_CODE, pid);
 	event->code = code;
-	event->got = 0;
+	__builtin_memset(event->read, 0, sizeof(event->read));
 	if (bpf_probe_read_user(event->object, PY_CODE_WINDOW, (void *)code))
 		return 1;
-	event->got = 1;
+	event->read[PY_OBJECT] = PY_CODE_WINDOW;
 	qualname = *(__u64 *)(event->object + (qualname_off & (PY_CODE_WINDOW - 8)));
 	filename = *(__u64 *)(event->object + (filename_off & (PY_CODE_WINDOW - 8)));
-	if (qualname && py_read(event->qualname, PY_STRING_WINDOW, qualname))
-		event->got |= 2;
-	if (filename && py_read(event->filename, PY_STRING_WINDOW, filename))
-		event->got |= 4;
+	if (qualname)
+		event->read[PY_QUALNAME] = py_read(event->qualname, PY_STRING_WINDOW, qualname);
+	if (filename)
+		event->read[PY_FILENAME] = py_read(event->filename, PY_STRING_WINDOW, filename);
+	lines_off = scratch->layout.code_lines;
+	lines = *(__u64 *)(event->object + (lines_off & (PY_CODE_WINDOW - 8)));
+	if (lines_off && lines)
+		event->read[PY_LINES] = py_read(event->lines, PY_LINES_WINDOW, lines);
 	if (bpf_ringbuf_output(&samples, event, sizeof(*event), BPF_RB_NO_WAKEUP)) {
 		count_loss(LOSS_SAMPLE);
 		return 1;

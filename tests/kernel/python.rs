@@ -42,13 +42,15 @@ fn interpreters() -> Vec<PathBuf> {
     found
 }
 
-/// A function of the workload as a frame names it: `heavy (pycosts.py:20)`,
-/// the line of its definition.
-fn frame_of(function: &str) -> String {
+/// A function of the workload as a frame names it when it runs the line
+/// of `text`: `heavy (pycosts.py:24)`, as py-spy names it.
+fn frame_at(function: &str, text: &str) -> String {
     let source = std::fs::read_to_string(pycosts()).unwrap();
+    let mut lines = source.lines().enumerate();
     let def = format!("def {function}(");
-    let line = source.lines().position(|l| l.starts_with(&def)).unwrap() + 1;
-    format!("{function} (pycosts.py:{line})")
+    lines.find(|(_, l)| l.starts_with(&def)).unwrap();
+    let (at, _) = lines.find(|(_, l)| l.trim() == text).unwrap();
+    format!("{function} (pycosts.py:{})", at + 1)
 }
 
 /// Samples whose stack has a frame starting with `function (`.
@@ -85,14 +87,24 @@ fn python_functions_have_the_shares_their_costs_say() {
             (share - 75.0).abs() <= 8.0,
             "{python:?}: heavy has {share:.1}% of heavy + light, not 75%"
         );
-        // Each under main, with spin inside, named by the lines of their
-        // definitions.
+        // Each under main, with spin inside, each frame named by the line
+        // it was running: main's call, heavy's return, spin's loop.
+        let loop_lines = [
+            frame_at("spin", "for i in range(n):"),
+            frame_at("spin", "total += i % 7"),
+        ];
         for stack in stacks.keys().filter(|s| s.contains("heavy (")) {
-            let at = |function: &str| stack.find(&frame_of(function)).unwrap_or(usize::MAX);
-            let (main, heavy) = (at("main"), at("heavy"));
+            let at = |frame: String| stack.find(&frame).unwrap_or(usize::MAX);
+            let main = at(frame_at("main", "heavy()"));
+            let heavy = at(frame_at("heavy", "return spin(3 * UNIT)"));
             assert!(main < heavy && heavy != usize::MAX, "{python:?}: {stack}");
-            let spin = stack.find(&frame_of("spin"));
-            assert!(spin.is_none_or(|spin| heavy < spin), "{python:?}: {stack}");
+            if let Some(spin) = stack.find("spin (") {
+                let line = stack[spin..].split(';').next().unwrap();
+                assert!(
+                    heavy < spin && loop_lines.iter().any(|l| l == line),
+                    "{python:?}: {stack}"
+                );
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use plain::Plain;
 
 use super::{copy, Malformed};
 use crate::bpf::types::{
-    event_header, event_kind, hit_event, mark_event, py_code_event, sample_event,
+    event_header, event_kind, hit_event, mark_event, py_code_event, py_part, sample_event,
 };
 use crate::event::{pytest_node_id, ArgValue, Pid};
 
@@ -49,8 +49,8 @@ pub struct PyFrame {
 }
 
 /// A code object of a process as the kernel copied it the first time its
-/// samples met it: raw bytes of the object and of its two name strings,
-/// for the interpreter's version to decode.
+/// samples met it: raw bytes of the object, of its two name strings and
+/// of its line table, for the interpreter's version to decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PyCode {
     pub pid: Pid,
@@ -61,6 +61,9 @@ pub struct PyCode {
     pub object: Option<Vec<u8>>,
     pub qualname: Option<Vec<u8>>,
     pub filename: Option<Vec<u8>>,
+    /// Its line table's bytes object (head and table), `None` where it
+    /// could not be read.
+    pub lines: Option<Vec<u8>>,
 }
 
 /// What the samples ring carries.
@@ -81,13 +84,17 @@ pub fn decode_from_samples(
         return decode_sample(data, start, buffer).map(FromSamples::Sample);
     }
     let e: Box<py_code_event> = copy_boxed(data).ok_or(Malformed::new(data.len(), header.kind))?;
-    let part = |bit: u32, bytes: &[u8]| (e.got & bit != 0).then(|| bytes.to_vec());
+    let part = |part: py_part, window: &[u8]| {
+        let read = usize::from(e.read[part.0 as usize]).min(window.len());
+        (read > 0).then(|| window[..read].to_vec())
+    };
     Ok(FromSamples::PyCode(PyCode {
         pid: e.header.pid,
         code: e.code,
-        object: part(1, &e.object),
-        qualname: part(2, &e.qualname),
-        filename: part(4, &e.filename),
+        object: part(py_part::PY_OBJECT, &e.object),
+        qualname: part(py_part::PY_QUALNAME, &e.qualname),
+        filename: part(py_part::PY_FILENAME, &e.filename),
+        lines: part(py_part::PY_LINES, &e.lines),
     }))
 }
 

@@ -11,6 +11,7 @@ use object::read::elf::ElfFile64;
 use object::read::ReadCache;
 use object::{Endianness, Object, ObjectSegment, ObjectSymbol};
 
+use super::lines::Table;
 use crate::bpf::types::{py_binary_key, py_flags, py_layout};
 use crate::event::Pid;
 use crate::recorder::wire::{Mapping, PyCode};
@@ -121,12 +122,13 @@ impl Interpreter {
             u32::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok()
         };
         // (current_frame, previous, executable, instr_ptr, owner,
-        // filename, qualname, firstlineno, co_code_adaptive, ascii size)
-        let places: [usize; 10] = match self.minor {
-            13 => [184, 232, 240, 248, 264, 280, 296, 312, 344, 560],
-            _ => [208, 256, 264, 272, 288, 320, 336, 352, 384, 640],
+        // filename, qualname, linetable, firstlineno, co_code_adaptive,
+        // ascii size)
+        let places: [usize; 11] = match self.minor {
+            13 => [184, 232, 240, 248, 264, 280, 296, 304, 312, 344, 560],
+            _ => [208, 256, 264, 272, 288, 320, 336, 344, 352, 384, 640],
         };
-        let [frame, previous, code, instr, owner, filename, qualname, first, code_start, ascii] =
+        let [frame, previous, code, instr, owner, filename, qualname, lines, first, code_start, ascii] =
             places.map(word);
         let l = &mut self.layout;
         l.tstate_frame = frame?;
@@ -136,6 +138,7 @@ impl Interpreter {
         l.owner_off = owner?;
         l.code_filename = filename?;
         l.code_qualname = qualname?;
+        l.code_lines = lines?;
         l.code_firstlineno = first?;
         l.code_instructions = code_start?;
         self.ascii_data = ascii? as usize;
@@ -177,15 +180,33 @@ impl Interpreter {
         Some(u64::from_le_bytes(bytes.try_into().ok()?))
     }
 
-    /// A code object's function (`qualname (file:first line)`) and file.
-    pub(crate) fn name(&self, code: &PyCode) -> Option<(String, String)> {
+    /// A code object's function at `instruction` (`qualname
+    /// (file:line)`, as py-spy names it; `qualname (file)` where the
+    /// line is not known) and file.
+    pub(crate) fn name(&self, code: &PyCode, instruction: i32) -> Option<(String, String)> {
         let object = code.object.as_deref()?;
         let qualname = self.text(code.qualname.as_deref()?)?;
         let file = self.text(code.filename.as_deref()?)?;
         let at = self.layout.code_firstlineno as usize;
-        let line = i32::from_le_bytes(object.get(at..at + 4)?.try_into().ok()?);
+        let first = i32::from_le_bytes(object.get(at..at + 4)?.try_into().ok()?);
         let short = file.rsplit('/').next().unwrap_or(&file);
-        Some((format!("{qualname} ({short}:{line})"), file))
+        let function = match self.line(code, first, instruction) {
+            Some(line) => format!("{qualname} ({short}:{line})"),
+            None => format!("{qualname} ({short})"),
+        };
+        Some((function, file))
+    }
+
+    /// The line of `instruction` from the code object's line table (a
+    /// bytes object: its length at 16, its data from 32).
+    fn line(&self, code: &PyCode, first: i32, instruction: i32) -> Option<i32> {
+        let bytes = code.lines.as_deref()?;
+        let length =
+            usize::try_from(i64::from_le_bytes(bytes.get(16..24)?.try_into().ok()?)).ok()?;
+        let data = bytes.get(32..)?;
+        let table = &data[..length.min(data.len())];
+        let whole = table.len() == length;
+        Table::of(self.minor).line(table, whole, first, instruction)
     }
 
     /// The text of a str object's bytes (`PyASCIIObject` and after); a
@@ -259,6 +280,7 @@ fn table(minor: u32) -> Option<py_layout> {
         tls_specific: TLS_SPECIFIC,
         code_qualname: 128,
         code_filename: 112,
+        code_lines: 136,
         shim_owner: 3,
         ..Default::default()
     };
@@ -276,6 +298,8 @@ fn table(minor: u32) -> Option<py_layout> {
             code_qualname: 112,
             code_filename: 104,
             code_firstlineno: 40,
+            // co_lnotab (3.9), co_linetable (3.10).
+            code_lines: 120,
             flags: lasti,
             ..base
         },

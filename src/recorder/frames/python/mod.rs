@@ -5,9 +5,11 @@
 //! ([`layout`]); it sends each code object with its names the first time
 //! a process's samples meet it, while the process lives. Here each native
 //! frame of the eval function is replaced by the Python frames it ran,
-//! and the code objects are named when the recording ends.
+//! and the code objects are named when the recording ends, each frame
+//! with the line its instruction is on ([`lines`]).
 
 mod layout;
+mod lines;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -83,7 +85,7 @@ impl Python {
     pub(crate) fn name(&self, places: &[Place], naming: &mut Naming<'_>) -> u64 {
         let mut unnamed = 0;
         for place in places {
-            let Place::Python(pid, code, name, _) = *place else {
+            let Place::Python(pid, code, name, instruction) = *place else {
                 continue;
             };
             let named = self.of.get(&pid).and_then(|interpreter| {
@@ -91,7 +93,7 @@ impl Python {
                 let code = codes
                     .iter()
                     .find(|c| interpreter.name_of(c) == Some(name))?;
-                interpreter.name(code)
+                interpreter.name(code, instruction)
             });
             let frame = match named {
                 Some((function, file)) => Frame {
