@@ -100,9 +100,10 @@ pub enum Mode {
     /// root at the bottom) by inferno.
     #[cfg(feature = "flamegraph")]
     CpuFlamegraph,
-    /// The CPU profile as a gzipped pprof `profile.proto` for `go tool
-    /// pprof`, Pyroscope and Parca: samples labelled with `pid`, `program`
-    /// and `test`. Binary: to a file (`-o`) or a pipe.
+    /// The CPU profile, the probes' hits and the waits (`--off-cpu`) as a
+    /// gzipped pprof `profile.proto` for `go tool pprof`, Pyroscope and
+    /// Parca: samples labelled with `pid`, `program` and `test`. Binary:
+    /// to a file (`-o`) or a pipe.
     #[cfg(feature = "pprof")]
     Pprof,
     /// Where the wall time went (`record --off-cpu`): per test and per
@@ -247,8 +248,9 @@ pub fn render(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Missing {
-    /// `cpu`, `cpu-folded`, `cpu-flamegraph`, `pprof` of a recording made
-    /// without `--cpu-profile`.
+    /// `cpu`, `cpu-folded`, `cpu-flamegraph` of a recording made without
+    /// `--cpu-profile`; `pprof` of one made without `--probe` and
+    /// `--off-cpu` too.
     #[error("no CPU profile: record with --cpu-profile to sample where the CPU goes")]
     CpuProfile,
     /// ... and of one with a profile and no sample in it: its tree used
@@ -320,7 +322,8 @@ impl Mode {
             #[cfg(feature = "flamegraph")]
             Mode::CpuFlamegraph => cpu_missing(recording),
             #[cfg(feature = "pprof")]
-            Mode::Pprof => cpu_missing(recording).filter(|_| !pprof::has_hits(recording)),
+            Mode::Pprof => cpu_missing(recording)
+                .filter(|_| !pprof::has_hits(recording) && off_cpu_missing(header).is_some()),
             Mode::Wall | Mode::OffcpuFolded => off_cpu_missing(header),
             #[cfg(feature = "flamegraph")]
             Mode::OffcpuFlamegraph | Mode::WallFlamegraph => off_cpu_missing(header),

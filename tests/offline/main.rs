@@ -7,6 +7,13 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+/// pprof's messages as proctrace's writer declares them, by the proto's
+/// own field numbers, for the tests to read what it wrote.
+#[cfg(feature = "pprof")]
+#[allow(dead_code)] // the fields a writer sets and no test reads
+#[path = "../../src/render/pprof/proto.rs"]
+mod pprof_proto;
+
 mod bpf_headers;
 mod docs;
 mod fuzz;
@@ -16,3 +23,4 @@ mod mermaid;
 mod otlp;
 mod outputs;
 mod render;
+mod waits;

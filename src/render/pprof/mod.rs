@@ -8,10 +8,16 @@
 //! readers show by default. With `record --probe`, one more per probe,
 //! its hits (`uprobe:libc.so.6:malloc/hits`: `go tool pprof
 //! -sample_index=…` picks one), each hit stack a sample of its own; a
-//! recording of probes only has those alone. Every process's samples in one stack are one
+//! recording of probes only has those alone. With `record --off-cpu`, one
+//! more: the time waited (`offcpu/nanoseconds`), each line of waits a
+//! sample whose leaf is its reason (`[sleep]`, as `offcpu-folded` has it)
+//! and which a `reason` label names too; the waits kept without stacks
+//! (shorter than the threshold, the time runnable) are the reason alone.
+//! Every process's samples in one stack are one
 //! pprof sample, labelled with the process (`pid`, a number), its program
 //! (`program`) and, where a runner named one, its test (`test`), so that
 //! `go tool pprof -tagfocus=test=…` or a Pyroscope query splits by them.
+//! Where there is a CPU profile, its time is the type readers show first.
 //!
 //! A location is one place in the code: a frame and the frames the
 //! recording says were inlined into it, as the lines of one location,
@@ -33,10 +39,10 @@ use prost::Message;
 
 use super::cpu::headline;
 use super::{Missing, Options};
-use crate::analysis::{hit_stacks, sampled_stacks, CountedStack};
-use crate::event::{Frame, Pid};
+use crate::analysis::{hit_stacks, sampled_stacks, waited_stacks};
+use crate::event::{Frame, Pid, WaitReason};
 use crate::recording::Recording;
-use crate::text::shell_join;
+use crate::text::{glance, shell_join};
 
 /// Writes the profile, gzipped as pprof's readers expect it on disk.
 pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -47,19 +53,21 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
     Ok(())
 }
 
-/// The recording's CPU samples and probe hits as pprof's messages; `None`
-/// with neither.
+/// The recording's CPU samples, probe hits and waits as pprof's
+/// messages; `None` with none of them.
 fn build(recording: &Recording) -> Option<proto::Profile> {
     let header = recording.header.as_ref()?;
     let cpu = header.cpu_profile;
     let probes = &header.probes;
     let hit = has_hits(recording);
-    if cpu.is_none() && !hit {
+    let off_cpu = header.off_cpu;
+    if cpu.is_none() && !hit && off_cpu.is_none() {
         return None;
     }
     let mut builder = Builder::default();
     // Two values for the CPU (samples, and the time they stand for), then
-    // one per probe: its hits. Every sample has them all, 0 but its own.
+    // one per probe: its hits, then the time waited. Every sample has
+    // them all, 0 but its own.
     let mut sample_type = Vec::new();
     if cpu.is_some() {
         sample_type.push(builder.value_type("samples", "count"));
@@ -71,6 +79,10 @@ fn build(recording: &Recording) -> Option<proto::Profile> {
             sample_type.push(builder.value_type(&probe.label(), "hits"));
         }
     }
+    let waited = sample_type.len();
+    if off_cpu.is_some() {
+        sample_type.push(builder.value_type("offcpu", "nanoseconds"));
+    }
     let width = sample_type.len();
     let mut sample = Vec::new();
     if let Some(cpu) = cpu {
@@ -79,6 +91,9 @@ fn build(recording: &Recording) -> Option<proto::Profile> {
     if hit {
         hit_samples(recording, first_probe, width, &mut builder, &mut sample);
     }
+    if off_cpu.is_some() {
+        wait_samples(recording, waited, width, &mut builder, &mut sample);
+    }
     let mut comment = vec![builder.string(&format!(
         "proctrace record: {}",
         shell_join(&header.command)
@@ -86,6 +101,18 @@ fn build(recording: &Recording) -> Option<proto::Profile> {
     if let Some(headline) = headline(recording) {
         comment.push(builder.string(&headline));
     }
+    if let Some(off_cpu) = off_cpu {
+        comment.push(builder.string(&format!(
+            "offcpu: the time waited, waits of {} or more with their stacks",
+            glance(off_cpu.threshold_ns)
+        )));
+    }
+    // pprof's readers show the last type unless told: the CPU time is
+    // the one to show first where there is one.
+    let default_sample_type = match cpu {
+        Some(_) => builder.string("cpu"),
+        None => 0,
+    };
     let (period_type, period) = match cpu {
         Some(cpu) => (
             builder.value_type("cpu", "nanoseconds"),
@@ -101,6 +128,7 @@ fn build(recording: &Recording) -> Option<proto::Profile> {
         period_type: Some(period_type),
         period,
         comment,
+        default_sample_type,
         ..builder.finish()
     })
 }
@@ -132,7 +160,9 @@ fn cpu_samples(
         let mut value = vec![0; width];
         value[0] = i64::try_from(samples_of.count).unwrap_or(i64::MAX);
         value[1] = cpu_nanoseconds(samples_of.count, hz);
-        out.push(builder.sample(&frames, samples_of.pid, &named, value));
+        let location_id = builder.stack(&frames);
+        let test = named.test.as_deref();
+        out.push(builder.sample(location_id, samples_of.pid, &named.program, test, value));
     }
 }
 
@@ -154,10 +184,46 @@ fn hit_samples(
         .filter(|h| (h.probe as usize) < probes.len());
     for (hits, named) in hits.zip(named) {
         let frames = hits.stack.map(|s| profile.stack(s)).unwrap_or_default();
-        let mut value = vec![0; width];
-        value[first + hits.probe as usize] = i64::try_from(hits.count).unwrap_or(i64::MAX);
-        out.push(builder.sample(&frames, hits.pid, &named, value));
+        let value = one_value(width, first + hits.probe as usize, hits.count);
+        let location_id = builder.stack(&frames);
+        let test = named.test.as_deref();
+        out.push(builder.sample(location_id, hits.pid, &named.program, test, value));
     }
+}
+
+/// Each line of waits, as one pprof sample: its time as the value at
+/// `index`, its reason the leaf below its stack and a label.
+fn wait_samples(
+    recording: &Recording,
+    index: usize,
+    width: usize,
+    builder: &mut Builder,
+    out: &mut Vec<proto::Sample>,
+) {
+    let profile = &recording.profile;
+    let named = waited_stacks(profile, &recording.processes);
+    for (line, named) in profile.off_cpu.iter().zip(named) {
+        let frames = line.stack.map(|s| profile.stack(s)).unwrap_or_default();
+        let value = one_value(width, index, line.total_ns);
+        // The stack's first, whose mappings pprof names the profile by.
+        let stack = builder.stack(&frames);
+        let location_id = std::iter::once(builder.reason(line.reason))
+            .chain(stack)
+            .collect();
+        let test = named.test.as_deref();
+        let mut sample = builder.sample(location_id, line.pid, &named.program, test, value);
+        sample
+            .label
+            .push(builder.text("reason", line.reason.name()));
+        out.push(sample);
+    }
+}
+
+/// `width` values, 0 but `value` at `index`: a sample of one type.
+fn one_value(width: usize, index: usize, value: u64) -> Vec<i64> {
+    let mut values = vec![0; width];
+    values[index] = i64::try_from(value).unwrap_or(i64::MAX);
+    values
 }
 
 /// The CPU time `count` samples at `hz` stand for, rounded to the
@@ -192,6 +258,8 @@ struct Builder {
     /// A frame and the frames inlined into it, by frame id, outermost
     /// first -> location id.
     location_ids: HashMap<Vec<u32>, u64>,
+    /// A wait's reason -> the location of its pseudo-frame.
+    reason_ids: HashMap<WaitReason, u64>,
 }
 
 impl Builder {
@@ -233,21 +301,22 @@ impl Builder {
         }
     }
 
-    /// One sample of `frames`, labelled with the process, its program and
-    /// its test, as every view names them.
+    /// One sample of the locations `location_id`, leaf first, labelled
+    /// with the process, its program and its test, as every view names
+    /// them.
     fn sample(
         &mut self,
-        frames: &[&Frame],
+        location_id: Vec<u64>,
         pid: Pid,
-        named: &CountedStack,
+        program: &str,
+        test: Option<&str>,
         value: Vec<i64>,
     ) -> proto::Sample {
-        let location_id = self.stack(frames);
         let mut label = vec![
             self.number("pid", i64::from(pid)),
-            self.text("program", &named.program),
+            self.text("program", program),
         ];
-        if let Some(test) = &named.test {
+        if let Some(test) = test {
             label.push(self.text("test", test));
         }
         proto::Sample {
@@ -269,11 +338,12 @@ impl Builder {
                 _ => places.push(vec![frame]),
             }
         }
-        places
-            .iter()
-            .rev()
-            .map(|place| self.location(place))
-            .collect()
+        // Made outermost first, so that the first mapping is the file of
+        // the first stack's outermost caller, the program, which pprof
+        // names the profile after.
+        let mut ids: Vec<u64> = places.iter().map(|place| self.location(place)).collect();
+        ids.reverse();
+        ids
     }
 
     /// The location of one place: `place[0]` the function whose code it
@@ -303,6 +373,35 @@ impl Builder {
             line,
         });
         self.location_ids.insert(key, id);
+        id
+    }
+
+    /// The location of a wait's reason, `[sleep]`: a function of its own,
+    /// as `offcpu-folded` ends a stack with it, in no mapping (no file
+    /// holds it: pprof lets a location say its mapping does not apply).
+    fn reason(&mut self, reason: WaitReason) -> u64 {
+        if let Some(&id) = self.reason_ids.get(&reason) {
+            return id;
+        }
+        let name = self.string(&format!("[{}]", reason.name()));
+        let function_id = self.functions.len() as u64 + 1;
+        self.functions.push(proto::Function {
+            id: function_id,
+            name,
+            system_name: name,
+            ..proto::Function::default()
+        });
+        let id = self.locations.len() as u64 + 1;
+        self.locations.push(proto::Location {
+            id,
+            mapping_id: 0,
+            address: 0,
+            line: vec![proto::Line {
+                function_id,
+                line: 0,
+            }],
+        });
+        self.reason_ids.insert(reason, id);
         id
     }
 
@@ -644,5 +743,86 @@ mod tests {
         assert_eq!(profile.sample_type.len(), 1);
         assert_eq!(profile.sample.len(), 1);
         assert_eq!(profile.sample[0].value, [7]);
+    }
+
+    /// With `--off-cpu`, the time waited is a type after the CPU's, the
+    /// CPU's still the one shown first; each line a sample ending in its
+    /// reason, a wait without a stack the reason alone; without a CPU
+    /// profile, the waits alone.
+    #[test]
+    fn the_waits_are_a_sample_type_ending_in_their_reasons() {
+        let waits = concat!(
+            r#"{"OffCpu":{"pid":10,"tid":10,"reason":"pipe","call":"read","stack":1,"count":2,"total_ns":5000000,"max_ns":4000000}}"#,
+            "\n",
+            r#"{"OffCpu":{"pid":11,"tid":11,"test":"t/test_x.py::test_cc","reason":"runnable","count":3,"total_ns":700,"max_ns":0}}"#,
+            "\n",
+        );
+        let with_waits = RECORDING
+            .replacen(
+                r#""raw":false,"#,
+                r#""raw":false,"off_cpu":{"threshold_ns":1000000},"#,
+                1,
+            )
+            .replacen(r#"{"Trailer""#, &format!("{waits}{{\"Trailer\""), 1);
+        let profile = decode(&read(&with_waits));
+        let s = Strings(&profile);
+        let types: Vec<(&str, &str)> = profile
+            .sample_type
+            .iter()
+            .map(|t| (s.get(t.r#type), s.get(t.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("samples", "count"),
+                ("cpu", "nanoseconds"),
+                ("offcpu", "nanoseconds")
+            ]
+        );
+        assert_eq!(s.get(profile.default_sample_type), "cpu");
+        let [.., pipe, runnable] = &profile.sample[..] else {
+            panic!("{:?}", profile.sample);
+        };
+        assert_eq!(pipe.value, [0, 0, 5_000_000]);
+        assert_eq!(
+            s.stack(pipe),
+            [
+                vec!["[pipe]"],
+                vec!["spin"],
+                vec!["helper", "work"],
+                vec!["main"]
+            ]
+        );
+        assert_eq!(s.labels(pipe), ["pid=10", "program=hot", "reason=pipe"]);
+        assert_eq!(runnable.value, [0, 0, 700]);
+        assert_eq!(s.stack(runnable), [vec!["[runnable]"]]);
+        assert_eq!(
+            s.labels(runnable),
+            [
+                "pid=11",
+                "program=cc",
+                "test=t/test_x.py::test_cc",
+                "reason=runnable"
+            ]
+        );
+        let reason = profile
+            .location
+            .iter()
+            .find(|l| l.id == runnable.location_id[0]);
+        assert_eq!(reason.unwrap().mapping_id, 0, "no file holds a reason");
+
+        let unprofiled = with_waits
+            .replacen(r#","cpu_profile":{"hz":100,"clock":"cpu-clock"}"#, "", 1)
+            .lines()
+            .filter(|line| !line.starts_with(r#"{"CpuSamples"#))
+            .map(|line| format!("{line}\n"))
+            .collect::<String>();
+        let recording = read(&unprofiled);
+        assert_eq!(Mode::Pprof.missing(&recording, Options::default()), None);
+        let profile = decode(&recording);
+        assert_eq!(profile.sample_type.len(), 1);
+        let values: Vec<&[i64]> = profile.sample.iter().map(|p| &p.value[..]).collect();
+        assert_eq!(values, [[5_000_000], [700]]);
+        assert_eq!(profile.default_sample_type, 0, "the only type");
     }
 }
