@@ -19,7 +19,12 @@
 //! recording made with `record --probe` lists its probes' hits among the
 //! run's facts (`render -d probes` has them per test and per process),
 //! and the stacks at them are flame graphs of their own, one per probe,
-//! kept and cut with the samples' stacks.
+//! kept and cut with the samples' stacks. A recording made with
+//! `record --off-cpu` brings its waits along the same way, for the flame
+//! graphs of where the tree waited, each stack ending in its reason and
+//! weighed in microseconds, with each test's (or, without tests, each
+//! program's) wall time split into CPU and waits by reason, as `wall`
+//! has it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -29,11 +34,14 @@ use serde::{Serialize, Serializer};
 
 use super::cpu::headline;
 use super::Options;
-use crate::analysis::{hit_stacks, probe_uses, programs, sampled_stacks, CountedStack, Peak};
+use crate::analysis::{
+    hit_stacks, probe_uses, programs, sampled_stacks, waited_stacks, wall, CountedStack, Peak,
+    WallSplit,
+};
 use crate::event::{Pid, Resources};
 use crate::processes::{command_line, Argv, Outcome, Processes};
 use crate::recording::Recording;
-use crate::text::seconds;
+use crate::text::{glance, seconds};
 use crate::text::{shell_join, shorten};
 
 const TEMPLATE: &str = include_str!("report.html");
@@ -75,6 +83,8 @@ struct Report<'a> {
     processes: Rows<'a>,
     /// The CPU profile; `None` for a recording made without one.
     cpu: Option<CpuReport>,
+    /// The waits; `None` for a recording made without `--off-cpu`.
+    waits: Option<WaitsReport>,
     /// The probes (`record --probe`) and their hits, in the order attached.
     probes: Vec<ProbeFact>,
 }
@@ -105,18 +115,47 @@ struct Rows<'a> {
 struct CpuReport {
     /// `1184 samples of 4 processes at 999 Hz (cpu-clock), 0 lost`.
     headline: String,
-    /// Samples in all, in the stacks given or not.
-    samples: u64,
-    /// The tests sampled, most samples first.
-    tests: Vec<TestSamples>,
     /// The probes hit (`record --probe`), in the order attached: their
     /// stacks are flame graphs of their own.
     probes: Vec<ProbeFlame>,
+    /// The samples' and the hits' stacks.
+    #[serde(flatten)]
+    graph: Graph,
+}
+
+/// Where the tree waited (`record --off-cpu`), for the page's waits: the
+/// flame graphs of the stacks waited in, each ending in its reason, in
+/// microseconds, and each test's (or program's) wall time split.
+#[derive(Serialize)]
+struct WaitsReport {
+    /// `waits of 1ms or more kept with their stacks`.
+    headline: String,
+    /// Nanoseconds waited in all, to the nanosecond (the graphs count
+    /// whole microseconds of each stack).
+    ns: u64,
+    /// The stacks, their weights in microseconds.
+    #[serde(flatten)]
+    graph: Graph,
+    /// Each test's wall time, CPU and waits by reason, the slowest first;
+    /// each program's where no runner named tests.
+    wall: Vec<WallSplit>,
+    /// Whether `wall` is of tests (else of programs).
+    wall_of_tests: bool,
+}
+
+/// The stacks of a flame graph, each process's alike stacks in one test
+/// merged, the [`MAX_STACKS`] heaviest of them, names stored once.
+#[derive(Serialize)]
+struct Graph {
+    /// The weight of the graph's stacks (not the probes'), given or not.
+    samples: u64,
+    /// The tests in the stacks, heaviest first.
+    tests: Vec<TestSamples>,
     /// The programs and functions the stacks name, each once.
     names: Vec<String>,
     /// The heaviest stacks, heaviest first.
     stacks: Vec<CpuStack>,
-    /// Stacks left out (beyond [`MAX_STACKS`]), and their samples.
+    /// Stacks left out (beyond [`MAX_STACKS`]), and their weight.
     left_out_stacks: usize,
     left_out_samples: u64,
     /// How many names are cut to `max_name` columns ([`MAX_NAME`]).
@@ -240,6 +279,7 @@ fn report<'a>(recording: &'a Recording, processes: &'a Processes) -> Report<'a> 
         // the others a missing one means the recording was cut short.
         interrupted: trailer.map_or(header.is_some(), |t| t.interrupted),
         cut: recording.is_cut(),
+        waits: waits_report(recording, &row_of),
         processes: Rows {
             processes,
             order,
@@ -262,10 +302,6 @@ fn probe_facts(recording: &Recording) -> Vec<ProbeFact> {
         })
         .collect()
 }
-
-/// A process's row, the probe hit (none for CPU samples) and a stack of
-/// it: its program, then its functions.
-type StackKey = (Option<usize>, Option<usize>, Vec<String>);
 
 /// The CPU samples' stacks and the probes' (with their probes, hit ones
 /// only, in the order attached, and each probe's index among them).
@@ -304,88 +340,168 @@ fn cpu_report(recording: &Recording, row_of: &[usize]) -> Option<(CpuReport, Vec
         None if !probes.is_empty() => String::new(),
         None => return None,
     };
-    let processes = &recording.processes;
-    let mut per_process = vec![0; processes.len()];
-    let mut tests: HashMap<String, u64> = HashMap::new();
-    // A process's alike stacks are one; its test goes with its row.
-    let mut merged: HashMap<StackKey, (Option<String>, u64)> = HashMap::new();
-    // Saturating: a hostile recording's counts may add up past u64.
-    let add = |sum: &mut u64, samples| *sum = sum.saturating_add(samples);
-    for stack in counted {
+    let mut per_process = vec![0; recording.processes.len()];
+    let weighed = counted.into_iter().map(|stack| {
         if let (Some(index), None) = (stack.process, stack.probe) {
-            add(&mut per_process[index], stack.count);
-        }
-        if let Some(test) = &stack.test {
-            add(tests.entry(test.clone()).or_default(), 0);
-            if stack.probe.is_none() {
-                add(tests.entry(test.clone()).or_default(), stack.count);
-            }
+            // Saturating: a hostile recording's counts may add up past u64.
+            per_process[index] = u64::saturating_add(per_process[index], stack.count);
         }
         let mut frames = stack.frames;
         frames.insert(0, stack.program);
-        let probe = stack.probe.map(|point| probe_index[&point]);
-        let key = (stack.process.map(|i| row_of[i]), probe, frames);
-        add(
-            &mut merged.entry(key).or_insert((stack.test, 0)).1,
-            stack.count,
-        );
+        Weighed {
+            key: (
+                stack.process.map(|i| row_of[i]),
+                stack.probe.map(|p| probe_index[&p]),
+                frames,
+            ),
+            test: stack.test,
+            weight: stack.count,
+        }
+    });
+    let graph = graph(weighed.collect(), 1);
+    let cpu = CpuReport {
+        headline,
+        probes,
+        graph,
+    };
+    Some((cpu, per_process))
+}
+
+/// The waits for the page; `None` for a recording made without
+/// `--off-cpu`.
+fn waits_report(recording: &Recording, row_of: &[usize]) -> Option<WaitsReport> {
+    let settings = recording.header.as_ref()?.off_cpu?;
+    let (profile, processes) = (&recording.profile, &recording.processes);
+    let waited = waited_stacks(profile, processes);
+    let ns = waited.iter().map(|w| w.ns).fold(0, u64::saturating_add);
+    let weighed = profile.off_cpu.iter().zip(waited).map(|(line, waited)| {
+        let mut frames = waited.frames;
+        frames.insert(0, waited.program);
+        frames.push(format!("[{}]", waited.reason.name()));
+        let row = processes.find(line.pid, u64::MAX).map(|i| row_of[i]);
+        Weighed {
+            key: (row, None, frames),
+            test: waited.test,
+            weight: waited.ns,
+        }
+    });
+    let split = wall(profile, processes);
+    let wall_of_tests = !split.by_test.is_empty();
+    Some(WaitsReport {
+        headline: format!(
+            "{} waited, waits of {} or more kept with their stacks",
+            glance(ns),
+            glance(settings.threshold_ns)
+        ),
+        ns,
+        graph: graph(weighed.collect(), 1_000),
+        wall: if wall_of_tests {
+            split.by_test
+        } else {
+            split.by_program
+        },
+        wall_of_tests,
+    })
+}
+
+/// A process's row, the probe hit (none for CPU samples and waits) and a
+/// stack of it: its program, then its functions.
+type StackKey = (Option<usize>, Option<usize>, Vec<String>);
+
+/// One process's weight in one stack, under one test.
+struct Weighed {
+    key: StackKey,
+    test: Option<String>,
+    weight: u64,
+}
+
+/// The stacks of a graph, each process's alike stacks in one test
+/// merged, their weights then divided by `unit` (stacks of less than one
+/// left out, as a graph draws whole units).
+fn graph(weighed: Vec<Weighed>, unit: u64) -> Graph {
+    let mut merged: HashMap<(StackKey, Option<String>), u64> = HashMap::new();
+    for stack in weighed {
+        let sum = merged.entry((stack.key, stack.test)).or_default();
+        // Saturating: a hostile recording's counts may add up past u64.
+        *sum = sum.saturating_add(stack.weight);
+    }
+    let mut tests: HashMap<String, u64> = HashMap::new();
+    let mut samples = 0u64;
+    let mut stacks: Vec<((StackKey, Option<String>), u64)> = Vec::new();
+    for (key, weight) in merged {
+        let weight = weight / unit;
+        let probe = key.0 .1;
+        if let Some(test) = &key.1 {
+            let sum = tests.entry(test.clone()).or_default();
+            if probe.is_none() {
+                *sum = sum.saturating_add(weight);
+            }
+        }
+        if probe.is_none() {
+            samples = samples.saturating_add(weight);
+        }
+        if weight > 0 {
+            stacks.push((key, weight));
+        }
     }
     let mut tests: Vec<TestSamples> = tests
         .into_iter()
         .map(|(name, samples)| TestSamples { name, samples })
         .collect();
     tests.sort_by(|a, b| (b.samples, &a.name).cmp(&(a.samples, &b.name)));
+    // Heaviest first; the rest in an order of their own, so that the page
+    // of one recording is always the same.
+    stacks.sort_by(|(a, n_a), (b, n_b)| (n_b, a).cmp(&(n_a, b)));
+    let left_out = stacks.split_off(MAX_STACKS.min(stacks.len()));
+    let mut names = Names::default();
     let test_index: HashMap<&str, usize> = tests
         .iter()
         .enumerate()
         .map(|(i, t)| (t.name.as_str(), i))
         .collect();
-
-    let mut stacks: Vec<_> = merged.into_iter().collect();
-    // Heaviest first; the rest in an order of their own, so that the page
-    // of one recording is always the same.
-    stacks.sort_by(|((row_a, p_a, a), (_, n_a)), ((row_b, p_b, b), (_, n_b))| {
-        (n_b, row_a, p_a, a).cmp(&(n_a, row_b, p_b, b))
-    });
-    let left_out = stacks.split_off(MAX_STACKS.min(stacks.len()));
-    let mut names = Vec::new();
-    let mut cut_names = 0;
-    let mut name_index: HashMap<String, u32> = HashMap::new();
     let stacks = stacks
         .into_iter()
-        .map(|((row, probe, frames), (test, samples))| CpuStack {
+        .map(|(((row, probe, frames), test), samples)| CpuStack {
             row,
             test: test.map(|t| test_index[t.as_str()]),
             probe,
-            frames: frames
-                .into_iter()
-                .map(|name| {
-                    *name_index.entry(name).or_insert_with_key(|name| {
-                        let shown = shorten(name, Some(MAX_NAME));
-                        cut_names += usize::from(shown != *name);
-                        names.push(shown);
-                        names.len() as u32 - 1
-                    })
-                })
-                .collect(),
+            frames: frames.into_iter().map(|name| names.index(name)).collect(),
             samples,
         })
         .collect();
-    let cpu = CpuReport {
-        headline,
-        samples: recording.profile.total(),
+    Graph {
+        samples,
         tests,
-        probes,
-        names,
+        names: names.names,
         stacks,
         left_out_stacks: left_out.len(),
         left_out_samples: left_out
             .iter()
-            .fold(0, |sum, (_, (_, n))| sum.saturating_add(*n)),
-        cut_names,
+            .fold(0, |sum, (_, n)| sum.saturating_add(*n)),
+        cut_names: names.cut,
         max_name: MAX_NAME,
-    };
-    Some((cpu, per_process))
+    }
+}
+
+/// The names of a graph's frames, each stored once, cut to [`MAX_NAME`]
+/// columns.
+#[derive(Default)]
+struct Names {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+    /// How many are cut.
+    cut: usize,
+}
+
+impl Names {
+    fn index(&mut self, name: String) -> u32 {
+        *self.index.entry(name).or_insert_with_key(|name| {
+            let shown = shorten(name, Some(MAX_NAME));
+            self.cut += usize::from(shown != *name);
+            self.names.push(shown);
+            self.names.len() as u32 - 1
+        })
+    }
 }
 
 /// The rows in tree order, parents referred to by row.
@@ -568,33 +684,38 @@ mod tests {
         let recording = profiled(stacks, &"x".repeat(1000));
         let (cpu, per_process) = cpu_report(&recording, &[0]).unwrap();
         let total: u64 = 1 + (1..=u64::from(stacks)).sum::<u64>();
-        assert_eq!(cpu.samples, total);
+        assert_eq!(cpu.graph.samples, total);
         assert_eq!(per_process, [total]);
-        assert_eq!(cpu.stacks.len(), MAX_STACKS);
-        assert_eq!(cpu.left_out_stacks, 500);
+        assert_eq!(cpu.graph.stacks.len(), MAX_STACKS);
+        assert_eq!(cpu.graph.left_out_stacks, 500);
         // The lightest 500 (1 to 500 samples, and stack 0's line of its
         // own) are left out, and said to be.
-        assert_eq!(cpu.left_out_samples, 1 + (1..=500).sum::<u64>());
-        assert_eq!(cpu.stacks[0].samples, u64::from(stacks));
-        assert!(cpu.stacks.windows(2).all(|w| w[0].samples >= w[1].samples));
-        let shown: u64 = cpu.stacks.iter().map(|s| s.samples).sum();
-        assert_eq!(shown + cpu.left_out_samples, total);
-        // The program and the functions of the stacks kept, each once.
-        assert_eq!(cpu.names.len(), MAX_STACKS + 1);
+        assert_eq!(cpu.graph.left_out_samples, 1 + (1..=500).sum::<u64>());
+        assert_eq!(cpu.graph.stacks[0].samples, u64::from(stacks));
         assert!(cpu
+            .graph
+            .stacks
+            .windows(2)
+            .all(|w| w[0].samples >= w[1].samples));
+        let shown: u64 = cpu.graph.stacks.iter().map(|s| s.samples).sum();
+        assert_eq!(shown + cpu.graph.left_out_samples, total);
+        // The program and the functions of the stacks kept, each once.
+        assert_eq!(cpu.graph.names.len(), MAX_STACKS + 1);
+        assert!(cpu
+            .graph
             .stacks
             .iter()
             .all(|s| s.row == Some(0) && s.frames[0] == 0));
-        assert_eq!(cpu.cut_names, 0, "the long name's stack was left out");
+        assert_eq!(cpu.graph.cut_names, 0, "the long name's stack was left out");
     }
 
     #[test]
     fn names_are_cut_and_counted() {
         let recording = profiled(3, &"x".repeat(1000));
         let (cpu, _) = cpu_report(&recording, &[0]).unwrap();
-        assert_eq!(cpu.stacks.len(), 3);
-        assert_eq!(cpu.cut_names, 1);
-        let long = cpu.names.iter().find(|n| n.starts_with('x')).unwrap();
+        assert_eq!(cpu.graph.stacks.len(), 3);
+        assert_eq!(cpu.graph.cut_names, 1);
+        let long = cpu.graph.names.iter().find(|n| n.starts_with('x')).unwrap();
         assert_eq!(long.chars().count(), MAX_NAME);
         assert!(long.ends_with('…'));
     }
@@ -605,6 +726,50 @@ mod tests {
         let mut reader = crate::recording::Reader::new(io::Cursor::new(text), "test");
         let recording = Recording::read(&mut reader, crate::recording::Keep::Processes).unwrap();
         assert!(cpu_report(&recording, &[0]).is_none());
+    }
+
+    /// A test's waits in whole microseconds of each stack, the reason
+    /// last; a wait under a microsecond is in the time waited, not drawn;
+    /// the wall split is of the tests, CPU and waits adding up.
+    #[test]
+    fn the_waits_are_graphed_in_microseconds_and_split_by_test() {
+        let text = [
+            r#"{"Header":{"format_version":1,"proctrace_version":"0.1.0","start_time":"2026-11-25T07:00:00Z","root_pid":5,"command":["py"],"kernel":"6.1","raw":false,"off_cpu":{"threshold_ns":1000}}}"#,
+            r#"{"Exec":{"seq":0,"timestamp":1,"pid":5,"ppid":1,"pgid":5,"argv":["py"],"cmdline":"py"}}"#,
+            r#"{"Frame":{"id":1,"function":"main","module":"py"}}"#,
+            r#"{"Stack":{"id":1,"frames":[1]}}"#,
+            r#"{"OffCpu":{"pid":5,"tid":5,"test":"t.py::a","reason":"sleep","stack":1,"count":1,"total_ns":2500,"max_ns":2500}}"#,
+            r#"{"OffCpu":{"pid":5,"tid":5,"test":"t.py::a","reason":"runnable","count":2,"total_ns":700,"max_ns":0}}"#,
+            r#"{"OnCpu":{"pid":5,"tid":5,"test":"t.py::a","ns":800,"slices":2}}"#,
+        ]
+        .join("\n");
+        let mut reader = crate::recording::Reader::new(io::Cursor::new(text), "test");
+        let recording = Recording::read(&mut reader, crate::recording::Keep::Processes).unwrap();
+        let waits = waits_report(&recording, &[0]).unwrap();
+        assert_eq!(waits.ns, 3200);
+        assert_eq!(waits.graph.samples, 2, "2.5µs drawn as 2, 0.7µs not");
+        let [stack] = &waits.graph.stacks[..] else {
+            panic!("{:?}", waits.graph.names);
+        };
+        let frames: Vec<&str> = stack
+            .frames
+            .iter()
+            .map(|&f| waits.graph.names[f as usize].as_str())
+            .collect();
+        assert_eq!(frames, ["py", "main", "[sleep]"]);
+        assert_eq!(
+            (stack.row, stack.test, stack.samples),
+            (Some(0), Some(0), 2)
+        );
+        assert_eq!(waits.graph.tests[0].name, "t.py::a");
+        assert!(waits.wall_of_tests);
+        let [test] = &waits.wall[..] else {
+            panic!("{} lines", waits.wall.len());
+        };
+        assert_eq!(
+            (test.name.as_str(), test.cpu_ns, test.wall_ns),
+            ("t.py::a", 800, 4000)
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 // the scrollbar its length: that is what keeps 10,000 processes as quick as
 // ten. With a CPU profile (`record --cpu-profile`), its flame graphs are
 // drawn on canvases of their own, from the stacks html.rs embeds; with
-// probes (`record --probe`), a flame graph of each probe's hits too. Every
+// probes (`record --probe`), a flame graph of each probe's hits too; with
+// waits (`record --off-cpu`), the same graphs of where the tree waited,
+// and each test's wall time split into CPU and waits. Every
 // text from the recording reaches the page through textContent or the
 // canvas, never as markup.
 "use strict";
@@ -325,12 +327,14 @@
 
   // `#search=TEXT` filters, `#select=PID` opens a process's details,
   // `#sort=heaviest` orders, `#cpu` shows the CPU profile (`#cpu=TEST`
-  // a test's): links into a report, and how the browser test drives it.
+  // a test's), `#waits` the waits: links into a report, and how the
+  // browser test drives it.
   function applyHash() {
     const params = new URLSearchParams(location.hash.slice(1));
     if (params.has("sort")) setSort(params.get("sort"));
     setQuery(params.get("search") || "", false);
     if (cpu && params.has("cpu")) showCpu(params.get("cpu"));
+    else if (waits && params.has("waits")) showProfile(profiles.waits, params.get("waits"));
     else showTimeline();
     const pid = Number(params.get("select"));
     const row = params.has("select") ? procs.findIndex((p) => p.pid === pid) : -1;
@@ -705,6 +709,7 @@
     if (data.cut) fact("Recording", "cut short: no trailer, what came after the cut is missing", "bad");
     else if (data.interrupted) fact("Recording", "interrupted", "bad");
     if (cpu && cpu.headline) fact("CPU profile", samplesText(cpu.samples), "", () => showCpu(""));
+    if (waits) fact("Waits", duration(waits.ns), "", () => showProfile(profiles.waits, ""));
     // `record --probe`: each probe's hits, which show the stacks at them,
     // or that no process of the tree hit it.
     for (const probe of data.probes || []) {
@@ -813,7 +818,7 @@
     details.hidden = false;
     // Drawn once the panel is shown: the graph takes the panel's width.
     const box = body.querySelector(".flame");
-    if (box) new Flame(box, "Process").show(box.tree);
+    if (box) new Flame(box, "Process").show(box.tree, profiles.cpu);
     schedule();
   }
 
@@ -828,21 +833,41 @@
   // The sampled stacks of `record --cpu-profile` (null without a profile):
   // the heaviest, each process's own, as html.rs keeps them. Samples a
   // graph stands for but the page lacks (stacks left out) are one grey
-  // frame beside the rest, so that every share is of the true total.
+  // frame beside the rest, so that every share is of the true total. The
+  // waits of `record --off-cpu` (null without) come alike, weighed in
+  // microseconds, each stack ending in its reason.
   const cpu = data.cpu;
+  const waits = data.waits;
   const FLAME_ROW = 18;
   const MIN_FRAME = 0.5; // narrower frames are not drawn, nor what they called
   const HIGHLIGHT = "#c95fdc";
   const cpuFind = $("cpu-find");
-  let page = "timeline"; // or "cpu": what the window shows
+  let page = "timeline"; // or "cpu", "waits": what the window shows
   let runFlame = null;
-  let scope = null; // the CPU view's: "" for the whole run, else a test's name
-  const runTrees = new Map(); // scope -> its tree, made once
+  let scope = null; // the profile view's: "" for the whole run, else a test's name
 
   const thousands = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   const share = (part, of) => (of ? part * 100 / of : 0).toFixed(1) + "%";
   const samplesText = (n) => thousands(n) + (n === 1 ? " sample" : " samples");
   const hitsText = (n) => thousands(n) + (n === 1 ? " hit" : " hits");
+
+  // What the profile view draws: the CPU's samples (and the probes'
+  // hits), or the waits; each names its weight in its own words.
+  const profiles = {
+    cpu: {
+      data: cpu, page: "cpu", name: "CPU profile", weight: samplesText, term: "samples",
+      folded: "cpu-folded", trees: new Map(), scope: null,
+      cut: ". The recording is cut short: its samples come at its end, and are missing with it.",
+      none: ". No sample of the tree was taken (it used too little CPU).",
+    },
+    waits: {
+      data: waits, page: "waits", name: "Waits", weight: (us) => duration(us * 1000), term: "time waited",
+      folded: "offcpu-folded", trees: new Map(), scope: null,
+      cut: ". The recording is cut short: its waits come at its end, and are missing with it.",
+      none: ". No wait of the tree was recorded.",
+    },
+  };
+  let shown = null; // the profile the view shows
 
   // The tree of `stacks` under a root: each stack's path from `path`, as
   // [name, kind] pairs from the outermost caller. `total` is all the
@@ -898,27 +923,35 @@
 
   const functionKind = (name) => name.endsWith("_[k]") ? "kernel" : "function";
 
-  // The scope `of` names: a test (-1 for the whole run), or a probe, whose
-  // hits' stacks are a flame graph of their own.
-  const testOf = (of) => of === "" ? -1 : cpu.tests.findIndex((t) => t.name === of);
-  const probeOf = (of) => testOf(of) < 0 ? cpu.probes.findIndex((p) => p.label === of) : -1;
+  // The scope `of` names in the profile shown: a test (-1 for the whole
+  // run), or a probe, whose hits' stacks are a flame graph of their own.
+  const testOf = (of) => of === "" ? -1 : shown.data.tests.findIndex((t) => t.name === of);
+  const probeOf = (of) => testOf(of) < 0 ? (shown.data.probes || []).findIndex((p) => p.label === of) : -1;
+
+  // The kind of the `k`th of a stack's `n` frames: its program first, and
+  // a wait's reason last.
+  function frameKind(name, k, n) {
+    if (k === 0) return "program";
+    return shown === profiles.waits && k === n - 1 ? "reason" : functionKind(name);
+  }
 
   // The whole run's samples (`scope` ""), each stack under its test and
   // program, one test's, each under its program, or one probe's hits,
-  // each under its test and program.
+  // each under its test and program; or the waits alike.
   function runTree(of) {
-    if (runTrees.has(of)) return runTrees.get(of);
+    const d = shown.data;
+    if (shown.trees.has(of)) return shown.trees.get(of);
     const probe = probeOf(of);
     const test = testOf(of);
     const mine = (s) => probe >= 0 ? s.probe === probe : s.probe === null && (test < 0 || s.test === test);
     const path = (s) => {
-      const frames = s.frames.map((f, k) => [cpu.names[f], k ? functionKind(cpu.names[f]) : "program"]);
-      if (test < 0 && s.test !== null) frames.unshift([cpu.tests[s.test].name, "test"]);
+      const frames = s.frames.map((f, k) => [d.names[f], frameKind(d.names[f], k, s.frames.length)]);
+      if (test < 0 && s.test !== null) frames.unshift([d.tests[s.test].name, "test"]);
       return frames;
     };
-    const total = probe >= 0 ? cpu.probes[probe].hits : test < 0 ? cpu.samples : cpu.tests[test].samples;
-    const tree = flameTree(test < 0 && probe < 0 ? "all" : of, cpu.stacks.filter(mine), path, total);
-    runTrees.set(of, tree);
+    const total = probe >= 0 ? d.probes[probe].hits : test < 0 ? d.samples : d.tests[test].samples;
+    const tree = flameTree(test < 0 && probe < 0 ? "all" : of, d.stacks.filter(mine), path, total);
+    shown.trees.set(of, tree);
     return tree;
   }
 
@@ -930,13 +963,13 @@
     return flameTree(procs[i].pid + " " + program, stacks, path, procs[i].cpu_samples);
   }
 
-  // "The page holds …": what a graph of `total` samples lacks, or "".
-  function leftOutText(tree) {
+  // "The page holds …": what a graph of profile `p` lacks, or "".
+  function leftOutText(tree, p) {
     const rest = tree.children.find((n) => n.kind === "left-out");
     if (!rest) return "";
-    return " Stacks left out of the page (it holds the " + thousands(cpu.stacks.length) +
-      " heaviest of " + thousands(cpu.stacks.length + cpu.left_out_stacks) + ") hold " +
-      samplesText(rest.samples) + " (" + share(rest.samples, tree.samples) + ") of these: one grey frame.";
+    return " Stacks left out of the page (it holds the " + thousands(p.data.stacks.length) +
+      " heaviest of " + thousands(p.data.stacks.length + p.data.left_out_stacks) + ") hold " +
+      p.weight(rest.samples) + " (" + share(rest.samples, tree.samples) + ") of these: one grey frame.";
   }
 
   function hashName(name) {
@@ -957,6 +990,7 @@
       case "test": return "#bccbe3";
       case "program": return "#a9c1e4";
       case "left-out": return "#d9d9d9";
+      case "reason": return "#9fb7d6";
       case "kernel": return "hsl(" + (190 + h % 40) + ", 45%, " + (70 + (h >> 8) % 10) + "%)";
       default: return "hsl(" + (6 + h % 44) + ", " + (72 + (h >> 8) % 18) + "%, " + (62 + (h >> 16) % 10) + "%)";
     }
@@ -997,10 +1031,12 @@
       }).observe(box);
     }
 
-    show(root) {
+    // `p`: the profile the tree is of, which says what its weights are.
+    show(root, p) {
       this.root = root;
       this.focus = root;
-      this.canvas.setAttribute("aria-label", "Flame graph of " + root.name + ": " + samplesText(root.samples));
+      this.profile = p;
+      this.canvas.setAttribute("aria-label", "Flame graph of " + root.name + ": " + p.weight(root.samples));
       this.draw();
     }
 
@@ -1119,8 +1155,9 @@
       box.append(el("h2", n.name));
       const dl = el("dl");
       const row = (term, value) => dl.append(el("dt", term), el("dd", value));
-      const count = this.name === "Run" && probeOf(scope) >= 0 ? hitsText : samplesText;
-      row(count === hitsText ? "hits" : "samples", count(n.samples) + ", " + share(n.samples, this.root.samples) + " of " + this.root.name);
+      const p = this.profile;
+      const count = this.name === "Run" && probeOf(scope) >= 0 ? hitsText : p.weight;
+      row(count === hitsText ? "hits" : p.term, count(n.samples) + ", " + share(n.samples, this.root.samples) + " of " + this.root.name);
       if (this.focus !== this.root && n !== this.focus && n.depth > this.focus.depth) {
         row("zoomed", share(n.samples, this.focus.samples) + " of " + this.focus.name);
       }
@@ -1132,9 +1169,11 @@
       const notes = {
         kernel: "Kernel code, run for the process.",
         test: "A test, as its runner names it.",
-        program: "The program the sampled processes ran.",
-        "left-out": "The page holds the " + thousands(cpu.stacks.length) +
-          " heaviest stacks of the recording: the others are this one frame. `proctrace render -d cpu-folded` has them all.",
+        program: "The program the processes ran.",
+        reason: "What the process waited on: `proctrace render -d wall` splits each test's time by it.",
+        "left-out": "The page holds the " + thousands(p.data.stacks.length) +
+          " heaviest stacks of the recording: the others are this one frame. `proctrace render -d " +
+          p.folded + "` has them all.",
       };
       if (notes[n.kind]) box.append(el("div", notes[n.kind], "hint"));
       box.append(el("div", n === this.focus && n.parent ? "Click to zoom out." : "Click to zoom in.", "hint"));
@@ -1155,38 +1194,49 @@
     }
     const tree = processTree(i);
     box.append(el("div", samplesText(p.cpu_samples) + ", " + share(p.cpu_samples, cpu.samples) +
-      " of the run's." + leftOutText(tree), "hint"));
+      " of the run's." + leftOutText(tree, profiles.cpu), "hint"));
     const flame = el("div", undefined, "flame");
     flame.tree = tree;
     box.append(flame);
     return box;
   }
 
-  function cpuSetup() {
-    if (!cpu) return;
+  function profilesSetup() {
+    if (!cpu && !waits) return;
     $("tabs").hidden = false;
+    $("tab-cpu").hidden = !cpu;
+    $("tab-waits").hidden = !waits;
+    if (cpu && !cpu.samples) $("tab-cpu").textContent = "Probes";
+    $("cpu-scope").addEventListener("change", (event) => showProfile(shown, event.target.value));
+    $("tab-timeline").addEventListener("click", showTimeline);
+    for (const p of Object.values(profiles)) {
+      $("tab-" + p.page).addEventListener("click", () => showProfile(p, p.scope));
+    }
+    $("cpu-reset").addEventListener("click", () => runFlame && runFlame.zoom(runFlame.root));
+    cpuFind.addEventListener("input", () => setFind(cpuFind.value));
+    if (cpu) status.dataset.cpuStacks = cpu.stacks.length;
+    if (waits) status.dataset.waitsStacks = waits.stacks.length;
+  }
+
+  // The scopes of profile `p` in the view's menu: the run, its tests, its
+  // probes.
+  function fillScopes(p) {
+    const d = p.data;
     const select = $("cpu-scope");
+    select.replaceChildren();
     const option = (value, text) => {
       const o = el("option", text);
       o.value = value;
       select.append(o);
     };
-    if (cpu.samples) {
-      option("", "the whole run (" + samplesText(cpu.samples) + ")");
-      for (const t of cpu.tests) option(t.name, "test " + t.name + " (" + share(t.samples, cpu.samples) + " of the run's samples)");
-    } else {
-      $("tab-cpu").textContent = "Probes";
+    if (d.samples) {
+      option("", "the whole run (" + p.weight(d.samples) + ")");
+      for (const t of d.tests) option(t.name, "test " + t.name + " (" + share(t.samples, d.samples) + " of the run's " + p.term + ")");
     }
-    for (const p of cpu.probes) option(p.label, "probe " + p.label + " (" + hitsText(p.hits) + ")");
-    select.addEventListener("change", () => showCpu(select.value));
-    $("tab-timeline").addEventListener("click", showTimeline);
-    $("tab-cpu").addEventListener("click", () => showCpu(scope === null ? select.options[0].value : scope));
-    $("cpu-reset").addEventListener("click", () => runFlame && runFlame.zoom(runFlame.root));
-    cpuFind.addEventListener("input", () => setFind(cpuFind.value));
-    status.dataset.cpuStacks = cpu.stacks.length;
+    for (const probe of d.probes || []) option(probe.label, "probe " + probe.label + " (" + hitsText(probe.hits) + ")");
   }
 
-  // The window shows the timeline, or the CPU profile instead of it.
+  // The window shows the timeline, or a profile instead of it.
   function setPage(which) {
     page = which;
     const timeline = which === "timeline";
@@ -1195,8 +1245,7 @@
     $("load-strip").hidden = !timeline;
     scroller.hidden = !timeline;
     $("cpu-view").hidden = timeline;
-    $("tab-timeline").setAttribute("aria-pressed", String(timeline));
-    $("tab-cpu").setAttribute("aria-pressed", String(!timeline));
+    for (const tab of ["timeline", "cpu", "waits"]) $("tab-" + tab).setAttribute("aria-pressed", String(which === tab));
     status.dataset.page = which;
     tooltip.hidden = true;
   }
@@ -1208,37 +1257,84 @@
   // The CPU view of `of`: "" for the whole run, else a test's name, or a
   // probe's label for the stacks at its hits.
   function showCpu(of) {
-    if (!cpu) return;
-    if (testOf(of) < 0 && probeOf(of) < 0) of = cpu.samples || !cpu.probes.length ? "" : cpu.probes[0].label;
+    showProfile(profiles.cpu, of);
+  }
+
+  // The view of profile `p`'s scope `of`.
+  function showProfile(p, of) {
+    const d = p.data;
+    if (!d) return;
+    if (shown !== p) {
+      shown = p;
+      fillScopes(p);
+    }
+    if (of === null || (testOf(of) < 0 && probeOf(of) < 0)) of = d.samples || !(d.probes || []).length ? "" : d.probes[0].label;
     scope = of;
-    setPage("cpu");
+    p.scope = of;
+    setPage(p.page);
     $("cpu-scope").value = of;
     const note = $("cpu-note");
     const probe = probeOf(of);
-    if (!cpu.samples && probe < 0) {
-      note.textContent = "CPU profile: " + cpu.headline + (data.cut
-        ? ". The recording is cut short: its samples come at its end, and are missing with it."
-        : ". No sample of the tree was taken (it used too little CPU).");
+    showSplit(p, of);
+    if (!d.samples && probe < 0) {
+      note.textContent = p.name + ": " + d.headline + (data.cut ? p.cut : p.none);
       $("cpu-flame").replaceChildren();
+      runFlame = null;
       return;
     }
     const tree = runTree(of);
     const what = probe >= 0 ? "Probe " + of + ": the stacks at its " + hitsText(tree.samples) + "."
-      : of === "" ? "CPU profile: " + cpu.headline + "."
-      : "Test " + of + ": " + samplesText(tree.samples) + ", " + share(tree.samples, cpu.samples) + " of the run's.";
-    const cut = cpu.cut_names ? " " + thousands(cpu.cut_names) + (cpu.cut_names === 1 ? " name is" : " names are") +
-      " cut to " + cpu.max_name + " columns (…)." : "";
-    note.textContent = what + leftOutText(tree) + cut + " Hover a frame for its " + (probe >= 0 ? "hits" : "samples") + " and share, click to zoom in or out.";
+      : of === "" ? p.name + ": " + d.headline + "."
+      : "Test " + of + ": " + p.weight(tree.samples) + ", " + share(tree.samples, d.samples) + " of the run's.";
+    const cut = d.cut_names ? " " + thousands(d.cut_names) + (d.cut_names === 1 ? " name is" : " names are") +
+      " cut to " + d.max_name + " columns (…)." : "";
+    note.textContent = what + leftOutText(tree, p) + cut + " Hover a frame for its " + (probe >= 0 ? "hits" : p.term) + " and share, click to zoom in or out.";
     if (!runFlame) runFlame = new Flame($("cpu-flame"), "Run");
-    runFlame.show(tree);
+    runFlame.show(tree, p);
     setFind(cpuFind.value);
+  }
+
+  // Rows of the wall time split the waits view lists at most.
+  const SPLIT_ROWS = 20;
+
+  // The waits view's table: each test's (or program's) wall time as its
+  // CPU and its waits by reason, which add up to it; one test's alone.
+  function showSplit(p, of) {
+    const box = $("waits-split");
+    box.replaceChildren();
+    box.hidden = p !== profiles.waits || !waits.wall.length;
+    if (box.hidden) return;
+    const what = waits.wall_of_tests ? "test" : "program";
+    const lines = of === "" ? waits.wall : waits.wall.filter((line) => line.name === of);
+    box.append(el("h3", "Wall time = CPU + waits, of the main threads, by " + what + (of === "" ? ", the slowest first" : "")));
+    const table = el("table");
+    const head = el("tr");
+    for (const column of [what, "wall", "CPU", "waits by reason"]) head.append(el("th", column));
+    table.append(head);
+    for (const line of lines.slice(0, SPLIT_ROWS)) {
+      const tr = el("tr");
+      const runs = line.processes > 1 ? " ×" + line.processes : "";
+      const reasons = line.waits.map((w) => duration(w.ns) + " " + w.reason + (w.function ? " in " + w.function : "") +
+        (w.waker ? " woken by " + w.waker : "") + " (" + thousands(w.count) + (w.count === 1 ? " wait)" : " waits)"));
+      tr.append(el("td", line.name + runs), el("td", duration(line.wall_ns)), el("td", duration(line.cpu_ns)),
+        el("td", reasons.join(" + ")));
+      table.append(tr);
+    }
+    box.append(table);
+    const rest = lines.slice(SPLIT_ROWS);
+    if (rest.length) {
+      const ns = rest.reduce((sum, line) => sum + line.wall_ns, 0);
+      box.append(el("p", "… and " + thousands(rest.length) + " more " + what + "s (" + duration(ns) + " in all): " +
+        "`proctrace render -d wall` has the slowest.", "note"));
+    }
+    status.dataset.waitsSplit = lines.length;
   }
 
   function setFind(text) {
     if (cpuFind.value !== text) cpuFind.value = text;
     if (!runFlame) return;
     const matched = runFlame.highlight(text);
-    $("cpu-found").textContent = text ? "matched " + share(matched, runFlame.root.samples) + " (" + samplesText(matched) + ")" : "";
+    $("cpu-found").textContent = text ? "matched " + share(matched, runFlame.root.samples) + " (" + shown.weight(matched) + ")" : "";
   }
 
   // ---- Pointer and keys ---------------------------------------------------
@@ -1377,7 +1473,7 @@
       return;
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (page === "cpu") {
+    if (page !== "timeline") {
       const action = { "/": () => cpuFind.focus(), "Escape": hideDetails }[event.key];
       if (action) {
         event.preventDefault();
@@ -1410,7 +1506,7 @@
 
   header();
   legend();
-  cpuSetup();
+  profilesSetup();
   applyHash();
   // The first frame at once, not on an animation frame: a page that is
   // loaded only to be read back (or printed) may never get one.

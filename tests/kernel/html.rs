@@ -345,3 +345,31 @@ fn report_draws_flame_graphs_of_the_cpu_profile() {
     );
     screenshot_at(&page, "#cpu", &screenshot_path("cpu-report.png"));
 }
+
+/// The waits of a real `record --off-cpu` recording in the page: their
+/// tab, the whole run's flame graph with the reasons as its leaves, and
+/// each program's wall time split; the CPU's tab is not there.
+#[test]
+fn report_draws_the_waits_and_their_split() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = crate::common::repo().join("tests/fuzz-corpus/offcpu.ndjson");
+    let page = dir.path().join("waits.html");
+    render(&input, "html", &page);
+    let status = load(&page, "#waits");
+    assert_eq!(status.attributes["page"], "waits");
+    let labels: Vec<&str> = status.attributes["flame-run"].split('|').collect();
+    assert_eq!(labels[0], "all", "{labels:?}");
+    for reason in ["[pipe]", "[lock]", "[child]", "[runnable]"] {
+        assert!(labels.contains(&reason), "{reason} not drawn: {labels:?}");
+    }
+    // Three programs: sh, `waits` (three runs) and their forks.
+    assert_eq!(status.number("waits-split"), 3);
+    assert!(status.dom.contains("<th>program</th>"), "no split table");
+    let cpu_tab = &status.dom[status.dom.find(r#"<button id="tab-cpu""#).unwrap()..];
+    let cpu_tab = &cpu_tab[..cpu_tab.find('>').unwrap()];
+    assert!(cpu_tab.contains("hidden"), "a CPU tab without a profile");
+    screenshot_at(&page, "#waits", &screenshot_path("waits-report.png"));
+}

@@ -99,3 +99,80 @@ fn pprof_has_the_waits_as_an_offcpu_sample_type() {
         assert!(profile.label(sample, "program").is_some());
     }
 }
+
+/// The HTML report's waits: the stacks waited in, each ending in its
+/// reason, in microseconds, adding up to the file's time waited; and each
+/// program's wall time split into its main thread's CPU and waits, which
+/// add up to the file's lines of main threads.
+#[test]
+fn the_html_report_has_the_waits_and_their_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    render(&recording(), "html", &page);
+    let page = std::fs::read_to_string(&page).unwrap();
+    let start = r#"<script type="application/json" id="report-data">"#;
+    let blob = &page[page.find(start).unwrap() + start.len()..];
+    let blob = &blob[..blob.find("</script>").unwrap()];
+    let report: serde_json::Value = serde_json::from_str(blob).unwrap();
+    let waits = &report["waits"];
+    let number = |value: &serde_json::Value| value.as_u64().unwrap();
+
+    let lines = off_cpu_lines();
+    let total: u64 = lines.iter().map(|l| l.total_ns).sum();
+    assert_eq!(number(&waits["ns"]), total);
+    // Whole microseconds of each process's stack: each line loses less
+    // than one.
+    let us = number(&waits["samples"]);
+    let lost = u64::try_from(lines.len()).unwrap();
+    assert!(
+        us <= total / 1_000 && us + lost >= total / 1_000,
+        "{us}µs of {total}ns"
+    );
+    let stacks = waits["stacks"].as_array().unwrap();
+    let drawn: u64 = stacks.iter().map(|s| number(&s["samples"])).sum();
+    assert_eq!(drawn + number(&waits["left_out_samples"]), us);
+    let names = waits["names"].as_array().unwrap();
+    let recorded: BTreeSet<String> = lines
+        .iter()
+        .map(|l| format!("[{}]", l.reason.name()))
+        .collect();
+    for stack in stacks {
+        let leaf = number(stack["frames"].as_array().unwrap().last().unwrap());
+        let leaf = names[usize::try_from(leaf).unwrap()].as_str().unwrap();
+        assert!(recorded.contains(leaf), "{leaf} ends a stack");
+    }
+
+    // No runner named tests here: the split is the programs'.
+    assert_eq!(waits["wall_of_tests"], false);
+    let split = waits["wall"].as_array().unwrap();
+    let mut cpu = 0;
+    let mut waited = 0;
+    for line in split {
+        let by_reason: u64 = line["waits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| number(&w["ns"]))
+            .sum();
+        assert_eq!(
+            number(&line["cpu_ns"]) + by_reason,
+            number(&line["wall_ns"])
+        );
+        cpu += number(&line["cpu_ns"]);
+        waited += by_reason;
+    }
+    let main = |pid, tid| pid == tid;
+    let main_waits: u64 = lines
+        .iter()
+        .filter(|l| main(l.pid, l.tid))
+        .map(|l| l.total_ns)
+        .sum();
+    let main_cpu: u64 = read_records(&recording())
+        .iter()
+        .filter_map(|record| match record {
+            Record::OnCpu(ran) if main(ran.pid, ran.tid) => Some(ran.ns),
+            _ => None,
+        })
+        .sum();
+    assert_eq!((cpu, waited), (main_cpu, main_waits));
+}
