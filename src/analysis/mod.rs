@@ -22,7 +22,8 @@
 //!   process that keeps starting a command, which a hang is stuck on.
 //! - [`wall`]: each test's and program's wall time split into CPU and
 //!   waits by reason (`record --off-cpu`), each with who woke it and
-//!   what that waker waited on in turn ([`ChainLink`]);
+//!   what that waker waited on in turn ([`ChainLink`]), and
+//!   [`wall_by_process`] each process's, for the critical path;
 //!   [`waited_stacks`]: the stacks waited in, for the flame graphs of
 //!   waiting.
 //! - [`testname`]: which test of a suite a process belongs to.
@@ -54,6 +55,7 @@ pub use probes::{hit_stacks, probe_uses, probed_processes, Latency, ProbeUse, Va
 pub use programs::{programs, Peak, Program};
 pub use usage::{group_usage, slowest, GroupUsage, Usage};
 pub use waits::{
-    ran_stretches, waited_stacks, wall, RanStretch, WaitShare, WaitedStack, Wall, WallSplit,
+    ran_stretches, waited_stacks, wall, wall_by_process, RanStretch, WaitShare, WaitedStack, Wall,
+    WallSplit,
 };
 pub use wakers::ChainLink;

@@ -2,7 +2,8 @@
 //! the tree's threads waited in, with their reasons, for the flame graphs
 //! of waiting; and each test's and each slow program's time split into
 //! CPU and waits by reason, with the function it waited in and who woke
-//! it, the parts adding up to the whole.
+//! it, the parts adding up to the whole; and the same of each process,
+//! for the critical path.
 
 use std::collections::{HashMap, HashSet};
 
@@ -208,18 +209,13 @@ pub fn wall(profile: &Profile, processes: &Processes) -> Wall {
         program.1.push(parts);
     }
     let from = From { profile, processes };
-    let others = |list: &[usize]| {
-        list.iter()
-            .filter_map(|p| threads.others.get(p))
-            .fold((0, 0), |(n, ns), (tids, cpu)| (n + tids.len(), ns + cpu))
-    };
     let mut tests: Vec<WallSplit> = by_test
         .into_iter()
-        .map(|(test, (process, parts))| split(test, &[process], &parts, others(&[process]), from))
+        .map(|(test, (process, parts))| split(test, &[process], &parts, &threads, from))
         .collect();
     let mut programs: Vec<WallSplit> = by_program
         .into_iter()
-        .map(|(program, (list, parts))| split(program, &list, &parts, others(&list), from))
+        .map(|(program, (list, parts))| split(program, &list, &parts, &threads, from))
         .collect();
     for list in [&mut tests, &mut programs] {
         list.sort_by(|a, b| (b.wall_ns, &a.name).cmp(&(a.wall_ns, &b.name)));
@@ -228,6 +224,25 @@ pub fn wall(profile: &Profile, processes: &Processes) -> Wall {
         by_test: tests,
         by_program: programs,
     }
+}
+
+/// Splits the wall time of each process with off-CPU lines, all its
+/// tests together, by its index in the table: named by its program, its
+/// one process the only one folded in.
+pub fn wall_by_process(profile: &Profile, processes: &Processes) -> HashMap<usize, WallSplit> {
+    let threads = threads(profile, processes);
+    let mut by_process: HashMap<usize, Vec<&Parts>> = HashMap::new();
+    for ((process, _), parts) in &threads.main {
+        by_process.entry(*process).or_default().push(parts);
+    }
+    let from = From { profile, processes };
+    by_process
+        .into_iter()
+        .map(|(process, parts)| {
+            let name = processes.name(process);
+            (process, split(name, &[process], &parts, &threads, from))
+        })
+        .collect()
 }
 
 /// What the lines are named from.
@@ -242,14 +257,19 @@ fn total(parts: &Parts) -> u64 {
     waited.fold(parts.cpu_ns, u64::saturating_add)
 }
 
-/// One line of the split: `parts` added up by reason.
+/// One line of the split: `parts` added up by reason, with the other
+/// threads of `processes`.
 fn split(
     name: String,
     processes: &[usize],
     parts: &[&Parts],
-    (other_threads, other_threads_cpu_ns): (usize, u64),
+    threads: &Threads,
     from: From,
 ) -> WallSplit {
+    let (other_threads, other_threads_cpu_ns) = processes
+        .iter()
+        .filter_map(|p| threads.others.get(p))
+        .fold((0, 0), |(n, ns), (tids, cpu)| (n + tids.len(), ns + cpu));
     let cpu_ns = parts.iter().map(|p| p.cpu_ns).fold(0, u64::saturating_add);
     let mut by_reason: HashMap<WaitReason, Vec<&OffCpu>> = HashMap::new();
     for line in parts.iter().flat_map(|p| &p.waits) {

@@ -322,6 +322,12 @@ impl Recording {
         self.processes.is_cut()
     }
 
+    /// Whether its waits were followed (`record --off-cpu`): its profile
+    /// has the times of its threads on and off the CPU.
+    pub fn off_cpu(&self) -> bool {
+        self.header.as_ref().is_some_and(|h| h.off_cpu.is_some())
+    }
+
     /// The events in causal order, if they were kept.
     pub fn events(&self) -> Option<&Events> {
         self.events.as_ref()

@@ -42,10 +42,11 @@ pub use hang::{explain as explain_hang, explain_short as explain_hang_short, on_
 use otlp::TraceParent;
 
 use crate::analysis::testname::RunnerCheck;
+use crate::analysis::{WaitShare, WallSplit};
 use crate::event::{Header, Record};
 use crate::processes::{Outcome, Process, Processes};
 use crate::recording::{Events, Keep, Recording};
-use crate::text::{count, seconds};
+use crate::text::{count, glance, seconds};
 
 /// What `proctrace render` produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -420,6 +421,28 @@ fn runner_check_line(check: &RunnerCheck) -> Option<String> {
         "{attempts} told by the runner's probes; {}",
         said.join(", ")
     ))
+}
+
+/// The first `most` of a split's waits, each as `one` says it, then
+/// what the others add up to (`409µs in 2 more reasons`), for the caller
+/// to join.
+fn top_waits(waits: &[WaitShare], most: usize, one: impl Fn(&WaitShare) -> String) -> Vec<String> {
+    let mut said: Vec<String> = waits.iter().take(most).map(one).collect();
+    if waits.len() > most {
+        let rest = &waits[most..];
+        let ns = rest.iter().map(|w| w.ns).fold(0, u64::saturating_add);
+        let reasons = count(rest.len(), "more reason", "more reasons");
+        said.push(format!("{} in {reasons}", glance(ns)));
+    }
+    said
+}
+
+/// `1 other thread: 30ms CPU alongside`: the threads of a split's
+/// processes whose time is not in its wall time; `None` without any.
+fn alongside(split: &WallSplit) -> Option<String> {
+    let threads = count(split.other_threads, "other thread", "other threads");
+    let cpu = glance(split.other_threads_cpu_ns);
+    (split.other_threads > 0).then(|| format!("{threads}: {cpu} CPU alongside"))
 }
 
 /// What the trailer says was lost, in words.

@@ -2,16 +2,17 @@
 //! program and its arguments with file names, numbers and repeats folded:
 //! `gcc -c *.c`), the same by test, each by total wall time, CPU, count
 //! and peak RSS; then the critical path, the chain of processes that set
-//! the run's wall time.
+//! the run's wall time, with what each waited on (`record --off-cpu`).
 
 use std::io::{self, Write};
 
+use std::collections::HashMap;
+
 use super::Options;
-use crate::analysis::{critical_path, group_usage, Peak, Usage};
-use crate::processes::Processes;
+use crate::analysis::{critical_path, group_usage, wall_by_process, Peak, Usage, WallSplit};
 use crate::recording::Recording;
 use crate::text::visible;
-use crate::text::{seconds, shorten_command};
+use crate::text::{glance, seconds, shorten, shorten_command};
 
 /// Groups listed in each table.
 const TOP: usize = 15;
@@ -20,6 +21,10 @@ const PATH_LINKS: usize = 15;
 /// Widest a critical path line gets when no terminal sets the width: its
 /// commands can be linker lines of kilobytes.
 const PATH_WIDTH: usize = 160;
+/// Reasons named of what a process of the critical path waited on.
+const PATH_REASONS: usize = 3;
+/// Where a link's waits start: under its pid, past the times.
+const WAITS_INDENT: &str = "                          ";
 
 /// Writes the profile.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
@@ -34,7 +39,7 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     if !usage.by_test.is_empty() {
         write_table(out, "Tests", &usage.by_test, options)?;
     }
-    write_critical_path(processes, options, out)
+    write_critical_path(recording, options, out)
 }
 
 /// The top groups, as [`group_usage`] orders them.
@@ -71,14 +76,19 @@ fn write_table(
 /// The [`PATH_LINKS`] links that cover the most of the run (with what is
 /// below them on the path) are listed, and what the others' own shares
 /// add up to: the outline of a long path, as `configure` and `make` over
-/// their hundreds of steps.
+/// their hundreds of steps. With `record --off-cpu`, each link says under
+/// it what its time went to: its CPU and what it waited on most.
 pub(super) fn write_critical_path(
-    processes: &Processes,
+    recording: &Recording,
     options: Options,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    let processes = &recording.processes;
     let path = critical_path(processes);
     let end = processes.end();
+    let walls = recording
+        .off_cpu()
+        .then(|| wall_by_process(&recording.profile, processes));
     writeln!(
         out,
         "Critical path ({}, the own shares add up to it):",
@@ -100,6 +110,10 @@ pub(super) fn write_critical_path(
         );
         let width = options.width.unwrap_or(PATH_WIDTH);
         writeln!(out, "{}", shorten_command(&line, Some(width)))?;
+        if let Some(walls) = &walls {
+            let waits = format!("{WAITS_INDENT}{}", link_waits(walls, link.index));
+            writeln!(out, "{}", shorten(&waits, options.width))?;
+        }
     }
     if !left_out.is_empty() {
         let rest: u64 = left_out.iter().map(|&i| path.links[i].own_ns).sum();
@@ -111,6 +125,25 @@ pub(super) fn write_critical_path(
         )?;
     }
     Ok(())
+}
+
+/// `1ms CPU; waited 211ms child, 698µs runnable`: a link's main thread,
+/// and its other threads' CPU alongside.
+fn link_waits(walls: &HashMap<usize, WallSplit>, index: usize) -> String {
+    let Some(split) = walls.get(&index) else {
+        return "nothing recorded on or off the CPU".to_owned();
+    };
+    let waits = super::top_waits(&split.waits, PATH_REASONS, |w| {
+        format!("{} {}", glance(w.ns), w.reason.name())
+    });
+    let mut text = format!("{} CPU", glance(split.cpu_ns));
+    if !waits.is_empty() {
+        text.push_str(&format!("; waited {}", waits.join(", ")));
+    }
+    if let Some(others) = super::alongside(split) {
+        text.push_str(&format!(" ({others})"));
+    }
+    text
 }
 
 /// `12.3M`, or `≤12.3M` for an upper bound.

@@ -55,7 +55,7 @@ pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> i
     let slowest = slowest(processes, SLOWEST);
     write_list(processes, "Slowest", &slowest, options, out)?;
     writeln!(out)?;
-    super::profile::write_critical_path(processes, options, out)?;
+    super::profile::write_critical_path(recording, options, out)?;
     write_failures(processes, options, out)?;
     let running: Vec<usize> = processes
         .all()

@@ -229,6 +229,22 @@ fn offcpu_pipe_reader_is_woken_by_the_writer() {
         after.split(" (").next().unwrap().ends_with(" on sleep"),
         "{line}"
     );
+    // On the critical path, the reader says it waited on the pipe most.
+    let profile = run.dir.path().join("profile.txt");
+    render(&run.dir.path().join("rec.ndjson"), "profile", &profile);
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let mut lines = text.lines();
+    lines
+        .find(|l| l.contains(&format!(" own  {} ", said.tid)))
+        .unwrap_or_else(|| panic!("{} not on the critical path: {text}", said.tid));
+    let piped: u64 = off_cpu(&run)
+        .iter()
+        .filter(|w| w.tid == said.tid && w.reason == WaitReason::Pipe)
+        .map(|w| w.total_ns)
+        .sum();
+    let waited = lines.next().unwrap().split_once("; waited ").unwrap().1;
+    let pipe = format!("{} pipe", proctrace::text::glance(piped));
+    assert!(waited.starts_with(&pipe), "{waited} is not {pipe}…");
 }
 
 #[test]

@@ -24,3 +24,4 @@ mod otlp;
 mod outputs;
 mod render;
 mod waits;
+mod why_slow;

@@ -1,0 +1,115 @@
+//! What the views that ask "why slow" say of the waits, on the real
+//! `record --off-cpu` recording of the fuzz corpus (`sh -c` running
+//! `waits pipe`, `waits mutex` and `waits child`): every expected figure
+//! is added up from the file's own lines.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use proctrace::event::{OffCpu, OnCpu, Record, WaitReason};
+use proctrace::text::glance;
+
+fn corpus() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/offcpu.ndjson");
+    fs::read_to_string(path).unwrap()
+}
+
+/// Runs proctrace with `args`, then `files`; its status (0 or 1: an
+/// error fails the test) and output.
+fn run(args: &[&str], files: &[&Path]) -> (Option<i32>, String) {
+    let output: Output = Command::new(env!("CARGO_BIN_EXE_proctrace"))
+        .args(args)
+        .args(files)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("running proctrace");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.code().is_some_and(|c| c < 2), "{stderr}");
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+    )
+}
+
+/// Lines of one kind, each with its place among the file's lines.
+type Placed<T> = Vec<(usize, T)>;
+
+/// The on- and off-CPU lines of the main threads (their time is the
+/// wall time).
+fn main_lines(text: &str) -> (Placed<OnCpu>, Placed<OffCpu>) {
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for (n, line) in text.lines().enumerate() {
+        match serde_json::from_str(line).unwrap() {
+            Record::OnCpu(ran) if ran.tid == ran.pid => on.push((n, ran)),
+            Record::OffCpu(waited) if waited.tid == waited.pid => off.push((n, waited)),
+            _ => {}
+        }
+    }
+    (on, off)
+}
+
+/// What a main thread's lines add up to: its CPU, its waits by reason
+/// the longest first, and its other threads with their CPU.
+fn split(text: &str, pid: i32) -> (u64, Vec<(WaitReason, u64)>, usize, u64) {
+    let (on, off) = main_lines(text);
+    let cpu = on
+        .iter()
+        .filter(|(_, r)| r.pid == pid)
+        .map(|(_, r)| r.ns)
+        .sum();
+    let mut by_reason: BTreeMap<WaitReason, u64> = BTreeMap::new();
+    for (_, line) in off.iter().filter(|(_, w)| w.pid == pid) {
+        *by_reason.entry(line.reason).or_default() += line.total_ns;
+    }
+    let mut waits: Vec<(WaitReason, u64)> = by_reason.into_iter().collect();
+    waits.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
+    let others: Vec<OnCpu> = text
+        .lines()
+        .filter_map(|l| match serde_json::from_str(l).unwrap() {
+            Record::OnCpu(ran) if ran.pid == pid && ran.tid != pid => Some(ran),
+            _ => None,
+        })
+        .collect();
+    let others_cpu = others.iter().map(|r| r.ns).sum();
+    (cpu, waits, others.len(), others_cpu)
+}
+
+#[test]
+fn the_critical_path_says_what_each_of_its_processes_waited_on() {
+    let text = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("offcpu.ndjson");
+    fs::write(&file, &text).unwrap();
+    for view in ["profile", "summary"] {
+        let (_, out) = run(&["render", "-d", view, "-i"], &[&file]);
+        let path = out.split_once("Critical path").unwrap().1;
+        let lines: Vec<&str> = path.lines().skip(1).collect();
+        let links: Vec<(usize, i32)> = lines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                let pid = l.split_once(" own  ")?.1.split(' ').next()?;
+                Some((i, pid.parse().unwrap()))
+            })
+            .collect();
+        assert_eq!(links.len(), 6, "{out}");
+        for (at, pid) in links {
+            let (cpu, waits, others, others_cpu) = split(&text, pid);
+            assert!(!waits.is_empty() && waits.len() <= 3, "{waits:?}");
+            let waited: Vec<String> = waits
+                .iter()
+                .map(|(reason, ns)| format!("{} {}", glance(*ns), reason.name()))
+                .collect();
+            let mut expected = format!("{} CPU; waited {}", glance(cpu), waited.join(", "));
+            if others > 0 {
+                expected += &format!(" (1 other thread: {} CPU alongside)", glance(others_cpu));
+                assert_eq!(others, 1);
+            }
+            assert_eq!(lines[at + 1].trim_start(), expected, "{view} {pid}:\n{out}");
+        }
+    }
+    // Without `record --off-cpu` the path is as it was: the expected
+    // outputs of tests/data (`every_mode_renders_as_expected`) hold that.
+}
