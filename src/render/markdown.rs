@@ -1,7 +1,8 @@
 //! `markdown`: the run on one Markdown page for a CI job's summary
 //! (`>> $GITHUB_STEP_SUMMARY`): how the command ended, then only the
 //! sections that have something to say. Short enough to read on a phone:
-//! every table stops at [`ROWS`] rows.
+//! every table stops at [`ROWS`] rows. With `record --off-cpu`, the
+//! slowest tests come with what they waited on.
 //!
 //! The traced programs choose their command lines, and a summary page is
 //! rendered as HTML: every piece of their text is made [`visible`], cut to
@@ -12,17 +13,19 @@ use std::io::{self, Write};
 
 use super::Options;
 use crate::analysis::testname::{runner_check, test_of};
-use crate::analysis::{failures, left_behind, outlived, slowest};
+use crate::analysis::{failures, left_behind, outlived, slowest, wall, WallSplit};
 use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::shell_join;
 use crate::text::visible;
-use crate::text::{count, shorten, shorten_command};
+use crate::text::{count, glance, shorten, shorten_command};
 
 /// Rows a table shows before `… and N more`.
 const ROWS: usize = 10;
 /// Processes in the slowest table.
 const SLOWEST: usize = 5;
+/// Reasons named of what a slow test waited on.
+const REASONS: usize = 3;
 /// Characters of a command (or any text of the traced programs) shown.
 const WIDTH: usize = 120;
 /// Lines of the hang chains shown.
@@ -55,6 +58,15 @@ pub fn render(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Res
             .into_iter()
             .map(|i| slowest_row(processes, i)),
     )?;
+    if recording.off_cpu() {
+        let tests = wall(&recording.profile, processes).by_test;
+        write_table(
+            out,
+            "Where the slowest tests waited",
+            &["Test", "Wall", "CPU", "Waited on"],
+            tests.iter().map(waited_row),
+        )?;
+    }
     let left = left_behind(processes, &outlived(processes));
     let mut is_left = vec![false; processes.len()];
     for &i in &left {
@@ -175,6 +187,22 @@ fn slowest_row(processes: &Processes, index: usize) -> Vec<String> {
         process.pid.to_string(),
         cell(&processes.describe(index)),
         process.outcome().to_string(),
+    ]
+}
+
+/// A test's wall time, its CPU and what it waited on most: each reason
+/// with the function it waited in and who woke it.
+fn waited_row(test: &WallSplit) -> Vec<String> {
+    let waits = super::top_waits(&test.waits, REASONS, |wait| {
+        let (function, waker) = (wait.function.as_deref(), wait.waker.as_deref());
+        let place = super::waited_in(function, waker, cell);
+        format!("{} {}{place}", glance(wait.ns), wait.reason.name())
+    });
+    vec![
+        cell(&test.name),
+        glance(test.wall_ns),
+        glance(test.cpu_ns),
+        waits.join("; "),
     ]
 }
 

@@ -445,6 +445,15 @@ fn alongside(split: &WallSplit) -> Option<String> {
     (split.other_threads > 0).then(|| format!("{threads}: {cpu} CPU alongside"))
 }
 
+/// ` in recv_all woken by postgres 99`: where a wait was, and who ended
+/// it, each as `name` says a text of the traced programs; empty where
+/// neither is known.
+fn waited_in(function: Option<&str>, waker: Option<&str>, name: impl Fn(&str) -> String) -> String {
+    let function = function.map(|f| format!(" in {}", name(f)));
+    let waker = waker.map(|w| format!(" woken by {}", name(w)));
+    function.unwrap_or_default() + &waker.unwrap_or_default()
+}
+
 /// What the trailer says was lost, in words.
 fn lost(recording: &Recording) -> String {
     match &recording.trailer {

@@ -1,6 +1,7 @@
 //! What the views that ask "why slow" say of the waits, on the real
 //! `record --off-cpu` recording of the fuzz corpus (`sh -c` running
-//! `waits pipe`, `waits mutex` and `waits child`): every expected figure
+//! `waits pipe`, `waits mutex` and `waits child`) and on copies of it
+//! whose lines were given tests: every expected figure
 //! is added up from the file's own lines.
 
 use std::collections::BTreeMap;
@@ -8,8 +9,9 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use proctrace::event::{OffCpu, OnCpu, Record, WaitReason};
+use proctrace::event::{OffCpu, OnCpu, Record, WaitReason, Waker};
 use proctrace::text::glance;
+use serde_json::Value;
 
 fn corpus() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/offcpu.ndjson");
@@ -48,6 +50,23 @@ fn main_lines(text: &str) -> (Placed<OnCpu>, Placed<OffCpu>) {
         }
     }
     (on, off)
+}
+
+/// The recording with a `test` on each on- and off-CPU line, as `name`
+/// of the line's place and pid says.
+fn tagged(text: &str, name: impl Fn(usize, i64) -> String) -> String {
+    let lines = text.lines().enumerate().map(|(n, line)| {
+        let mut value: Value = serde_json::from_str(line).unwrap();
+        for kind in ["OnCpu", "OffCpu"] {
+            if let Some(fields) = value.get_mut(kind) {
+                let pid = fields["pid"].as_i64().unwrap();
+                fields["test"] = name(n, pid).into();
+                return value.to_string();
+            }
+        }
+        line.to_owned()
+    });
+    lines.map(|l| l + "\n").collect()
 }
 
 /// What a main thread's lines add up to: its CPU, its waits by reason
@@ -112,4 +131,60 @@ fn the_critical_path_says_what_each_of_its_processes_waited_on() {
     }
     // Without `record --off-cpu` the path is as it was: the expected
     // outputs of tests/data (`every_mode_renders_as_expected`) hold that.
+}
+
+#[test]
+fn the_markdown_page_says_where_the_slowest_tests_waited_and_what_it_left_out() {
+    const ROWS: usize = 10;
+    let text = tagged(&corpus(), |n, _| format!("t{n}"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tests.ndjson");
+    fs::write(&file, &text).unwrap();
+    let (_, page) = run(&["render", "-d", "markdown", "-i"], &[&file]);
+    crate::common::assert_markdown(&page);
+    let table = page
+        .split_once("### Where the slowest tests waited\n\n")
+        .unwrap_or_else(|| panic!("{page}"))
+        .1;
+    let mut rows = table.lines();
+    assert_eq!(rows.next(), Some("| Test | Wall | CPU | Waited on |"));
+    rows.next();
+    // A test a line: its wall time is the line's, the CPU's or a wait's.
+    let (on, off) = main_lines(&text);
+    let mut tests: Vec<(u64, String, String)> = on
+        .iter()
+        .map(|(n, ran)| (ran.ns, format!("t{n}"), format!("{} |  |", glance(ran.ns))))
+        .collect();
+    for (n, waited) in &off {
+        let reason = format!("0µs | {} {}", glance(waited.total_ns), waited.reason.name());
+        tests.push((waited.total_ns, format!("t{n}"), reason));
+    }
+    tests.sort_by(|a, b| (b.0, &a.1).cmp(&(a.0, &b.1)));
+    assert!(tests.len() > ROWS, "{}", tests.len());
+    for (wall, name, rest) in tests.iter().take(ROWS) {
+        let row = rows.next().unwrap();
+        let start = format!("| {name} | {} | {rest}", glance(*wall));
+        assert!(row.starts_with(&start), "{row} is not {start}…");
+        let n: usize = name[1..].parse().unwrap();
+        let Some((_, line)) = off.iter().find(|(at, _)| *at == n) else {
+            continue;
+        };
+        assert_eq!(row.contains(" in "), line.stack.is_some(), "{row}");
+        let woken = row.split_once(" woken by ").map(|(_, by)| by);
+        match &line.waker {
+            Some(Waker::Tree { pid, .. }) => {
+                assert!(woken.unwrap().contains(&format!(" {pid}")), "{row}")
+            }
+            Some(Waker::Interrupt) => assert_eq!(woken, Some("an interrupt |"), "{row}"),
+            _ => assert_eq!(woken, None, "{row}"),
+        }
+    }
+    assert_eq!(rows.next(), Some(""));
+    let left = format!("… and {} more", tests.len() - ROWS);
+    assert_eq!(rows.next(), Some(left.as_str()), "{page}");
+    // Without tests there is no table; nor without `record --off-cpu`.
+    let untagged = dir.path().join("untagged.ndjson");
+    fs::write(&untagged, corpus()).unwrap();
+    let (_, page) = run(&["render", "-d", "markdown", "-i"], &[&untagged]);
+    assert!(!page.contains("tests waited"), "{page}");
 }
