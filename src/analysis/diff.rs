@@ -13,7 +13,8 @@
 //! When both runs were recorded with `record --cpu-profile`, the diff also
 //! says which functions' shares of the CPU samples moved ([`CpuShift`]);
 //! with `record --probe`, which probes were hit more or less often, in
-//! all and per test ([`HitShift`]).
+//! all and per test ([`HitShift`]); with `record --off-cpu`, which tests
+//! took longer and in which of their waits ([`WaitShift`]).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -25,9 +26,11 @@ use serde::Serialize;
 
 mod cpu;
 mod hits;
+mod waits;
 
 pub use cpu::{CpuShift, Moved};
 pub use hits::{HitChange, HitShift};
+pub use waits::{Part, SlowerTest, WaitShift};
 
 use super::testname::test_of;
 use crate::analysis::{left_behind, outlived};
@@ -131,6 +134,10 @@ pub struct Diff {
     /// [`Diff::differs`] either: how often a function runs is the
     /// program's business.
     pub hits: Option<HitShift>,
+    /// The tests that took longer in B and what of them grew most, when
+    /// both runs were recorded with `record --off-cpu`. A test slower
+    /// beyond the thresholds is a difference, as a process is.
+    pub waits: Option<WaitShift>,
 }
 
 /// One run as a whole.
@@ -153,6 +160,8 @@ pub struct Run {
     /// CPU samples taken (`record --cpu-profile`); `None` for a run
     /// recorded without a CPU profile.
     pub cpu_samples: Option<u64>,
+    /// Its waits were followed (`record --off-cpu`).
+    pub off_cpu: bool,
 }
 
 /// A process of one run.
@@ -230,6 +239,7 @@ impl Diff {
             hung_only_in_b: other.hung_only(&b_to_a, &one),
             cpu: (profiled(a) && profiled(b)).then(|| CpuShift::compare(&a.profile, &b.profile)),
             hits: (probed(a) && probed(b)).then(|| HitShift::compare(a, b)),
+            waits: (a.off_cpu() && b.off_cpu()).then(|| WaitShift::compare(a, b, slower_when)),
         };
         for (ia, ib) in a_to_b.iter().enumerate() {
             let Some(ib) = *ib else { continue };
@@ -262,7 +272,8 @@ impl Diff {
             && self.only_in_b.is_empty()
             && self.slower.is_empty()
             && self.hung_only_in_a.is_empty()
-            && self.hung_only_in_b.is_empty())
+            && self.hung_only_in_b.is_empty()
+            && self.waits.as_ref().is_none_or(|w| w.slower.is_empty()))
     }
 }
 
@@ -427,6 +438,7 @@ fn run(recording: &Recording) -> Run {
         lost: recording.trailer.as_ref().map(|t| t.lost),
         cut: recording.is_cut(),
         cpu_samples: profiled(recording).then(|| recording.profile.total()),
+        off_cpu: recording.off_cpu(),
     }
 }
 

@@ -22,12 +22,12 @@ pub struct DiffArgs {
     /// The second run, compared with the first.
     #[arg(value_name = "B")]
     pub b: PathBuf,
-    /// When a process counts as slower in B: a factor (`2x`) or an added time (`+500ms`);
-    /// repeat it to require all. Default: `2x` and `+100ms`.
+    /// When a process (or, with `record --off-cpu`, a test) counts as slower in B: a factor
+    /// (`2x`) or an added time (`+500ms`); repeat it to require all. Default: `2x` and `+100ms`.
     #[arg(long, value_name = "THRESHOLD")]
     pub slower: Vec<Slower>,
-    /// Write JSON (every difference, with pids, tests and paths, and every function whose CPU
-    /// share moved) instead of text.
+    /// Write JSON (every difference, with pids, tests and paths, every function whose CPU share
+    /// moved, and the slower tests' waits) instead of text.
     #[arg(long)]
     pub json: bool,
     /// Write to this file instead of stdout.

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use crate::analysis::diff::{Diff, HitShift, Lone, Moved, Pair, Side, Slower};
+use crate::analysis::diff::{Diff, HitShift, Lone, Moved, Pair, Side, Slower, SlowerTest};
 use crate::text::visible;
 use crate::text::{count, seconds, shorten, shorten_command};
 
@@ -17,6 +17,7 @@ const FUNCTION_WIDTH: usize = 80;
 /// a CPU profile, the functions whose share moved most.
 pub fn write_diff(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result<()> {
     write_processes(diff, limit, out)?;
+    write_one_off_cpu(diff, out)?;
     write_cpu(diff, out)?;
     match &diff.hits {
         Some(hits) => write_hits(hits, out),
@@ -131,8 +132,46 @@ fn write_processes(diff: &Diff, limit: usize, out: &mut dyn Write) -> io::Result
     lones("Only in A", &diff.only_in_a, out)?;
     lones("Only in B", &diff.only_in_b, out)?;
     let when: Vec<String> = diff.slower_when.iter().map(Slower::to_string).collect();
-    let title = format!("Slower in B ({})", when.join(" and "));
-    pairs(&title, &diff.slower, out)
+    let when = when.join(" and ");
+    pairs(&format!("Slower in B ({when})"), &diff.slower, out)?;
+    let Some(waits) = &diff.waits else {
+        return Ok(());
+    };
+    let title = format!("Tests slower in B, by what grew most ({when})");
+    section(&title, &waits.slower, limit, out, |test, out| {
+        writeln!(out, "  {}", slower_test(test))
+    })
+}
+
+/// `test_x: 1.000s → 2.200s (+1.200s), of which +1.100s socket in
+/// recv_all woken by postgres 99 (outside the tree)`.
+fn slower_test(test: &SlowerTest) -> String {
+    let name = |text: &str| shorten(&visible(text), Some(FUNCTION_WIDTH));
+    let (function, waker) = (test.function.as_deref(), test.waker.as_deref());
+    format!(
+        "{}: {} → {} (+{}), of which +{} {}{}",
+        name(&test.test),
+        seconds(test.a_wall_ns),
+        seconds(test.b_wall_ns),
+        seconds(test.b_wall_ns - test.a_wall_ns),
+        seconds(test.grew_ns),
+        test.part.name(),
+        super::waited_in(function, waker, name)
+    )
+}
+
+/// Why the tests' waits are not compared when one run followed them.
+fn write_one_off_cpu(diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
+    let only = match (diff.a.off_cpu, diff.b.off_cpu) {
+        (true, false) => "A",
+        (false, true) => "B",
+        _ => return Ok(()),
+    };
+    writeln!(
+        out,
+        "\nWaits of {only} only: record both runs with --off-cpu to compare what the tests \
+         waited on."
+    )
 }
 
 /// The functions whose self share of the CPU samples grew and shrank
@@ -303,7 +342,8 @@ fn test_note(test: Option<&String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::write_diff;
-    use crate::analysis::diff::{CpuShift, Diff, Moved, Run, Slower};
+    use crate::analysis::diff::{CpuShift, Diff, Moved, Part, Run, Slower, SlowerTest, WaitShift};
+    use crate::event::WaitReason;
 
     fn run(cpu_samples: Option<u64>) -> Run {
         Run {
@@ -314,11 +354,22 @@ mod tests {
             lost: Some(0),
             cut: false,
             cpu_samples,
+            off_cpu: false,
         }
     }
 
     fn diff(a: Option<u64>, b: Option<u64>, cpu: Option<CpuShift>) -> String {
-        let diff = Diff {
+        written(&blank(a, b, cpu), 50)
+    }
+
+    fn written(diff: &Diff, limit: usize) -> String {
+        let mut out = Vec::new();
+        write_diff(diff, limit, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn blank(a: Option<u64>, b: Option<u64>, cpu: Option<CpuShift>) -> Diff {
+        Diff {
             a: run(a),
             b: run(b),
             slower_when: Slower::DEFAULT.to_vec(),
@@ -330,10 +381,8 @@ mod tests {
             hung_only_in_b: Vec::new(),
             cpu,
             hits: None,
-        };
-        let mut out = Vec::new();
-        write_diff(&diff, 50, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+            waits: None,
+        }
     }
 
     fn moved(function: &str, a_share: f64, b_share: f64) -> Moved {
@@ -399,5 +448,46 @@ mod tests {
         };
         assert!(diff(Some(10), Some(0), Some(empty))
             .ends_with("  a run without samples has no shares to compare\n"));
+    }
+
+    #[test]
+    fn slower_tests_say_what_grew_and_are_cut_at_the_limit() {
+        let test = |name: &str, part, function: Option<&str>| SlowerTest {
+            test: name.into(),
+            a_wall_ns: 1_000_000_000,
+            b_wall_ns: 2_200_000_000,
+            part,
+            grew_ns: 1_100_000_000,
+            function: function.map(Into::into),
+            waker: function.map(|_| "postgres 99 (outside the tree)".into()),
+        };
+        let mut diff = blank(None, None, None);
+        diff.a.off_cpu = true;
+        diff.b.off_cpu = true;
+        diff.waits = Some(WaitShift {
+            slower: vec![
+                test("test_x", Part::Wait(WaitReason::Socket), Some("recv_all")),
+                test("test_y", Part::Cpu, None),
+                test("test_z", Part::Cpu, None),
+            ],
+            compared: 5,
+        });
+        let text = written(&diff, 2);
+        let section = text.split_once("\nTests slower").unwrap().1;
+        assert_eq!(
+            section,
+            " in B, by what grew most (2x and +0.100s) (3):\n  \
+             test_x: 1.000s → 2.200s (+1.200s), of which +1.100s socket in recv_all woken by \
+             postgres 99 (outside the tree)\n  \
+             test_y: 1.000s → 2.200s (+1.200s), of which +1.100s CPU\n  \
+             … and 1 more (--json has them all)\n",
+            "{text}"
+        );
+        diff.b.off_cpu = false;
+        diff.waits = None;
+        assert!(written(&diff, 2).ends_with(
+            "\nWaits of A only: record both runs with --off-cpu to compare what the tests \
+             waited on.\n"
+        ));
     }
 }

@@ -1,7 +1,7 @@
 //! What the views that ask "why slow" say of the waits, on the real
 //! `record --off-cpu` recording of the fuzz corpus (`sh -c` running
 //! `waits pipe`, `waits mutex` and `waits child`) and on copies of it
-//! whose lines were given tests: every expected figure
+//! whose lines were given tests or longer waits: every expected figure
 //! is added up from the file's own lines.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use proctrace::event::{OffCpu, OnCpu, Record, WaitReason, Waker};
-use proctrace::text::glance;
+use proctrace::text::{glance, seconds};
 use serde_json::Value;
 
 fn corpus() -> String {
@@ -187,4 +187,71 @@ fn the_markdown_page_says_where_the_slowest_tests_waited_and_what_it_left_out() 
     fs::write(&untagged, corpus()).unwrap();
     let (_, page) = run(&["render", "-d", "markdown", "-i"], &[&untagged]);
     assert!(!page.contains("tests waited"), "{page}");
+}
+
+/// The recording with each process's lines under a test of its own, and
+/// the same with one wait of one test made longer: one that was not its
+/// test's longest, so that what grew, not what is largest, is named.
+#[test]
+fn diff_names_the_test_that_got_slower_and_the_wait_that_grew() {
+    let text = tagged(&corpus(), |_, pid| format!("test_{pid}"));
+    let (_, off) = main_lines(&text);
+    let (n, line) = off
+        .iter()
+        .find(|(_, w)| {
+            let (_, waits, _, _) = split(&text, w.pid);
+            waits[0].0 != w.reason && w.reason != WaitReason::Runnable
+        })
+        .expect("a wait that is not its test's longest");
+    let (cpu, waits, _, _) = split(&text, line.pid);
+    let before = cpu + waits.iter().map(|(_, ns)| ns).sum::<u64>();
+    // Past both default thresholds: twice as long and 100ms longer.
+    let grown = (2 * before).max(1_000_000_000);
+    let longer = text.lines().nth(*n).unwrap().replace(
+        &format!("\"total_ns\":{}", line.total_ns),
+        &format!("\"total_ns\":{}", line.total_ns + grown),
+    );
+    let slower: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i == *n { longer.clone() } else { l.to_owned() } + "\n")
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.ndjson"), dir.path().join("b.ndjson"));
+    fs::write(&a, &text).unwrap();
+    fs::write(&b, &slower).unwrap();
+
+    let (status, same) = run(&["diff"], &[&a, &a]);
+    assert_eq!(status, Some(0), "{same}");
+    assert!(!same.contains("Tests slower"), "{same}");
+
+    let (status, out) = run(&["diff"], &[&a, &b]);
+    assert_eq!(status, Some(1), "{out}");
+    let section = out
+        .split_once("\nTests slower in B, by what grew most (2x and +0.100s) (1):\n")
+        .unwrap_or_else(|| panic!("{out}"))
+        .1;
+    let expected = format!(
+        "  test_{}: {} → {} (+{}), of which +{} {}",
+        line.pid,
+        seconds(before),
+        seconds(before + grown),
+        seconds(grown),
+        seconds(grown),
+        line.reason.name()
+    );
+    assert!(
+        section.starts_with(&expected),
+        "{section}\nis not\n{expected}…"
+    );
+
+    let (_, json) = run(&["diff", "--json"], &[&a, &b]);
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let waits = &json["waits"];
+    assert_eq!(waits["compared"], 6, "{waits}");
+    let test = &waits["slower"][0];
+    assert_eq!(test["test"], format!("test_{}", line.pid));
+    assert_eq!(test["part"]["wait"], line.reason.name());
+    assert_eq!(test["grew_ns"], grown);
+    assert_eq!(test["b_wall_ns"].as_u64(), Some(before + grown));
 }
