@@ -156,7 +156,7 @@ fn slower_test(test: &SlowerTest) -> String {
         seconds(test.b_wall_ns - test.a_wall_ns),
         seconds(test.grew_ns),
         test.part.name(),
-        super::waited_in(function, waker, name)
+        super::wait_place(function, waker, name)
     )
 }
 

@@ -194,8 +194,7 @@ fn slowest_row(processes: &Processes, index: usize) -> Vec<String> {
 /// with the function it waited in and who woke it.
 fn waited_row(test: &WallSplit) -> Vec<String> {
     let waits = super::top_waits(&test.waits, REASONS, |wait| {
-        let (function, waker) = (wait.function.as_deref(), wait.waker.as_deref());
-        let place = super::waited_in(function, waker, cell);
+        let place = super::waited_in(wait, cell);
         format!("{} {}{place}", glance(wait.ns), wait.reason.name())
     });
     vec![

@@ -448,10 +448,28 @@ fn alongside(split: &WallSplit) -> Option<String> {
 /// ` in recv_all woken by postgres 99`: where a wait was, and who ended
 /// it, each as `name` says a text of the traced programs; empty where
 /// neither is known.
-fn waited_in(function: Option<&str>, waker: Option<&str>, name: impl Fn(&str) -> String) -> String {
+fn wait_place(
+    function: Option<&str>,
+    waker: Option<&str>,
+    name: impl Fn(&str) -> String,
+) -> String {
     let function = function.map(|f| format!(" in {}", name(f)));
     let waker = waker.map(|w| format!(" woken by {}", name(w)));
     function.unwrap_or_default() + &waker.unwrap_or_default()
+}
+
+/// A share's [`wait_place`], then its chain of wakers: `, which waited
+/// 3.0s on pipe for cc 14`, a link each.
+fn waited_in(wait: &WaitShare, name: impl Fn(&str) -> String) -> String {
+    let mut text = wait_place(wait.function.as_deref(), wait.waker.as_deref(), &name);
+    for link in &wait.chain {
+        let reason = link.reason.name();
+        text.push_str(&format!(", which waited {} on {reason}", glance(link.ns)));
+        if let Some(waker) = &link.waker {
+            text.push_str(&format!(" for {}", name(waker)));
+        }
+    }
+    text
 }
 
 /// What the trailer says was lost, in words.

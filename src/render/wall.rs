@@ -65,49 +65,26 @@ fn line_text(line: &WallSplit) -> String {
     } else {
         String::new()
     };
+    let mut parts = vec![format!("{} CPU", glance(line.cpu_ns))];
+    parts.extend(super::top_waits(&line.waits, REASONS, wait_text));
     let mut text = format!(
-        "{}{runs}: {} = {} CPU",
+        "{}{runs}: {} = {}",
         visible(&line.name),
         glance(line.wall_ns),
-        glance(line.cpu_ns)
+        parts.join(" + ")
     );
-    for wait in line.waits.iter().take(REASONS) {
-        text.push_str(&format!(" + {}", wait_text(wait)));
-    }
-    if line.waits.len() > REASONS {
-        let rest = &line.waits[REASONS..];
-        let ns = rest.iter().map(|w| w.ns).fold(0, u64::saturating_add);
-        let reasons = count(rest.len(), "more reason", "more reasons");
-        text.push_str(&format!(" + {} in {reasons}", glance(ns)));
-    }
-    if line.other_threads > 0 {
-        let threads = count(line.other_threads, "other thread", "other threads");
-        text.push_str(&format!(
-            " ({threads}: {} CPU alongside)",
-            glance(line.other_threads_cpu_ns)
-        ));
+    if let Some(others) = super::alongside(line) {
+        text.push_str(&format!(" ({others})"));
     }
     text
 }
 
 fn wait_text(wait: &WaitShare) -> String {
-    let mut text = format!("{} {}", glance(wait.ns), wait.reason.name());
-    if let Some(function) = &wait.function {
-        text.push_str(&format!(" in {}", visible(function)));
-    }
-    if let Some(waker) = &wait.waker {
-        text.push_str(&format!(" woken by {}", visible(waker)));
-    }
-    for link in &wait.chain {
-        text.push_str(&format!(
-            ", which waited {} on {}",
-            glance(link.ns),
-            link.reason.name()
-        ));
-        if let Some(waker) = &link.waker {
-            text.push_str(&format!(" for {}", visible(waker)));
-        }
-    }
-    text.push_str(&format!(" ({})", count(wait.count, "wait", "waits")));
-    text
+    format!(
+        "{} {}{} ({})",
+        glance(wait.ns),
+        wait.reason.name(),
+        super::waited_in(wait, |text| visible(text).into_owned()),
+        count(wait.count, "wait", "waits")
+    )
 }
