@@ -27,6 +27,10 @@ W8 profile the recorded command's own CPU time (a fixed amount of work: hot.c
 W9 probes  a loop of malloc/free timing itself, bare, recorded without a
            probe, with `--probe uprobe:libc:malloc --no-probe-stacks` and
            with the stacks: the cost of a hit (issue #39).
+W10 offcpu two pairs of processes passing a byte back and forth over pipes
+           (over 100,000 context switches a second in the tree), bare, recorded,
+           recorded with --off-cpu and under `perf sched record`,
+           interleaved: the whole command's wall time over bare (issue #47).
 """
 
 import argparse
@@ -91,6 +95,69 @@ int main(int argc, char **argv)
 }
 """
 
+# W10: round trips of a byte between two processes (two switches each),
+# in two pairs at once, each pinned to a CPU: a pair split over two CPUs
+# waits on wakeups across them, and its speed depends on where it lands.
+# Each pair's round trips, and the work each side does with each byte
+# (loop iterations): none, as fast as switches go; and ~8 µs, about
+# 100,000 switches a second, the rate issue #47's budget names.
+W10_PAIRS = 2
+W10_VARIANTS = {"fastest": (150_000, 0), "100k": (50_000, 18_000)}
+W10_SOURCE = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+/* Both processes of pair `p` on CPU `p`: the wakeups stay on one CPU,
+ * where the scheduler would place the pairs differently each run. */
+static long work;
+
+/* What a process does with each byte before it passes it on. */
+static void compute(void)
+{
+	for (volatile long i = 0; i < work; i++)
+		;
+}
+
+static int pair(long n, int p)
+{
+	cpu_set_t cpu;
+
+	CPU_ZERO(&cpu);
+	CPU_SET(p % CPU_SETSIZE, &cpu);
+	sched_setaffinity(0, sizeof(cpu), &cpu);
+	int ping[2], pong[2];
+	char b = 0;
+	if (pipe(ping) || pipe(pong))
+		return 1;
+	if (fork() == 0) {
+		for (long i = 0; i < n; i++)
+			if (read(ping[0], &b, 1) != 1 || (compute(), write(pong[1], &b, 1)) != 1)
+				_exit(1);
+		_exit(0);
+	}
+	for (long i = 0; i < n; i++)
+		if ((compute(), write(ping[1], &b, 1)) != 1 || read(pong[0], &b, 1) != 1)
+			return 1;
+	return 0;
+}
+int main(int argc, char **argv)
+{
+	long n = atol(argv[1]);
+	int pairs = argc > 2 ? atoi(argv[2]) : 1, status, failed = 0;
+
+	work = argc > 3 ? atol(argv[3]) : 0;
+	for (int p = 1; p < pairs; p++)
+		if (fork() == 0)
+			_exit(pair(n, p));
+	failed = pair(n, 0);
+	while (wait(&status) > 0)
+		failed |= !WIFEXITED(status) || WEXITSTATUS(status);
+	return failed;
+}
+"""
+
 W6_TESTS = ["test_subprocess", "test_os", "test_signal", "test_posix", "test_pty",
             "test_wait4", "test_popen"]
 
@@ -101,6 +168,8 @@ TARGETS = {
     "w2_cpu_ratio": 1.10,
     "w4_seconds": 2.0,
     "w4_rss_mb": 100.0,
+    # Issue #47: 100,000 switches a second inside the tree.
+    "w10_offcpu": 1.10,
 }
 
 
@@ -454,6 +523,60 @@ class Bench:
             } for name in ["probe", "probe_stacks"]},
             "e2e_s": {name: {"wall": median([r[f"{name}_wall"] for r in rows]),
                              "cpu": median([r[f"{name}_cpu"] for r in rows])} for name in runs},
+        }
+
+    def w10(self):
+        """The cost of following every switch of the tree: a pipe
+        ping-pong bare, recorded, recorded with --off-cpu and under `perf
+        sched record` (which records every switch of the machine),
+        interleaved; the whole command's wall time, as the user pays it."""
+        src = os.path.join(self.tmp, "w10.c")
+        prog = os.path.join(self.tmp, "w10")
+        with open(src, "w") as f:
+            f.write(W10_SOURCE)
+        subprocess.run(["cc", "-O2", "-o", prog, src], check=True)
+        self.results["W10"] = {name: self.w10_variant(prog, name, *v)
+                               for name, v in W10_VARIANTS.items()}
+
+    def w10_variant(self, prog, variant, trips, work):
+        n = self.args.rounds
+        out = os.path.join(self.tmp, "w10.ndjson")
+        runs = {
+            "bare": [],
+            "record": [self.pt, "record", "-q", "-o", out, "--"],
+            "offcpu": [self.pt, "record", "-q", "-o", out, "--off-cpu", "--"],
+        }
+        if shutil.which("perf"):
+            runs["perf_sched"] = ["perf", "sched", "record", "-q", "-o",
+                                  os.path.join(self.tmp, "w10.perf"), "--"]
+        log(f"W10 offcpu ({variant}): {n} rounds of {W10_PAIRS}x{trips} round trips, "
+            + ", ".join(runs))
+        cmd = [prog, str(trips), str(W10_PAIRS), str(work)]
+        rows = []
+        for i in range(n):
+            row = {}
+            for name, prefix in runs.items():
+                dt, _, rc = timed([*prefix, *cmd], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+                assert rc == 0, f"{name} exited {rc}"
+                row[name] = dt
+            _, _, _, trailer = read_recording(out)
+            row["lost_waits"] = trailer.get("lost_waits", 0)
+            rows.append(row)
+            log(f"  round {i}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()))
+        switches = 2 * trips * W10_PAIRS
+        return {
+            "rounds": rows,
+            "trips": trips,
+            "pairs": W10_PAIRS,
+            "work": work,
+            "switches_per_s": switches / median([r["bare"] for r in rows]),
+            "to_bare": {name: median([r[name] / r["bare"] for r in rows])
+                        for name in runs if name != "bare"},
+            "us_per_switch": {name: (median([r[name] for r in rows])
+                                     - median([r["bare"] for r in rows])) / switches * 1e6
+                              for name in runs if name != "bare"},
+            "lost_waits": max(r["lost_waits"] for r in rows),
         }
 
     def w6(self):
@@ -964,6 +1087,17 @@ def table(r):
             lost = f", {w['lost'][name]} lost" if name in w["lost"] else ""
             row("W9 probes", f"malloc+free loop, {what}: µs per call over bare (slowdown), fastest round",
                 f"{w['us_per_hit'][name]:.2f} µs ({w['slowdown'][name]:.1f}x{lost})", "", None)
+    if "W10" in r:
+        for variant, w in r["W10"].items():
+            for name, what in (("record", "recorded"), ("offcpu", "record --off-cpu"),
+                               ("perf_sched", "perf sched record")):
+                if name not in w["to_bare"]:
+                    continue
+                goal = TARGETS["w10_offcpu"] if name == "offcpu" and variant == "100k" else None
+                row("W10 offcpu", f"pipe ping-pong, {w['switches_per_s'] / 1000:.0f}k switches/s: "
+                    f"wall / bare, {what} (median; µs per switch)",
+                    f"{w['to_bare'][name]:.3f}x; {w['us_per_switch'][name]:.2f} µs",
+                    f"<= {goal:.2f}x" if goal else "", w["to_bare"][name] <= goal if goal else None)
     if "W4" in r:
         w = r["W4"]
         for name in ("render -d by-process", "render -d tree", "render -d html", "ingest",
@@ -979,10 +1113,10 @@ def table(r):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W9")
+    ap = argparse.ArgumentParser(description="proctrace benchmarks W0-W10")
     ap.add_argument("--proctrace", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "release", "proctrace"))
-    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7,W8,W9")
+    ap.add_argument("--only", default="W0,W1,W2,W3,W4,W5,W6,W7,W8,W9,W10")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median taken)")
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--w8-rates", default=W8_RATES, type=lambda x: [int(hz) for hz in x.split(",")],
@@ -996,7 +1130,7 @@ def main():
                     help="longest wait for a quiet machine, over the whole run")
     ap.add_argument("-o", "--output", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
-    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7", "W8", "W9"}:
+    if os.geteuid() != 0 and set(args.only.split(",")) & {"W0", "W1", "W2", "W3", "W5", "W6", "W7", "W8", "W9", "W10"}:
         sys.exit("recording needs root: run as root or through sudo")
     if not os.path.exists("/usr/bin/time") and "W4" in args.only:
         sys.exit("/usr/bin/time is missing (apt-get install time)")
