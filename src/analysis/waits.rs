@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::cpu::program_of;
 use super::testname::LineTests;
-use super::wakers::{chain, ChainLink};
+use super::wakers::{chain, ChainLink, LongWaits};
 use crate::event::{OffCpu, Pid, WaitReason, Waker};
 use crate::processes::Processes;
 use crate::stacks::Profile;
@@ -208,7 +208,12 @@ pub fn wall(profile: &Profile, processes: &Processes) -> Wall {
         }
         program.1.push(parts);
     }
-    let from = From { profile, processes };
+    let long_waits = LongWaits::new(&profile.long_waits);
+    let from = From {
+        profile,
+        processes,
+        long_waits: &long_waits,
+    };
     let mut tests: Vec<WallSplit> = by_test
         .into_iter()
         .map(|(test, (process, parts))| split(test, &[process], &parts, &threads, from))
@@ -235,7 +240,12 @@ pub fn wall_by_process(profile: &Profile, processes: &Processes) -> HashMap<usiz
     for ((process, _), parts) in &threads.main {
         by_process.entry(*process).or_default().push(parts);
     }
-    let from = From { profile, processes };
+    let long_waits = LongWaits::new(&profile.long_waits);
+    let from = From {
+        profile,
+        processes,
+        long_waits: &long_waits,
+    };
     by_process
         .into_iter()
         .map(|(process, parts)| {
@@ -245,11 +255,13 @@ pub fn wall_by_process(profile: &Profile, processes: &Processes) -> HashMap<usiz
         .collect()
 }
 
-/// What the lines are named from.
+/// What the lines are named from, and their chains of wakers followed
+/// through.
 #[derive(Clone, Copy)]
 struct From<'r> {
     profile: &'r Profile,
     processes: &'r Processes,
+    long_waits: &'r LongWaits<'r>,
 }
 
 fn total(parts: &Parts) -> u64 {
@@ -322,7 +334,7 @@ fn share(reason: WaitReason, lines: &[&OffCpu], from: From) -> WaitShare {
         Some(Waker::Tree { pid, .. }) => {
             let threads: HashSet<Pid> = lines.iter().map(|l| l.tid).collect();
             let name = |pid, tid| tree_name(from.processes, pid, tid);
-            chain(&from.profile.long_waits, &threads, *pid, &name)
+            chain(from.long_waits, &threads, *pid, &name)
         }
         _ => Vec::new(),
     };

@@ -4,7 +4,7 @@
 //! which waited 3 s on the disk"). Followed through the long waits the
 //! recording kept one by one, as the hang answer follows its graph.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -30,20 +30,41 @@ pub struct ChainLink {
     pub waker: Option<String>,
 }
 
+/// The long waits by the thread that waited: indexed once for all the
+/// chains of a view, which look a thread's waits up at each link.
+pub struct LongWaits<'w> {
+    by_tid: HashMap<Pid, Vec<&'w LongWait>>,
+}
+
+impl<'w> LongWaits<'w> {
+    pub fn new(waits: &'w [LongWait]) -> LongWaits<'w> {
+        let mut by_tid: HashMap<Pid, Vec<&'w LongWait>> = HashMap::new();
+        for wait in waits {
+            by_tid.entry(wait.tid).or_default().push(wait);
+        }
+        LongWaits { by_tid }
+    }
+
+    fn of(&self, tid: Pid) -> impl Iterator<Item = &'w LongWait> + '_ {
+        self.by_tid.get(&tid).into_iter().flatten().copied()
+    }
+}
+
 /// The chain behind the longest wait of `threads` that `waker` ended:
 /// empty where the recording kept none of them one by one, or where the
 /// waker was not waiting for most of it (it was running, so it is the
 /// end of the chain).
 pub fn chain(
-    long_waits: &[LongWait],
+    long_waits: &LongWaits,
     threads: &HashSet<Pid>,
     waker: Pid,
     name: &dyn Fn(Pid, Pid) -> String,
 ) -> Vec<ChainLink> {
-    let first = long_waits
+    let first = threads
         .iter()
-        .filter(|w| threads.contains(&w.tid) && w.waker_pid == Some(waker))
-        .max_by_key(|w| (span(w), w.off));
+        .flat_map(|&tid| long_waits.of(tid))
+        .filter(|w| w.waker_pid == Some(waker))
+        .max_by_key(|w| (span(w), w.off, w.tid));
     let Some(first) = first else {
         return Vec::new();
     };
@@ -83,11 +104,9 @@ fn overlap(wait: &LongWait, other: &LongWait) -> u64 {
 
 /// The wait of the thread that woke `wait` that covered most of it, if
 /// it covered at least half.
-fn covering<'w>(long_waits: &'w [LongWait], wait: &LongWait) -> Option<&'w LongWait> {
-    let tid = wait.waker_tid?;
+fn covering<'w>(long_waits: &LongWaits<'w>, wait: &LongWait) -> Option<&'w LongWait> {
     let best = long_waits
-        .iter()
-        .filter(|w| w.tid == tid)
+        .of(wait.waker_tid?)
         .max_by_key(|w| (overlap(wait, w), w.off))?;
     (overlap(wait, best) * 2 >= span(wait)).then_some(best)
 }
@@ -122,7 +141,7 @@ mod tests {
             // Too short to explain the wait before it.
             wait(3, WaitReason::Disk, 10, 40, None),
         ];
-        let links = chain(&waits, &HashSet::from([1]), 2, &named);
+        let links = chain(&LongWaits::new(&waits), &HashSet::from([1]), 2, &named);
         let said: Vec<(Pid, WaitReason, u64)> =
             links.iter().map(|l| (l.pid, l.reason, l.ns)).collect();
         assert_eq!(
@@ -137,7 +156,7 @@ mod tests {
             wait(1, WaitReason::Pipe, 100, 1_000, Some(2)),
             wait(2, WaitReason::Sleep, 100, 400, None),
         ];
-        assert!(chain(&waits, &HashSet::from([1]), 2, &named).is_empty());
+        assert!(chain(&LongWaits::new(&waits), &HashSet::from([1]), 2, &named).is_empty());
     }
 
     #[test]
@@ -146,7 +165,7 @@ mod tests {
             wait(1, WaitReason::Pipe, 100, 1_000, Some(2)),
             wait(2, WaitReason::Pipe, 100, 1_000, Some(1)),
         ];
-        let links = chain(&waits, &HashSet::from([1]), 2, &named);
+        let links = chain(&LongWaits::new(&waits), &HashSet::from([1]), 2, &named);
         let said: Vec<(&str, Option<&str>)> = links
             .iter()
             .map(|l| (l.name.as_str(), l.waker.as_deref()))
