@@ -6,19 +6,13 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::render::proctrace;
+
 fn data(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
     path.to_str().unwrap().to_owned()
-}
-
-fn proctrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_proctrace"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("running proctrace")
 }
 
 /// The names in `dir`, sorted.

@@ -13,7 +13,8 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn proctrace(args: &[&str]) -> Output {
+/// Runs the built binary as a user would, without colours.
+pub(crate) fn proctrace(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_proctrace"))
         .args(args)
         .env("NO_COLOR", "1")
