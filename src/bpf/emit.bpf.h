@@ -27,12 +27,19 @@ struct {
 	__type(value, __u64);
 } losses SEC(".maps");
 
-static __always_inline void count_loss(__u32 kind)
+/* Adds one to slot `key` of `counters`, a per-CPU array of __u64: every
+ * count of what was lost is one. */
+static __always_inline void bump(void *counters, __u32 key)
 {
-	__u64 *count = bpf_map_lookup_elem(&losses, &kind);
+	__u64 *count = bpf_map_lookup_elem(counters, &key);
 
 	if (count)
 		(*count)++;
+}
+
+static __always_inline void count_loss(__u32 kind)
+{
+	bump(&losses, kind);
 }
 
 /* Waking userspace for every event costs a context switch per event, which

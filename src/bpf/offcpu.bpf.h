@@ -125,10 +125,7 @@ struct {
 
 static __always_inline void offcpu_loss(__u32 kind)
 {
-	__u64 *count = bpf_map_lookup_elem(&offcpu_lost, &kind);
-
-	if (count)
-		(*count)++;
+	bump(&offcpu_lost, kind);
 }
 
 /* 5.14 renamed task_struct's state. */
