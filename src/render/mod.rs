@@ -43,7 +43,7 @@ use otlp::TraceParent;
 
 use crate::analysis::testname::RunnerCheck;
 use crate::analysis::{WaitShare, WallSplit};
-use crate::event::{Header, Record};
+use crate::event::{OffCpuSettings, Record};
 use crate::processes::{Outcome, Process, Processes};
 use crate::recording::{Events, Keep, Recording};
 use crate::text::{count, glance, seconds};
@@ -324,10 +324,10 @@ impl Mode {
             Mode::CpuFlamegraph => cpu_missing(recording),
             #[cfg(feature = "pprof")]
             Mode::Pprof => cpu_missing(recording)
-                .filter(|_| !pprof::has_hits(recording) && off_cpu_missing(header).is_some()),
-            Mode::Wall | Mode::OffcpuFolded => off_cpu_missing(header),
+                .filter(|_| !pprof::has_hits(recording) && !recording.off_cpu()),
+            Mode::Wall | Mode::OffcpuFolded => off_cpu_settings(recording).err(),
             #[cfg(feature = "flamegraph")]
-            Mode::OffcpuFlamegraph | Mode::WallFlamegraph => off_cpu_missing(header),
+            Mode::OffcpuFlamegraph | Mode::WallFlamegraph => off_cpu_settings(recording).err(),
             Mode::Probes | Mode::ProbeFolded => {
                 let probes = header.map_or(0, |h| h.probes.len());
                 let hits = profile.probe_hits.iter().any(|h| h.count > 0);
@@ -351,11 +351,11 @@ impl Mode {
     }
 }
 
-/// What the views of waiting miss: the waits.
-fn off_cpu_missing(header: Option<&Header>) -> Option<Missing> {
-    header
-        .is_none_or(|h| h.off_cpu.is_none())
-        .then_some(Missing::OffCpu)
+/// How the views of waiting's recording followed the waits, or that it
+/// did not.
+fn off_cpu_settings(recording: &Recording) -> Result<OffCpuSettings, Missing> {
+    let header = recording.header.as_ref();
+    header.and_then(|h| h.off_cpu).ok_or(Missing::OffCpu)
 }
 
 /// What the CPU views miss: the profile, or any sample in it.

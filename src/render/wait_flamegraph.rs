@@ -14,16 +14,15 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::cpu_flamegraph::draw;
-use super::{cpu_folded, offcpu_folded, Missing, Options};
+use super::{cpu_folded, off_cpu_settings, offcpu_folded, Options};
 use crate::analysis::ran_stretches;
-use crate::event::OffCpuSettings;
 use crate::recording::Recording;
 use crate::stacks::folded;
 use crate::text::glance;
 
 /// Writes the SVG of the waits.
 pub fn render_offcpu(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
-    let settings = off_cpu(recording)?;
+    let settings = off_cpu_settings(recording)?;
     let waits = offcpu_folded::lines(recording);
     let subtitle = format!(
         "{} waited, waits of {} or more with their stacks",
@@ -35,7 +34,7 @@ pub fn render_offcpu(recording: &Recording, _: Options, out: &mut dyn Write) -> 
 
 /// Writes the SVG of the waits and the time on a CPU together.
 pub fn render_wall(recording: &Recording, _: Options, out: &mut dyn Write) -> io::Result<()> {
-    off_cpu(recording)?;
+    off_cpu_settings(recording)?;
     let waits = offcpu_folded::lines(recording);
     let (ran, from) = ran(recording);
     let subtitle = format!(
@@ -49,11 +48,6 @@ pub fn render_wall(recording: &Recording, _: Options, out: &mut dyn Write) -> io
         folded::add(&mut lines, stack, ns);
     }
     draw(recording, &micros(lines), "µs", subtitle, out)
-}
-
-fn off_cpu(recording: &Recording) -> Result<OffCpuSettings, Missing> {
-    let header = recording.header.as_ref();
-    header.and_then(|h| h.off_cpu).ok_or(Missing::OffCpu)
 }
 
 /// The time on a CPU as collapsed stacks in nanoseconds, and what it was

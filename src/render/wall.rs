@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use super::{Missing, Options};
+use super::Options;
 use crate::analysis::{wall, WaitShare, WallSplit};
 use crate::recording::Recording;
 use crate::text::{count, glance, shorten, visible};
@@ -17,8 +17,7 @@ const REASONS: usize = 4;
 
 /// Writes the tests', then the programs', time split.
 pub fn render(recording: &Recording, options: Options, out: &mut dyn Write) -> io::Result<()> {
-    let settings = recording.header.as_ref().and_then(|h| h.off_cpu);
-    let settings = settings.ok_or(Missing::OffCpu)?;
+    let settings = super::off_cpu_settings(recording)?;
     let split = wall(&recording.profile, &recording.processes);
     writeln!(
         out,
