@@ -197,8 +197,35 @@ def wait_for_quiet(limit, deadline):
         time.sleep(30)
 
 
+def lingering():
+    """proctrace's processes still alive: the children that close a
+    finished recording's links after it has exited."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().startswith("proctrace"):
+                    found.append(pid)
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def settle(limit=10.0):
+    """Waits (up to `limit` s) for the last recording's detaching child.
+    Its closes hold the kernel's event_mutex through RCU grace periods,
+    and the next command to open a tracepoint or uprobe waits on it: up
+    to 0.25 s, which a run timed right after another would pay for the
+    one before it. A user's single recording never meets its own."""
+    end = time.monotonic() + limit
+    while lingering() and time.monotonic() < end:
+        time.sleep(0.02)
+
+
 def timed(cmd, **kw):
-    """Runs cmd; returns (seconds, rusage of it and its descendants, status)."""
+    """Runs cmd once the last recording has let go of its links; returns
+    (seconds, rusage of it and its descendants, status)."""
+    settle()
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, **kw)
     _, status, ru = os.wait4(p.pid, 0)
@@ -403,11 +430,8 @@ class Bench:
         }
 
     def w0(self):
-        """The fixed cost, with its peers, 0.2 s apart: the pause a real
-        recording has before the next (a recording's syscall tracepoints
-        detach in a child process after it exits, and the kernel holds the
-        tracing mutex that long, which a recording starting within that
-        moment would wait for)."""
+        """The fixed cost, with its peers, each started once the last
+        recording's links are closed (see `settle`)."""
         n = max(self.args.rounds, 15)
         record = [self.pt, "record", "-q", "-o", "/dev/null", "--", "true"]
         # proctrace_cold: the first recording of a boot, which cuts the
@@ -423,7 +447,6 @@ class Bench:
             for name, cmd in runs.items():
                 if name == "proctrace_cold":
                     shutil.rmtree(CUT_CACHE, ignore_errors=True)
-                time.sleep(0.2)
                 row[name], ru, rc = timed(cmd)
                 assert rc == 0, f"{name} exited {rc}"
                 row[f"{name}_maxrss_kb"] = ru.ru_maxrss
