@@ -212,10 +212,20 @@ fn offcpu_pipe_reader_is_woken_by_the_writer() {
     assert_eq!(wait.call.as_deref(), Some("read"));
     let writer = run.children(said.tid);
     assert_eq!(writer.len(), 1, "{}", run.text);
+    let Some(Waker::Tree { pid, stack, .. }) = wait.waker else {
+        panic!("{wait:?}: not woken by a process of the tree");
+    };
+    assert_eq!(pid, writer[0], "{wait:?}: not woken by the writer");
+    // The writer's stack as it woke the reader: its write, and none of
+    // the frames of the program that took it.
+    let waking = functions(&run, stack.expect("the waker's stack"));
     assert!(
-        matches!(wait.waker, Some(Waker::Tree { pid, .. }) if pid == writer[0]),
-        "{wait:?}: not woken by the writer {}",
-        writer[0]
+        waking.iter().any(|f| f.contains("pipe_write")),
+        "{waking:?}"
+    );
+    assert!(
+        !waking.iter().any(|f| f.starts_with("bpf_prog_")),
+        "{waking:?}"
     );
     adds_up(&run, said.tid);
     // The writer slept all along: the chain of wakers says so.

@@ -119,6 +119,9 @@ pub(crate) struct Setup {
     pub attempts: HashMap<u32, AttemptProbe>,
     /// Where names learned are kept between recordings.
     pub names: NameCache,
+    /// The kernel addresses of proctrace's own programs, left out of the
+    /// kernel stacks taken inside them.
+    pub own_code: Vec<std::ops::Range<u64>>,
     /// The kernel's maps of the processes that run a CPython interpreter
     /// and of the interpreters, where the collector puts each one it
     /// finds (see `frames::python`).
@@ -309,7 +312,7 @@ impl Collecting {
             backlog,
             announcers: Vec::new(),
             start: setup.start,
-            frames: Frames::new(setup.names),
+            frames: Frames::new(setup.names, setup.own_code),
             timeline: Timeline::default(),
             tally: Tally::default(),
             calls: Calls::new(setup.pairs),

@@ -146,6 +146,7 @@ fn collector(
         start: clock.start_ns(),
         pairs: latency_pairs(&points),
         attempts: attempt_probes(&config.probes),
+        own_code: probe.own_code(),
         names: match config.name_cache {
             true => NameCache::open(),
             false => NameCache::off(),

@@ -22,6 +22,7 @@ pub(crate) mod spaces;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::bpf::types::{py_binary_key, py_layout};
@@ -116,6 +117,8 @@ pub(crate) struct Naming<'a> {
 pub(crate) struct Frames {
     /// What naming learned in earlier recordings, and keeps for the next.
     cache: NameCache,
+    /// proctrace's own programs, whose frames no stack keeps.
+    own_code: Vec<Range<u64>>,
     spaces: AddressSpaces,
     unwinder: Unwinder,
     modules: Modules,
@@ -132,9 +135,10 @@ pub(crate) struct Frames {
 impl Frames {
     /// Native code, the kernel's, then code of no file; names first
     /// looked up in `cache`.
-    pub(crate) fn new(cache: NameCache) -> Frames {
+    pub(crate) fn new(cache: NameCache, own_code: Vec<Range<u64>>) -> Frames {
         Frames {
             cache,
+            own_code,
             spaces: AddressSpaces::new(),
             unwinder: Unwinder::new(),
             modules: Modules::default(),
@@ -195,6 +199,7 @@ impl Frames {
     /// then its user stack unwound against the mappings of the time.
     pub(crate) fn places(&mut self, sample: &Sample) -> &[Place] {
         let Frames {
+            own_code,
             spaces,
             unwinder,
             modules,
@@ -205,7 +210,8 @@ impl Frames {
         } = self;
         places.clear();
         let kernel = sample.kernel.iter().enumerate();
-        places.extend(kernel.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
+        let theirs = kernel.filter(|(_, addr)| !own_code.iter().any(|code| code.contains(addr)));
+        places.extend(theirs.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
         let mut groups = python::Groups::of(sample);
         let unwound = unwind(spaces, unwinder, sample);
         for (i, &addr) in unwound.addrs.iter().enumerate() {

@@ -20,6 +20,7 @@ mod counters;
 mod cut_btf;
 mod cut_cache;
 mod exec_apart;
+mod jited;
 mod marks;
 mod memory;
 mod offcpu;
@@ -194,6 +195,12 @@ impl Probe<'_> {
     pub fn tracked_map(&self) -> Result<MapHandle, RecordError> {
         MapHandle::try_from(&self.skel.maps.tracked)
             .map_err(RecordError::bpf("sharing the tracked map"))
+    }
+
+    /// Where the kernel put the loaded programs' code, whose frames a
+    /// stack taken inside one of them is left without.
+    pub fn own_code(&self) -> Vec<std::ops::Range<u64>> {
+        jited::own_code(&self.skel)
     }
 }
 
