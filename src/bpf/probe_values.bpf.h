@@ -12,9 +12,35 @@
 #include <bpf/usdt.bpf.h>
 
 /* Where a hit's values come from, by its program: a USDT probe's
- * arguments, the registers of a function's entry or return, or a
- * tracepoint's record. */
-enum hit_from { HIT_USDT, HIT_REGS, HIT_RECORD };
+ * arguments, the registers of a function's entry or return in the
+ * process (HIT_REGS) or in the kernel (HIT_KERNEL_REGS, a kprobe's), a
+ * kernel function's arguments as its BPF trampoline passes them
+ * (HIT_FUNC, fentry and fexit), or a tracepoint's record. */
+enum hit_from { HIT_USDT, HIT_REGS, HIT_KERNEL_REGS, HIT_FUNC, HIT_RECORD };
+
+/* Whether the hit is in the kernel: its stacks are the kernel's, then
+ * the process's from the registers saved as it entered the kernel; text
+ * it points to may be the kernel's. */
+static __always_inline bool in_kernel(enum hit_from from)
+{
+	return from == HIT_KERNEL_REGS || from == HIT_FUNC || from == HIT_RECORD;
+}
+
+/* A traced kernel function's argument or return value, through the
+ * helpers of Linux 5.17 (userspace refuses fentry and fexit before). A
+ * value past the function's arguments is 0. */
+static __always_inline __u64 func_value(void *ctx, const struct probe_value *v)
+{
+	__u64 value = 0;
+
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_func_arg))
+		return 0;
+	if (v->from == FROM_RETURN)
+		bpf_get_func_ret(ctx, &value);
+	else
+		bpf_get_func_arg(ctx, v->index, &value);
+	return value;
+}
 
 static __always_inline void read_usdt_args(struct pt_regs *ctx, struct hit_event *hit)
 {
@@ -100,6 +126,8 @@ static __always_inline void read_values(void *ctx, const struct probe_setting *s
 			break;
 		if (from == HIT_RECORD)
 			raw = record_number(ctx, v);
+		else if (from == HIT_FUNC)
+			raw = func_value(ctx, v);
 		else if (v->from == FROM_RETURN)
 			raw = PT_REGS_RC_CORE((struct pt_regs *)ctx);
 		else
@@ -175,7 +203,7 @@ static __always_inline bool read_text(void *ctx, const struct probe_setting *s, 
 	}
 	if (bpf_probe_read_user_str(slot, PROBE_STRING_CAP, (void *)hit->args[i]) > 0)
 		return true;
-	return from == HIT_RECORD &&
+	return in_kernel(from) &&
 	       bpf_probe_read_kernel_str(slot, PROBE_STRING_CAP, (void *)hit->args[i]) > 0;
 }
 

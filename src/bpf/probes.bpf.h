@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Probes on the tree (`record --probe`): one program for every uprobe and
- * uretprobe, one for every USDT probe, one for every tracepoint, each
- * attached for all processes and returning at once unless the thread's
+ * uretprobe, one for every USDT probe, one for every kprobe and
+ * kretprobe, one for every tracepoint, each attached for all processes and returning at once unless the thread's
  * process is in the tracked map, so no hit of another process leaves the
  * kernel. The attachment's cookie says which probe fired (Linux 5.15;
- * before, see PROBE_COPY). None of them loads without --probe. */
+ * before, see PROBE_COPY); an fentry or fexit probe has a program of its
+ * own. None of them loads without --probe. */
 #ifndef PROCTRACE_PROBES_BPF_H
 #define PROCTRACE_PROBES_BPF_H
 
@@ -74,7 +75,7 @@ static __always_inline __u64 hit_stacks_of(void *ctx, struct hit_event *hit,
 	hit->stack_len = 0;
 	if (!hit_stacks)
 		return 0;
-	if (from == HIT_RECORD) {
+	if (in_kernel(from)) {
 		frames = bpf_get_stack(ctx, hit->stack, SAMPLE_KERNEL_FRAMES * 8, 0);
 		kernel = frames > 0 ? frames : 0;
 		barrier_var(kernel);
@@ -154,6 +155,13 @@ int probe_usdt(struct pt_regs *ctx)
 	return on_hit(ctx, bpf_usdt_cookie(ctx), HIT_USDT);
 }
 
+/* A kernel function's entry or return, through a kprobe. */
+SEC("?kprobe")
+int probe_kprobe(struct pt_regs *ctx)
+{
+	return on_hit(ctx, bpf_get_attach_cookie(ctx), HIT_KERNEL_REGS);
+}
+
 /* A tracepoint's, on its perf event: ctx is its record. */
 SEC("?tracepoint")
 int probe_tracepoint(void *ctx)
@@ -191,6 +199,11 @@ int probe_tracepoint(void *ctx)
 	PROBE_COPY(sec, prog, ctx_type, from, 15)
 
 PROBE_COPIES("?uprobe", probe_uprobe, struct pt_regs *, HIT_REGS)
+PROBE_COPIES("?kprobe", probe_kprobe, struct pt_regs *, HIT_KERNEL_REGS)
 PROBE_COPIES("?tracepoint", probe_tracepoint, void *, HIT_RECORD)
+/* fentry and fexit: a program is attached to its function as it loads,
+ * so every probe has a copy of its own on every kernel (fexit's are
+ * these, their attach type changed before the load). */
+PROBE_COPIES("?fentry", probe_fentry, __u64 *, HIT_FUNC)
 
 #endif /* PROCTRACE_PROBES_BPF_H */

@@ -21,6 +21,14 @@ pub enum ProbeKind {
     Usdt,
     /// A static probe of the kernel (`syscalls:sys_enter_openat`).
     Tracepoint,
+    /// The entry of a kernel function, through a kprobe.
+    Kprobe,
+    /// The return of a kernel function, through a kretprobe.
+    Kretprobe,
+    /// The entry of a kernel function, through its BPF trampoline.
+    Fentry,
+    /// The return of a kernel function, through its BPF trampoline.
+    Fexit,
 }
 
 /// One attached probe, in the header: a spec with a wildcard is one per
@@ -64,6 +72,10 @@ impl ProbePoint {
             ProbeKind::Uretprobe => "uretprobe",
             ProbeKind::Usdt => "usdt",
             ProbeKind::Tracepoint => "tracepoint",
+            ProbeKind::Kprobe => "kprobe",
+            ProbeKind::Kretprobe => "kretprobe",
+            ProbeKind::Fentry => "fentry",
+            ProbeKind::Fexit => "fexit",
         };
         match self.file.rsplit('/').next() {
             Some(file) if !file.is_empty() => format!("{kind}:{file}:{}", self.name),

@@ -52,7 +52,7 @@ pub(super) fn configure(
     set_rodata(rodata, config, settings, &rings);
     size_maps(open, config, settings, preload, &rings)?;
     choose_programs(&mut open.progs, config, settings, hook);
-    probes::configure(open, &config.probes, settings.cookies);
+    probes::configure(open, &config.probes, settings.cookies)?;
     offcpu::configure(open, config, settings, page_size())
 }
 

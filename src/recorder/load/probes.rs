@@ -55,8 +55,13 @@ fn write_setting(skel: &ProctraceSkel<'_>, point: &Resolved) -> libbpf_rs::Resul
 }
 
 /// Sets what the points need before the object loads, kind by kind: the
-/// programs to load, and the copies of the uprobe program without cookies.
-pub(super) fn configure(open: &mut OpenProctraceSkel<'_>, points: &[Resolved], cookies: bool) {
+/// programs to load, and the copies of their programs (without cookies,
+/// and for fentry and fexit always).
+pub(super) fn configure(
+    open: &mut OpenProctraceSkel<'_>,
+    points: &[Resolved],
+    cookies: bool,
+) -> Result<(), RecordError> {
     for kind in kinds::KINDS {
         let of_kind: Vec<&Resolved> = points
             .iter()
@@ -64,18 +69,26 @@ pub(super) fn configure(open: &mut OpenProctraceSkel<'_>, points: &[Resolved], c
             .collect();
         kind.configure(&mut open.progs, &of_kind, cookies);
     }
-    let copies: Vec<String> = points
+    let copies: Vec<(String, &Resolved)> = points
         .iter()
-        .filter_map(|p| kinds::of(p.point.kind).copy(p, cookies))
+        .filter_map(|p| Some((kinds::of(p.point.kind).copy(p, cookies)?, p)))
         .collect();
     if copies.is_empty() {
-        return;
+        return Ok(());
     }
     for mut prog in open.open_object_mut().progs_mut() {
-        if copies.iter().any(|c| *c == prog.name().to_string_lossy()) {
+        let name = prog.name().to_string_lossy().into_owned();
+        if let Some((_, point)) = copies.iter().find(|(copy, _)| *copy == name) {
             prog.set_autoload(true);
+            kinds::of(point.point.kind)
+                .prepare_copy(&mut prog, point)
+                .map_err(RecordError::bpf(format!(
+                    "preparing {name} for {}",
+                    point.point.spec
+                )))?;
         }
     }
+    Ok(())
 }
 
 /// Whether this kernel can attach `probes`: what each kind needs of it

@@ -250,20 +250,27 @@ fn filter_text(clauses: &Clauses) -> Option<String> {
     (!conditions.is_empty()).then(|| conditions.join(" && "))
 }
 
-/// The (uprobe, uretprobe) ids attached to the same function of the same
-/// file: the time between their hits on a thread is a call's.
+/// The (entry, return) ids attached to the same function of the same
+/// file (or of the kernel), as uprobe and uretprobe, kprobe and
+/// kretprobe, or fentry and fexit: the time between their hits on a
+/// thread is a call's.
 pub fn latency_pairs(points: &[ProbePoint]) -> Vec<(u32, u32)> {
-    let entries = points.iter().filter(|p| p.kind == ProbeKind::Uprobe);
-    entries
-        .flat_map(|entry| {
+    let return_of = |kind| match kind {
+        ProbeKind::Uprobe => Some(ProbeKind::Uretprobe),
+        ProbeKind::Kprobe => Some(ProbeKind::Kretprobe),
+        ProbeKind::Fentry => Some(ProbeKind::Fexit),
+        _ => None,
+    };
+    points
+        .iter()
+        .filter_map(|entry| Some((entry, return_of(entry.kind)?)))
+        .flat_map(|(entry, ret_kind)| {
             points
                 .iter()
-                .filter(|ret| {
-                    ret.kind == ProbeKind::Uretprobe
-                        && ret.file == entry.file
-                        && ret.name == entry.name
+                .filter(move |ret| {
+                    ret.kind == ret_kind && ret.file == entry.file && ret.name == entry.name
                 })
-                .map(|ret| (entry.id, ret.id))
+                .map(move |ret| (entry.id, ret.id))
         })
         .collect()
 }

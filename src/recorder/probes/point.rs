@@ -101,6 +101,8 @@ pub struct Found {
 pub enum Place {
     /// A file offset.
     Offset(u64),
+    /// A kernel function, by its name.
+    KernelFunction(String),
     /// A tracepoint, by its id, with its record's fields.
     Tracepoint {
         /// Its id in tracefs, which a perf event opens it by.

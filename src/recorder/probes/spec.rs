@@ -1,7 +1,8 @@
 //! `--probe` specs, as bpftrace writes its probes: `KIND:` then what the
 //! kind takes (see [`super::kinds`]): `uprobe:FILE:FUNCTION[+OFFSET]`,
 //! `uretprobe:FILE:FUNCTION`, `usdt:FILE:PROVIDER:NAME`,
-//! `tracepoint:CATEGORY:NAME`.
+//! `tracepoint:CATEGORY:NAME`, `kprobe:FUNCTION` (and `kretprobe:`,
+//! `fentry:`, `fexit:`).
 
 use super::clauses::{self, Clauses};
 use super::error::ProbeError;
@@ -34,9 +35,6 @@ impl ProbeSpec {
         let (prefix, rest) = head
             .split_once(':')
             .ok_or_else(|| malformed(format!("expected {}", kinds::syntaxes())))?;
-        if let Some(why) = kinds::refusal(prefix) {
-            return Err(malformed(why));
-        }
         let kind = kinds::by_prefix(prefix).ok_or_else(|| {
             malformed(format!("unknown probe type {prefix:?}: {}", kinds::names()))
         })?;
@@ -107,21 +105,6 @@ mod tests {
             let err = ProbeSpec::parse(spec).unwrap_err().to_string();
             assert!(err.contains(says), "{spec}: {err}");
             assert!(err.starts_with(&format!("--probe {spec:?}")), "{err}");
-        }
-    }
-
-    #[test]
-    fn kernel_kinds_not_attached_say_what_to_use_instead() {
-        for (spec, says) in [
-            ("kprobe:do_sys_openat2", "kprobes"),
-            ("kretprobe:vfs_read", "kprobes"),
-            ("fentry:vfs_read", "does not attach fentry/fexit"),
-            ("fexit:vfs_read", "does not attach fentry/fexit"),
-        ] {
-            let err = ProbeSpec::parse(spec).unwrap_err().to_string();
-            assert!(err.contains(says), "{spec}: {err}");
-            let instead = "tracepoint:CATEGORY:NAME probes the kernel at its static tracepoints";
-            assert!(err.ends_with(instead), "{err}");
         }
     }
 }

@@ -6,13 +6,14 @@
 //! decoded alike for every kind (the point's id, the thread's registers
 //! and stacks, the values its program read).
 
+mod kernel_function;
 mod tracepoint;
 mod uprobe;
 mod usdt;
 
 use std::path::Path;
 
-use libbpf_rs::{Link, ProgramMut};
+use libbpf_rs::{Link, OpenProgramMut, ProgramMut};
 
 use super::clauses::Op;
 use super::point::{Found, Place, Resolved, Source, Target, Value};
@@ -64,6 +65,16 @@ pub(crate) trait Kind: Sync {
     /// the kind has copies.
     fn copy(&self, _point: &Resolved, _cookies: bool) -> Option<String> {
         None
+    }
+
+    /// Sets what `copy`, the program copy chosen for `point`, needs
+    /// before the object loads, beyond being loaded.
+    fn prepare_copy(
+        &self,
+        _copy: &mut OpenProgramMut<'_>,
+        _point: &Resolved,
+    ) -> libbpf_rs::Result<()> {
+        Ok(())
     }
 
     /// Attaches one point, for every process: the program keeps the
@@ -130,11 +141,15 @@ fn cmp_of(op: Op) -> probe_cmp {
 }
 
 /// Every kind, in the order the errors list them.
-pub(crate) static KINDS: [&dyn Kind; 4] = [
+pub(crate) static KINDS: [&dyn Kind; 8] = [
     &uprobe::UPROBE,
     &uprobe::URETPROBE,
     &usdt::Usdt,
     &tracepoint::Tracepoint,
+    &kernel_function::KPROBE,
+    &kernel_function::KRETPROBE,
+    &kernel_function::FENTRY,
+    &kernel_function::FEXIT,
 ];
 
 /// The kind of a spec that starts `prefix:`.
@@ -144,30 +159,6 @@ pub(crate) fn by_prefix(prefix: &str) -> Option<&'static dyn Kind> {
         .copied()
         .find(|kind| kind.prefixes().contains(&prefix))
 }
-
-/// Why a kind bpftrace has and proctrace does not attach is refused, in
-/// a line that says what to use instead: kprobes where the kernel has
-/// none (this says why first), else kprobes and fentry/fexit (BPF
-/// trampolines) alike, which proctrace does not attach. `None` for any
-/// other prefix.
-pub(crate) fn refusal(prefix: &str) -> Option<String> {
-    let why = match prefix {
-        "kprobe" | "k" | "kretprobe" | "kr" if !Path::new(KPROBE_PMU).exists() => {
-            format!("this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is missing)")
-        }
-        "kprobe" | "k" | "kretprobe" | "kr" => "proctrace does not attach kprobes".to_owned(),
-        "fentry" | "f" | "kfunc" | "fexit" | "fr" | "kretfunc" => {
-            "proctrace does not attach fentry/fexit probes (BPF trampolines)".to_owned()
-        }
-        _ => return None,
-    };
-    Some(format!(
-        "{why}: tracepoint:CATEGORY:NAME probes the kernel at its static tracepoints"
-    ))
-}
-
-/// Where the kernel lists its kprobe PMU, which attaches kprobes.
-const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe";
 
 /// The table's entry for `kind`.
 pub(crate) fn of(kind: ProbeKind) -> &'static dyn Kind {
@@ -195,6 +186,35 @@ fn or_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => all.concat(),
     }
+}
+
+/// The value `name` of a function's entry (`argN`, by the calling
+/// convention) or, with `ret`, of its return (`retval`), as a probe
+/// `called` (`a uprobe`) reads it from the registers.
+pub(super) fn function_value(ret: bool, name: &str, called: &str) -> Result<Value, String> {
+    let source = match (ret, name) {
+        (true, "retval") => Source::Return,
+        (false, arg) => Source::Arg(arg_index(arg, 6).ok_or_else(|| {
+            format!("{called} has the function's arguments arg0 to arg5, not {name:?}")
+        })?),
+        (true, _) => {
+            return Err(format!(
+                "{called} has the function's return value, retval, not {name:?} \
+                 (its arguments are gone by the return)"
+            ))
+        }
+    };
+    Ok(Value {
+        source,
+        size: 8,
+        signed: true,
+        string: false,
+    })
+}
+
+/// What `attach` answers for a point whose place is not of its kind.
+pub(super) fn not_its_place() -> libbpf_rs::Error {
+    libbpf_rs::Error::from(std::io::Error::from(std::io::ErrorKind::InvalidInput))
 }
 
 /// `argN` (N below `count`) as its index.

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use libbpf_rs::{Link, PerfEventOpts};
 
-use super::{program_named, Kind};
+use super::{not_its_place, program_named, Kind};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::pattern::glob_match;
@@ -128,9 +128,7 @@ impl Kind for Tracepoint {
         cookies: bool,
     ) -> libbpf_rs::Result<Link> {
         let Place::Tracepoint { id, .. } = point.place else {
-            return Err(libbpf_rs::Error::from(io::Error::from(
-                io::ErrorKind::InvalidInput,
-            )));
+            return Err(not_its_place());
         };
         let event = tracefs::open_tracepoint(id)?;
         let link = match self.copy(point, cookies) {

@@ -9,12 +9,12 @@ use std::path::Path;
 
 use libbpf_rs::{Link, UprobeOpts};
 
-use super::{arg_index, check_uprobes, program_named, Kind, ALL_PROCESSES};
+use super::{check_uprobes, function_value, not_its_place, program_named, Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::instructions;
 use crate::recorder::probes::pattern::is_pattern;
-use crate::recorder::probes::point::{Found, Place, Resolved, Source, Target, Value};
+use crate::recorder::probes::point::{Found, Place, Resolved, Target, Value};
 use crate::recorder::probes::symbols::{self, Function, Ifunc};
 use crate::recorder::probes::ProbeError;
 
@@ -107,24 +107,8 @@ impl Kind for Uprobe {
     }
 
     fn value(&self, _: &Found, name: &str) -> Result<Value, String> {
-        let source = match (self.ret, name) {
-            (true, "retval") => Source::Return,
-            (false, arg) => Source::Arg(arg_index(arg, 6).ok_or_else(|| {
-                format!("a uprobe has the function's arguments arg0 to arg5, not {name:?}")
-            })?),
-            (true, _) => {
-                return Err(format!(
-                    "a uretprobe has the function's return value, retval, not {name:?} \
-                     (its arguments are gone by the return)"
-                ))
-            }
-        };
-        Ok(Value {
-            source,
-            size: 8,
-            signed: true,
-            string: false,
-        })
+        let called = if self.ret { "a uretprobe" } else { "a uprobe" };
+        function_value(self.ret, name, called)
     }
 
     fn configure(&self, progs: &mut OpenProctraceProgs<'_>, points: &[&Resolved], cookies: bool) {
@@ -144,9 +128,7 @@ impl Kind for Uprobe {
         cookies: bool,
     ) -> libbpf_rs::Result<Link> {
         let Place::Offset(offset) = point.place else {
-            return Err(libbpf_rs::Error::from(std::io::Error::from(
-                std::io::ErrorKind::InvalidInput,
-            )));
+            return Err(not_its_place());
         };
         // A kernel without cookies refuses any but 0 (EOPNOTSUPP).
         let opts = UprobeOpts {

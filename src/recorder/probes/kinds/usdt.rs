@@ -8,7 +8,7 @@ use std::path::Path;
 
 use libbpf_rs::{Link, UsdtOpts};
 
-use super::{arg_index, check_uprobes, Kind, ALL_PROCESSES};
+use super::{arg_index, check_uprobes, not_its_place, Kind, ALL_PROCESSES};
 use crate::bpf::{OpenProctraceProgs, ProctraceSkel};
 use crate::event::ProbeKind;
 use crate::recorder::probes::pattern::is_pattern;
@@ -113,9 +113,7 @@ impl Kind for Usdt {
         _: bool,
     ) -> libbpf_rs::Result<Link> {
         let Place::Usdt { provider, name, .. } = &point.place else {
-            return Err(libbpf_rs::Error::from(std::io::Error::from(
-                std::io::ErrorKind::InvalidInput,
-            )));
+            return Err(not_its_place());
         };
         let id = point.point.id;
         let opts = UsdtOpts {
