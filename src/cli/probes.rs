@@ -4,20 +4,24 @@
 //! argument specs and how many sites fire them; then the functions, each
 //! as people write it (Rust and C++ demangled) with its symbol as linked
 //! where that differs, the other symbols at its address, and the source
-//! line of its entry where debug information has it.
+//! line of its entry where debug information has it. A spec of the
+//! kernel's (`tracepoint:sched:*`) lists the tracepoints, with the fields
+//! a spec can keep, or the kernel functions it names.
 
 use anyhow::Result;
 use clap::Args;
 
 use proctrace::recorder::probes::usdt::UsdtProbe;
-use proctrace::recorder::probes::{list, ListedFunction};
+use proctrace::recorder::probes::{list, list_kernel, KernelPoint, ListedFunction};
 
 /// Arguments of `proctrace probes`.
 #[derive(Debug, Args)]
 pub struct ProbesArgs {
     /// A binary or library (a path, or a name such as `libc` or `python3`), or the pid
-    /// of a live process, whose every mapped file is listed.
-    #[arg(value_name = "FILE|PID")]
+    /// of a live process, whose every mapped file is listed; or a spec of the kernel's
+    /// probes, as `bpftrace -l` takes it (`tracepoint:syscalls:*`, `kprobe:vfs_*`), to
+    /// list the tracepoints (with their fields) or kernel functions it names.
+    #[arg(value_name = "FILE|PID|KERNEL-SPEC")]
     pub target: String,
     /// Only the functions and USDT probes this names: a name or a pattern with `*` and
     /// `?` over functions as people write them (`app::parse::*`, `std::vector::push_back`,
@@ -32,6 +36,9 @@ const ALIASES: usize = 3;
 /// Runs `proctrace probes`; returns the exit code: 1 when there is no
 /// probe to list.
 pub fn run(args: ProbesArgs) -> Result<i32> {
+    if let Some(points) = list_kernel(&args.target) {
+        return kernel(&args.target, points?);
+    }
     let listed = list(&args.target, &args.pattern)?;
     if listed.is_empty() {
         let what = match args.pattern.as_str() {
@@ -63,6 +70,22 @@ pub fn run(args: ProbesArgs) -> Result<i32> {
         }
         for function in &listing.functions {
             println!("uprobe:{file}:{}", function_notes(function));
+        }
+    }
+    Ok(0)
+}
+
+/// The points of the kernel a spec names (`tracepoint:syscalls:*`), a
+/// tracepoint with its fields; 1 where there are none.
+fn kernel(spec: &str, points: Vec<KernelPoint>) -> Result<i32> {
+    if points.is_empty() {
+        say!("proctrace: this kernel has nothing {spec:?} names");
+        return Ok(1);
+    }
+    for point in points {
+        match point.fields.is_empty() {
+            true => println!("{}", point.spec),
+            false => println!("{}  {}", point.spec, point.fields.join(", ")),
         }
     }
     Ok(0)

@@ -307,3 +307,36 @@ fn kernel_functions_are_counted_or_refused_in_one_line() {
         );
     }
 }
+
+/// `proctrace probes` takes a spec of the kernel's, as `bpftrace -l`
+/// does: the tracepoints it names with the fields a spec can keep, or the
+/// kernel functions; status 1 and a line where it names none.
+#[test]
+fn kernel_probes_are_listed_as_specs() {
+    require_root();
+    let listed = |spec: &str| {
+        let out = Command::new(recorder_bin())
+            .args(["probes", spec])
+            .output()
+            .unwrap();
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, stdout, _) = listed("tracepoint:syscalls:sys_enter_openat");
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        stdout,
+        "tracepoint:syscalls:sys_enter_openat  __syscall_nr, dfd, filename, flags, mode\n"
+    );
+    let (code, stdout, _) = listed("kprobe:security_bprm_chec?");
+    assert_eq!(
+        (code, stdout.as_str()),
+        (Some(0), "kprobe:security_bprm_check\n")
+    );
+    let (code, stdout, stderr) = listed("tracepoint:nope:*");
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    assert_eq!(
+        stderr,
+        "proctrace: this kernel has nothing \"tracepoint:nope:*\" names\n"
+    );
+}

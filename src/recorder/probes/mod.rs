@@ -110,6 +110,48 @@ pub fn list(target: &str, pattern: &str) -> Result<Vec<Listing>, ListError> {
     Ok(listed)
 }
 
+/// A point of the kernel a spec can name, as `proctrace probes` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelPoint {
+    /// As a spec: `tracepoint:syscalls:sys_enter_openat`, `kprobe:vfs_read`.
+    pub spec: String,
+    /// A tracepoint's fields a spec can keep, in order; none for a function.
+    pub fields: Vec<String>,
+}
+
+/// The points of the kernel a spec of a kernel kind names
+/// (`tracepoint:syscalls:*`, `kprobe:vfs_*`), in order; `None` for a spec
+/// of a file's probe.
+pub fn list_kernel(text: &str) -> Option<Result<Vec<KernelPoint>, ProbeError>> {
+    let prefix = text.split_once(':')?.0;
+    let kind = kinds::by_prefix(prefix)?;
+    let (file, target) = kind.parse(&text[prefix.len() + 1..]).ok()?;
+    if file.is_some() {
+        return None;
+    }
+    let found = kind
+        .resolve(None, &target)
+        .map_err(|why| ProbeError::Malformed {
+            spec: text.to_owned(),
+            why,
+        });
+    let listed = found.map(|points| {
+        points
+            .into_iter()
+            .map(|point| KernelPoint {
+                spec: format!("{}:{}", kind.prefixes()[0], point.name),
+                fields: match &point.place {
+                    Place::Tracepoint { fields, .. } => (kinds::readable_fields(fields))
+                        .map(|f| f.name.clone())
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            })
+            .collect()
+    });
+    Some(listed)
+}
+
 /// The files `target` stands for: (the file to read, the file to name).
 /// A process's files are read through its root, as it sees them.
 fn files_of(target: &str) -> Result<Vec<(PathBuf, PathBuf)>, ListError> {

@@ -11,6 +11,8 @@ mod tracepoint;
 mod uprobe;
 mod usdt;
 
+pub(crate) use tracepoint::readable_fields;
+
 use std::path::Path;
 
 use libbpf_rs::{Link, OpenProgramMut, ProgramMut};

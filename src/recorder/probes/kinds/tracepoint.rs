@@ -89,8 +89,7 @@ impl Kind for Tracepoint {
             return Err("not a tracepoint".into());
         };
         let Some(field) = fields.iter().find(|f| f.name == name) else {
-            let readable = fields.iter().filter(|f| usize::from(f.offset) >= HIDDEN);
-            let names: Vec<&str> = readable.map(|f| f.name.as_str()).collect();
+            let names: Vec<&str> = readable_fields(fields).map(|f| f.name.as_str()).collect();
             return Err(format!(
                 "{} has no field {name:?}: its fields are {}",
                 point.name,
@@ -147,6 +146,12 @@ impl Kind for Tracepoint {
         let _ = event.into_raw_fd();
         Ok(link)
     }
+}
+
+/// The fields of a record a program can read: those past the ones every
+/// record starts with.
+pub(crate) fn readable_fields(fields: &[Field]) -> impl Iterator<Item = &Field> {
+    fields.iter().filter(|f| usize::from(f.offset) >= HIDDEN)
 }
 
 /// The tracepoints under `events` whose category and name the patterns
