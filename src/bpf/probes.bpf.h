@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Probes on the tree (`record --probe`): one program for every uprobe and
  * uretprobe, one for every USDT probe, one for every kprobe and
- * kretprobe, one for every tracepoint, each attached for all processes and returning at once unless the thread's
- * process is in the tracked map, so no hit of another process leaves the
- * kernel. The attachment's cookie says which probe fired (Linux 5.15;
- * before, see PROBE_COPY); an fentry or fexit probe has a program of its
- * own. None of them loads without --probe. */
+ * kretprobe, one for every tracepoint, each attached for all processes
+ * and returning at once unless the thread's process is in the tracked
+ * map, so no hit of another process leaves the kernel. The attachment's
+ * cookie says which probe fired (Linux 5.15; before, see PROBE_COPY); an
+ * fentry or fexit probe has a program of its own. None of them loads
+ * without --probe. */
 #ifndef PROCTRACE_PROBES_BPF_H
 #define PROCTRACE_PROBES_BPF_H
 

@@ -133,7 +133,7 @@ impl Kind for KernelFunction {
             probe: point.point.spec.clone(),
             why,
         };
-        for point in points {
+        for (i, point) in points.iter().enumerate() {
             let why = match self.via {
                 Via::Kprobe if !Path::new(KPROBE_PMU).exists() => Some(format!(
                     "this kernel has no kprobes (built without CONFIG_KPROBES: {KPROBE_PMU} is \
@@ -141,7 +141,7 @@ impl Kind for KernelFunction {
                      tracepoint:CATEGORY:NAME"
                 )),
                 Via::Kprobe => None,
-                Via::Trampoline => trampoline_refusal(point),
+                Via::Trampoline => trampoline_refusal(point, i == 0),
             };
             if let Some(why) = why {
                 return Err(refused(point, why));
@@ -246,8 +246,11 @@ fn functions(kallsyms: &str, pattern: &str) -> Vec<String> {
 
 /// Why this kernel cannot attach `point` through a BPF trampoline, if it
 /// cannot: said before anything loads, from what loading a program that
-/// does nothing at the function's entry answers.
-fn trampoline_refusal(point: &Resolved) -> Option<String> {
+/// does nothing at the function's entry answers, and for the `first`
+/// point of a kind attaching it (whether the kernel attaches trampolines
+/// is the kernel's, not the function's, and each attachment builds one
+/// and tears it down through an RCU grace period).
+fn trampoline_refusal(point: &Resolved, first: bool) -> Option<String> {
     let Place::KernelFunction(function) = &point.place else {
         return None;
     };
@@ -267,7 +270,11 @@ fn trampoline_refusal(point: &Resolved) -> Option<String> {
         ));
     }
     let instead = format!("kprobe:{function} where it has kprobes, or tracepoint:CATEGORY:NAME");
-    let why = match attach_at_entry(function) {
+    let tried = match first {
+        true => attach_at_entry(function),
+        false => load_at_entry(function),
+    };
+    let why = match tried {
         Ok(_) => return None,
         Err(Refused::NoBtf) => format!(
             "the kernel's BTF has no function {function} (inlined, or built without BTF for it)"
