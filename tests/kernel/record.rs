@@ -130,8 +130,14 @@ fn the_cut_kernel_btf_is_kept_and_a_damaged_one_made_again() {
     let sizes: Vec<_> = entries()
         .map(|path| (std::fs::metadata(&path).unwrap().len(), path))
         .collect();
+    // Each damaged copy is renamed over its entry: written in place, it
+    // would be read half-written by the recordings of tests running beside
+    // this one, which hold the entry open.
+    let damaged =
+        std::path::Path::new("/run").join(format!("proctrace-damaged-{}", std::process::id()));
     for (size, path) in &sizes {
-        std::fs::write(path, vec![0u8; *size as usize / 2]).unwrap();
+        std::fs::write(&damaged, vec![0u8; *size as usize / 2]).unwrap();
+        std::fs::rename(&damaged, path).unwrap();
     }
     exact(&record_with(&opts, &["sh", "-c", script]));
     // This binary's entry is whole again (made by this run, or by a test
