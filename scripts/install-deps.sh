@@ -29,9 +29,10 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   and the live view; groff-base: the man pages typeset; golang-go: a go
 #   test that hangs in exec.Command().Output(), a goroutine dump on
 #   --timeout-signal QUIT, and `go tool pprof` reading `render -d pprof`;
-#   linux-perf: perf, the oracle the CPU profile's
-#   shares are checked against; systemtap-sdt-dev: <sys/sdt.h>, the USDT
-#   probes of the --probe tests' workload;
+#   linux-perf: perf, the oracle the CPU profile's shares and the
+#   off-CPU wait totals (perf sched) are checked against;
+#   systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of the --probe tests'
+#   workload;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema and rotel receives what
 #   `export otlp` sends; libpython3-dev: rotel's binary links the default
