@@ -175,7 +175,13 @@ fn stacks_without_frame_pointers_reach_main_and_match_perf() {
     // tool also samples more of the rest (interrupts, the scheduler, the
     // clock reads), and more so in one run than in the other.
     let ours = hot_shares(&leaf_shares(&stacks));
-    let perf = hot_shares(&perf_shares(hot.to_str().unwrap(), args));
+    // perf is the oracle only where it sees the known answer itself: on
+    // a machine loaded by the tests beside this one, one perf run in a few
+    // came out 4 points past it (79% for spin_a, ours 74%).
+    let perf = (0..3)
+        .map(|_| hot_shares(&perf_shares(hot.to_str().unwrap(), args)))
+        .find(|perf| (perf["spin_a"] - 75.0).abs() < 3.0)
+        .expect("perf's own shares off the known 75:25 three times");
     for function in ["spin_a", "spin_b"] {
         let (a, b) = (ours[function], perf[function]);
         assert!(
