@@ -62,17 +62,21 @@ static __always_inline bool saved_user_regs(struct hit_event *hit)
 	return true;
 }
 
-/* The stacks at the hit: a probe of the kernel's kernel stack first, then
- * the top of the user stack from the user registers. Returns the bytes
- * of stack[] used. */
+/* The stacks at the hit of thread `task` of process `pid`: a probe of
+ * the kernel's kernel stack first, then the Python frames of an
+ * interpreter, then the top of the user stack from the user registers.
+ * Returns the bytes of stack[] used. */
 static __always_inline __u64 hit_stacks_of(void *ctx, struct hit_event *hit,
-					   struct task_struct *task, enum hit_from from)
+					   struct task_struct *task, __s32 pid, enum hit_from from)
 {
-	__u64 kernel = 0;
+	__u64 kernel = 0, python = 0;
+	struct py_scratch *walk;
+	bool user = true;
 	long frames;
 
 	hit->ip = hit->sp = hit->fp = hit->lr = 0;
 	hit->kernel_frames = 0;
+	hit->py_count = hit->py_cut = 0;
 	hit->stack_len = 0;
 	if (!hit_stacks)
 		return 0;
@@ -83,14 +87,21 @@ static __always_inline __u64 hit_stacks_of(void *ctx, struct hit_event *hit,
 		if (kernel > SAMPLE_KERNEL_FRAMES * 8)
 			kernel = SAMPLE_KERNEL_FRAMES * 8;
 		hit->kernel_frames = kernel / 8;
-		if (!saved_user_regs(hit))
-			return kernel;
+		user = saved_user_regs(hit);
 	} else {
 		unwind_regs(ctx, &hit->ip, &hit->sp, &hit->fp, &hit->lr);
 	}
-	hit->stack_len = copy_stack(hit->stack + kernel, task, hit->sp,
+	walk = py_walk(PY_SLOT_HIT, task, pid);
+	if (walk) {
+		python = py_copy_frames(hit->stack + kernel, walk);
+		hit->py_count = python / sizeof(struct py_frame);
+		hit->py_cut = walk->frame != 0;
+	}
+	if (!user)
+		return kernel + python;
+	hit->stack_len = copy_stack(hit->stack + kernel + python, task, hit->sp,
 				    BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid));
-	return kernel + hit->stack_len;
+	return kernel + python + hit->stack_len;
 }
 
 static __always_inline void count_hit(void *ctx, __u64 probe, enum hit_from from)
@@ -123,7 +134,7 @@ static __always_inline void count_hit(void *ctx, __u64 probe, enum hit_from from
 	fill_header(&hit->header, EVENT_HIT, pid);
 	hit->tid = BPF_CORE_READ(task, pid);
 	hit->probe = probe;
-	size = offsetof(struct hit_event, stack) + hit_stacks_of(ctx, hit, task, from);
+	size = offsetof(struct hit_event, stack) + hit_stacks_of(ctx, hit, task, pid, from);
 	barrier_var(size);
 	if (size > sizeof(*hit))
 		return;

@@ -473,8 +473,9 @@ struct probe_setting {
  * (its index among the attached ones), the values it keeps (the USDT
  * arguments, or those its spec names), and where
  * userspace wants stacks the user registers with the top of the user
- * stack, unwound as a CPU sample's are. The first stack_len bytes of
- * stack[] are sent, nothing after them. */
+ * stack, unwound as a CPU sample's are, and an interpreter's Python
+ * frames. stack[] holds the kernel's addresses, the Python frames and the
+ * user stack's bytes, in that order; nothing after them is sent. */
 struct hit_event {
 	/* header.pid: the process (thread group) that hit it. */
 	struct event_header header;
@@ -491,13 +492,16 @@ struct hit_event {
 	/* Kernel stack addresses at the start of stack[]: a probe of the
 	 * kernel's, 0 for a uprobe's. */
 	__u32 kernel_frames;
+	/* Python frames after them, as in sample_event. */
+	__u16 py_count;
+	__u16 py_cut;
 	char strings[PROBE_STRING_ARGS][PROBE_STRING_CAP];
 	/* As in sample_event; all 0 without stacks. */
 	__u64 ip;
 	__u64 sp;
 	__u64 fp;
 	__u64 lr;
-	__u8 stack[SAMPLE_KERNEL_FRAMES * 8 + SAMPLE_STACK_CAP];
+	__u8 stack[SAMPLE_KERNEL_FRAMES * 8 + PY_FRAMES * sizeof(struct py_frame) + SAMPLE_STACK_CAP];
 };
 
 /* The names of the variables that mark a test, with their NUL, and the

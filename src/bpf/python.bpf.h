@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* CPython's frames in a CPU sample. The interpreter keeps its own frame
- * chain in memory; no native unwinding reaches it. Userspace sees the
- * interpreter mapped and says where its runtime state is and how its
- * version lays frames out (`python_processes`); a sample of that process
- * then finds the thread's PyThreadState through the interpreter's own TLS
- * key (what PyGILState_GetThisThreadState reads: set whether or not the
- * thread holds the GIL), walks its frames and sends each frame's code
- * object and instruction. A code object the process's samples have not
- * met before is copied with its names at once, while the process lives,
- * so that a process gone by the time userspace reads the samples is named
- * like one that is still running. */
+/* CPython's frames in a CPU sample or a probe's hit. The interpreter
+ * keeps its own frame chain in memory; no native unwinding reaches it.
+ * Userspace sees the interpreter mapped (or, for the command's own, reads
+ * it before the command starts) and says where its runtime state is and
+ * how its version lays frames out (`python_processes`); a sample or hit
+ * of that process then finds the thread's PyThreadState through the
+ * interpreter's own TLS key (what PyGILState_GetThisThreadState reads:
+ * set whether or not the thread holds the GIL), walks its frames and
+ * sends each frame's code object and instruction. A code object the
+ * process's samples have not met before is copied with its names at
+ * once, while the process lives, so that a process gone by the time
+ * userspace reads the samples is named like one that is still running. */
 #ifndef PROCTRACE_PYTHON_BPF_H
 #define PROCTRACE_PYTHON_BPF_H
 
@@ -66,11 +67,22 @@ struct py_scratch {
 	__u32 budget;
 	__u32 _pad;
 	struct py_code_event code;
+	/* The frames walked, the innermost first, for the caller to copy. */
+	struct py_frame frames[PY_FRAMES];
+};
+
+/* Each walk's scratch, by who walks: a sample's perf event may interrupt
+ * a probe's program on the same CPU (a tracepoint's or an fentry's,
+ * which the kernel does not keep apart), so they never share one. */
+enum py_slot {
+	PY_SLOT_SAMPLE,
+	PY_SLOT_HIT,
+	PY_SLOTS,
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, PY_SLOTS);
 	__type(key, __u32);
 	__type(value, struct py_scratch);
 } python_scratch SEC(".maps");
@@ -152,10 +164,10 @@ static __always_inline __u16 py_read(void *to, __u32 len, __u64 from)
 /* Sends the code object at `code` of process `pid`, with its names, on
  * the samples ring; returns 0 when it was sent. A global function: the
  * verifier checks it once, not at each frame of the walk. */
-__noinline int py_send_code(__s32 pid, __u64 code, __u32 qualname_off, __u32 filename_off)
+__noinline int py_send_code(__u32 slot, __s32 pid, __u64 code, __u32 qualname_off,
+			    __u32 filename_off)
 {
-	__u32 zero = 0;
-	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
+	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &slot);
 	struct py_code_event *event;
 	__u64 qualname, filename, lines;
 	__u32 lines_off;
@@ -200,7 +212,8 @@ static __always_inline __u64 py_first_frame(const struct py_layout *layout, __u6
 }
 
 /* Sends the frame's code object unless this process's samples did. */
-static __always_inline void py_code_seen(struct py_scratch *scratch, __u64 code, __u64 name)
+static __always_inline void py_code_seen(__u32 slot, struct py_scratch *scratch, __u64 code,
+					 __u64 name)
 {
 	struct py_code_key key = { .pid = scratch->pid, .code = code, .name = name };
 	__u8 one = 1;
@@ -208,7 +221,7 @@ static __always_inline void py_code_seen(struct py_scratch *scratch, __u64 code,
 	if (!scratch->budget || bpf_map_lookup_elem(&python_codes_sent, &key))
 		return;
 	scratch->budget--;
-	if (!py_send_code(scratch->pid, code, scratch->layout.code_qualname,
+	if (!py_send_code(slot, scratch->pid, code, scratch->layout.code_qualname,
 			  scratch->layout.code_filename))
 		bpf_map_update_elem(&python_codes_sent, &key, &one, BPF_ANY);
 }
@@ -231,18 +244,17 @@ static __always_inline __s32 py_instruction(const struct py_layout *layout, cons
 }
 
 /* One link of the frame chain: the frame at scratch->frame into the
- * sample, and on to the one before it. Returns 0 to go on. */
-__noinline int py_step(void)
+ * slot's frames, and on to the one before it. Returns 0 to go on. */
+__noinline int py_step(__u32 slot)
 {
-	__u32 zero = 0, n;
-	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
-	struct sample_event *sample = bpf_map_lookup_elem(&sample_scratch, &zero);
+	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &slot);
 	const struct py_layout *layout;
 	struct py_frame *out;
 	__u64 code, previous, name = 0;
 	__u8 *window;
+	__u32 n;
 
-	if (!scratch || !sample || !scratch->frame)
+	if (!scratch || !scratch->frame)
 		return 1;
 	layout = &scratch->layout;
 	window = scratch->window;
@@ -254,7 +266,7 @@ __noinline int py_step(void)
 	    window[layout->owner_off & (PY_FRAME_WINDOW - 1)] >= layout->shim_owner) {
 		/* A native eval call's entry: the frame before it ends a group. */
 		if (n > 0 && n <= PY_FRAMES)
-			sample->py[n - 1].entry = 1;
+			scratch->frames[n - 1].entry = 1;
 		scratch->frame = previous;
 		return 0;
 	}
@@ -263,7 +275,7 @@ __noinline int py_step(void)
 	code = *(__u64 *)(window + (layout->frame_code & (PY_FRAME_WINDOW - 8))) & layout->code_mask;
 	if (code)
 		bpf_probe_read_user(&name, sizeof(name), (void *)(code + layout->code_qualname));
-	out = &sample->py[n];
+	out = &scratch->frames[n];
 	out->code = code;
 	out->name = name;
 	out->instruction = py_instruction(layout, window, code);
@@ -272,30 +284,48 @@ __noinline int py_step(void)
 	scratch->n = n + 1;
 	scratch->frame = previous;
 	if (code)
-		py_code_seen(scratch, code, name);
+		py_code_seen(slot, scratch, code, name);
 	return 0;
 }
 
-/* Fills the sample's Python frames, the innermost first. */
-static __always_inline void py_walk(const struct py_layout *layout, struct task_struct *task,
-				    struct sample_event *sample, __s32 pid)
+/* Walks the Python frames of thread `task` of process `pid` into the
+ * slot's scratch, if the process runs an interpreter userspace has seen:
+ * its frames[] hold n of them, the innermost first, and frame is not 0
+ * where the chain went on past them. NULL for none. */
+static __always_inline struct py_scratch *py_walk(__u32 slot, struct task_struct *task, __s32 pid)
 {
-	__u32 zero = 0, i;
-	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &zero);
-	__u64 tstate = py_thread_state(layout, task);
+	struct py_layout *layout = bpf_map_lookup_elem(&python_processes, &pid);
+	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &slot);
+	__u64 tstate;
+	__u32 i;
 
-	if (!scratch || !tstate)
-		return;
+	if (!layout || !scratch)
+		return NULL;
+	tstate = py_thread_state(layout, task);
+	if (!tstate)
+		return NULL;
 	scratch->layout = *layout;
 	scratch->frame = py_first_frame(layout, tstate);
 	scratch->pid = pid;
 	scratch->n = 0;
 	scratch->budget = PY_NEW_CODES;
 	for (i = 0; i < PY_LINKS; i++)
-		if (py_step())
+		if (py_step(slot))
 			break;
-	sample->py_count = scratch->n < PY_FRAMES ? scratch->n : PY_FRAMES;
-	sample->py_cut = scratch->frame != 0;
+	return scratch;
+}
+
+/* Copies the frames `walk` found to `to`; returns how many bytes. */
+static __always_inline __u32 py_copy_frames(void *to, struct py_scratch *walk)
+{
+	__u64 bytes = (__u64)walk->n * sizeof(struct py_frame);
+
+	barrier_var(bytes);
+	if (bytes > sizeof(walk->frames))
+		bytes = sizeof(walk->frames);
+	if (!bytes || bpf_probe_read_kernel(to, bytes, walk->frames))
+		return 0;
+	return bytes;
 }
 
 #endif /* PROCTRACE_PYTHON_BPF_H */

@@ -19,6 +19,7 @@ mod timeline;
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
+use crate::bpf::types::{py_binary_key, py_layout};
 use crate::event::{Pid, Record};
 use crate::recorder::frames::Frames;
 use crate::recorder::probes::AttemptProbe;
@@ -126,12 +128,25 @@ pub(crate) struct Setup {
     /// and of the interpreters, where the collector puts each one it
     /// finds (see `frames::python`).
     pub python: Option<PythonMaps>,
+    /// The programs the command's first execs run: an interpreter among
+    /// them is read before the command starts (see `preload_python`).
+    pub first_programs: Vec<PathBuf>,
 }
 
 /// The kernel's `python_processes` and `python_binaries` maps.
 pub(crate) struct PythonMaps {
     pub processes: MapHandle,
     pub binaries: MapHandle,
+}
+
+impl PythonMaps {
+    /// The interpreter whose file is `key` is laid out as `layout` in
+    /// every process that execs it.
+    fn binary(&self, key: &py_binary_key, layout: &py_layout) {
+        // SAFETY: plain C structs of integers.
+        let (key, value) = unsafe { (plain::as_bytes(key), plain::as_bytes(layout)) };
+        let _ = self.binaries.update(key, value, MapFlags::ANY);
+    }
 }
 
 /// A handle on the collector's thread.
@@ -173,14 +188,17 @@ pub(crate) struct Counted {
 impl Collector {
     /// Starts the thread; the profile's records go to `records` when it
     /// finishes.
-    pub fn start(setup: Setup, records: Sender<Record>) -> std::io::Result<Collector> {
+    pub fn start(mut setup: Setup, records: Sender<Record>) -> std::io::Result<Collector> {
         let (to, told) = crossbeam_channel::unbounded();
         let (give_back, spare) = crossbeam_channel::bounded(SPARE_STACKS);
         let backlog = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&backlog);
+        let first_programs = std::mem::take(&mut setup.first_programs);
+        let mut collecting = Collecting::new(setup, give_back, counted);
+        collecting.preload_python(&first_programs);
         let thread = std::thread::Builder::new()
             .name("proctrace-collect".into())
-            .spawn(move || Collecting::new(setup, give_back, counted).run(told, records))?;
+            .spawn(move || collecting.run(told, records))?;
         Ok(Collector {
             to,
             spare,
@@ -406,8 +424,23 @@ impl Collecting {
             .processes
             .update(&mapping.pid.to_ne_bytes(), value, MapFlags::ANY);
         if let Some(key) = binary {
-            let key = unsafe { plain::as_bytes(&key) };
-            let _ = map.binaries.update(key, value, MapFlags::ANY);
+            map.binary(&key, &layout);
+        }
+    }
+
+    /// Tells the kernel, before the command starts, of the interpreters
+    /// at fixed addresses among `programs`: a process that execs one has
+    /// its Python frames from its first instruction, where one found by
+    /// its mapping has them only once the collector has read it (~10 ms
+    /// on; a short test's whole life).
+    fn preload_python(&mut self, programs: &[PathBuf]) {
+        let Some(map) = &self.python else {
+            return;
+        };
+        for program in programs {
+            if let Some((layout, key)) = self.frames.python_preload(program) {
+                map.binary(&key, &layout);
+            }
         }
     }
 

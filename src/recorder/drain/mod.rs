@@ -86,7 +86,7 @@ pub fn run(
         let router = Router::new(
             clock.start_ns(),
             config.env_names.clone(),
-            collector(&config, &probe, clock, &outputs.events)?,
+            collector(&config, &probe, clock, &outputs.events, &target)?,
             outputs.events.clone(),
             outputs.notices.clone(),
         );
@@ -108,6 +108,7 @@ pub fn run(
         notices: outputs.notices,
         router,
         probing: !config.probes.is_empty() || config.test_marks.is_some(),
+        sampling: config.python_frames(),
         unwinds: probe.cpu_profile.is_some()
             || probe.off_cpu.is_some()
             || (!config.probes.is_empty() && config.probe_stacks),
@@ -137,6 +138,7 @@ fn collector(
     probe: &Probe<'_>,
     clock: Clock,
     events: &Sender<Record>,
+    target: &Prepared,
 ) -> Result<Option<Collector>, RecordError> {
     if probe.cpu_profile.is_none() && config.probes.is_empty() && probe.off_cpu.is_none() {
         return Ok(None);
@@ -151,12 +153,16 @@ fn collector(
             true => NameCache::open(),
             false => NameCache::off(),
         },
-        python: probe.cpu_profile.as_ref().and_then(|_| {
-            Some(PythonMaps {
-                processes: MapHandle::try_from(&probe.skel.maps.python_processes).ok()?,
-                binaries: MapHandle::try_from(&probe.skel.maps.python_binaries).ok()?,
+        python: config
+            .python_frames()
+            .then(|| {
+                Some(PythonMaps {
+                    processes: MapHandle::try_from(&probe.skel.maps.python_processes).ok()?,
+                    binaries: MapHandle::try_from(&probe.skel.maps.python_binaries).ok()?,
+                })
             })
-        }),
+            .flatten(),
+        first_programs: target.first_programs(),
     };
     Collector::start(setup, events.clone())
         .map(Some)
@@ -173,6 +179,9 @@ struct Drain<'a, 'obj> {
     router: Router,
     /// Whether probes or test marks were attached: their ring is read.
     probing: bool,
+    /// Whether the samples ring is read: a CPU profile's samples, or the
+    /// code objects of probe hits' Python frames.
+    sampling: bool,
     /// Whether stacks are unwound: the mappings are then followed.
     unwinds: bool,
 }
@@ -259,10 +268,9 @@ impl Drain<'_, '_> {
     /// has nowhere to go) and starts following the target.
     fn start(&self, target: &Prepared) -> Result<(Buffer<'_>, Started), RecordError> {
         let router = &self.router;
-        let sampling = self.probe.cpu_profile.is_some();
         let readers = Readers {
             record: |data: &[u8]| router.record(data),
-            sample: sampling.then_some(|data: &[u8]| router.sample(data)),
+            sample: self.sampling.then_some(|data: &[u8]| router.sample(data)),
             hit: self.probing.then_some(|data: &[u8]| router.hit(data)),
             wait: self.probe.off_cpu.map(|_| |data: &[u8]| router.wait(data)),
         };

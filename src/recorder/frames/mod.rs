@@ -164,6 +164,15 @@ impl Frames {
         self.python.mapped(mapping)
     }
 
+    /// The layout of the interpreter at `path` in every process that
+    /// execs it, read before any does; where it has fixed addresses.
+    pub(crate) fn python_preload(
+        &mut self,
+        path: &std::path::Path,
+    ) -> Option<(py_layout, py_binary_key)> {
+        self.python.preload(path)
+    }
+
     /// A code object a process's Python frames ran, as the kernel read it.
     pub(crate) fn py_code(&mut self, code: PyCode) {
         self.python.code(code);

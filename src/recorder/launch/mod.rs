@@ -9,7 +9,7 @@ use std::env;
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::sys::ptrace;
@@ -99,6 +99,17 @@ impl Prepared {
         }
     }
 
+    /// The programs the command's first execs run (see
+    /// [`first_programs`]); none when attaching.
+    pub(crate) fn first_programs(&self) -> Vec<PathBuf> {
+        match self {
+            Prepared::Launch(launch) => {
+                first_programs(OsStr::from_bytes(launch.argv[0].as_bytes()))
+            }
+            Prepared::Attach(_) => Vec::new(),
+        }
+    }
+
     /// Whether the root is proctrace's child, whose status it collects.
     pub(crate) fn is_child(&self) -> bool {
         matches!(self, Prepared::Launch(_))
@@ -143,7 +154,7 @@ impl Launch {
     ) -> Result<Self, RecordError> {
         let program = argv.first().ok_or(RecordError::NoCommand)?;
         let display = program.to_string_lossy().into_owned();
-        if !is_runnable(program) {
+        if find_program(program).is_none() {
             return Err(RecordError::CommandNotFound(display));
         }
         let argv = argv
@@ -332,13 +343,57 @@ fn node_perf_maps_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<C
     env
 }
 
-/// Whether `program` can be found the way execvp would look for it.
-fn is_runnable(program: &OsStr) -> bool {
+/// The file `program` names, found as execvp finds it: through PATH
+/// unless it holds a slash.
+fn find_program(program: &OsStr) -> Option<PathBuf> {
     if program.as_bytes().contains(&b'/') {
-        return Path::new(program).exists();
+        return Some(PathBuf::from(program)).filter(|path| path.exists());
     }
     let path = env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    env::split_paths(&path).any(|dir| dir.join(program).is_file())
+    env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|file| file.is_file())
+}
+
+/// The programs the command's first execs run, their links followed: the
+/// command's file and, for a script, its `#!` interpreter (through `env`,
+/// the program env looks up).
+fn first_programs(program: &OsStr) -> Vec<PathBuf> {
+    let Some(file) = find_program(program) else {
+        return Vec::new();
+    };
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(&file)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let interpreter = interpreter_of(&head[..read]).and_then(|(interpreter, argument)| {
+        let is_env = interpreter.file_name().is_some_and(|name| name == "env");
+        match (is_env, argument) {
+            (true, Some(program)) => find_program(&program),
+            _ => Some(interpreter),
+        }
+    });
+    [Some(file), interpreter]
+        .into_iter()
+        .flatten()
+        .filter_map(|path| std::fs::canonicalize(path).ok())
+        .collect()
+}
+
+/// The interpreter of a script whose file starts with `head`, and its
+/// first argument (that is no option): `#!/usr/bin/env -S python3 -u`
+/// gives `/usr/bin/env` and `python3`.
+fn interpreter_of(head: &[u8]) -> Option<(PathBuf, Option<OsString>)> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let mut words = line
+        .split(u8::is_ascii_whitespace)
+        .filter(|word| !word.is_empty());
+    let interpreter = PathBuf::from(OsStr::from_bytes(words.next()?));
+    let argument = words
+        .find(|word| !word.starts_with(b"-"))
+        .map(|word| OsStr::from_bytes(word).to_owned());
+    Some((interpreter, argument))
 }
 
 /// The invoking user's ids when proctrace runs through sudo.
@@ -375,6 +430,36 @@ pub fn sudo_owner() -> Option<(Uid, Gid)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scripts_interpreter_is_its_first_line_or_what_env_runs() {
+        let of = |head: &str| interpreter_of(head.as_bytes());
+        let pair = |interpreter: &str, argument: Option<&str>| {
+            Some((PathBuf::from(interpreter), argument.map(OsString::from)))
+        };
+        assert_eq!(
+            of("#!/usr/bin/python3\nimport sys"),
+            pair("/usr/bin/python3", None)
+        );
+        assert_eq!(
+            of("#! /usr/bin/env -S python3 -u\n"),
+            pair("/usr/bin/env", Some("python3"))
+        );
+        assert_eq!(of("#!/bin/sh -e\n"), pair("/bin/sh", None));
+        assert_eq!(of("\x7fELF"), None);
+        assert_eq!(of("#!\n"), None);
+    }
+
+    #[test]
+    fn the_first_programs_of_a_script_are_it_and_its_interpreter() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("run");
+        std::fs::write(&script, "#!/usr/bin/env sh\necho\n").unwrap();
+        let programs = first_programs(script.as_os_str());
+        let sh = std::fs::canonicalize(find_program("sh".as_ref()).unwrap()).unwrap();
+        assert_eq!(programs, [std::fs::canonicalize(&script).unwrap(), sh]);
+        assert!(first_programs("no-such-program-here".as_ref()).is_empty());
+    }
 
     fn env(vars: &[(&str, &str)]) -> Vec<String> {
         let vars = vars.iter().map(|(n, v)| (n.into(), v.into()));

@@ -17,6 +17,9 @@ use crate::recorder::error::RecordError;
 /// The CPU profile's ring: at 999 Hz on two busy CPUs a second of samples
 /// (the drain reads it every 50 ms); a page where nothing samples.
 const SAMPLES_RING_BYTES: u32 = 8 << 20;
+/// Without a profile, the code objects probe hits' Python frames ran:
+/// 500 first met between two reads, a suite's imports at its start.
+const PY_CODES_RING_BYTES: u32 = 1 << 20;
 
 /// The probes' hits ring: a thousand hits with their stack copies between
 /// two reads of it (every 50 ms); a page without probes.
@@ -65,9 +68,12 @@ struct Rings {
 
 impl Rings {
     fn of(config: &KernelConfig) -> Rings {
-        let samples = match config.cpu_profile {
-            Some(_) => SAMPLES_RING_BYTES,
-            None => page_size(),
+        let samples = if config.cpu_profile.is_some() {
+            SAMPLES_RING_BYTES
+        } else if config.python_frames() {
+            PY_CODES_RING_BYTES
+        } else {
+            page_size()
         };
         let hits = if config.probes.iter().any(|p| !p.optional) {
             HITS_RING_BYTES

@@ -134,6 +134,15 @@ pub struct KernelConfig {
     pub off_cpu: Option<u64>,
 }
 
+impl KernelConfig {
+    /// Whether the kernel walks the Python frames of the stacks it takes
+    /// (a CPU profile's samples, probe hits with stacks), sending the code
+    /// objects they ran on the samples ring.
+    pub fn python_frames(&self) -> bool {
+        self.cpu_profile.is_some() || (self.probe_stacks && !self.probes.is_empty())
+    }
+}
+
 impl Default for KernelConfig {
     fn default() -> Self {
         KernelConfig {

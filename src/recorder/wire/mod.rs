@@ -29,8 +29,8 @@ use plain::Plain;
 
 use crate::bpf::types::{
     event_header, exec_event, exit_event, fork_event, hit_event, id_event, mark_event,
-    offcpu_thread, probe_setting, py_code_event, py_layout, resources, sample_event, wait_event,
-    wait_key, wait_total, waker_event,
+    offcpu_thread, probe_setting, py_code_event, py_frame, py_layout, resources, sample_event,
+    wait_event, wait_key, wait_total, waker_event,
 };
 
 pub(crate) use events::decode;
@@ -59,6 +59,7 @@ unsafe impl Plain for wait_total {}
 unsafe impl Plain for offcpu_thread {}
 unsafe impl Plain for py_code_event {}
 unsafe impl Plain for py_layout {}
+unsafe impl Plain for py_frame {}
 
 /// A kernel record that does not match the shared layout; only a build of
 /// mismatched C and Rust halves could produce one.

@@ -8,7 +8,7 @@ use plain::Plain;
 
 use super::{copy, Malformed};
 use crate::bpf::types::{
-    event_header, event_kind, hit_event, mark_event, py_code_event, py_part, sample_event,
+    event_header, event_kind, hit_event, mark_event, py_code_event, py_frame, py_part, sample_event,
 };
 use crate::event::{pytest_node_id, ArgValue, Pid};
 
@@ -46,6 +46,17 @@ pub struct PyFrame {
     pub instruction: i32,
     /// The outermost frame of one native eval call.
     pub entry: bool,
+}
+
+impl From<&py_frame> for PyFrame {
+    fn from(f: &py_frame) -> PyFrame {
+        PyFrame {
+            code: f.code,
+            name: f.name,
+            instruction: f.instruction,
+            entry: f.entry != 0,
+        }
+    }
 }
 
 /// A code object of a process as the kernel copied it the first time its
@@ -126,7 +137,7 @@ pub fn decode_sample(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Sample,
             e.stack_len
         })?;
         let frames = (e.kernel_frames as usize).min(e.kernel.len());
-        let python = e.py[..(e.py_count as usize).min(e.py.len())].iter();
+        let python = &e.py[..(e.py_count as usize).min(e.py.len())];
         Ok(Sample {
             pid: e.header.pid,
             tid: e.tid,
@@ -134,14 +145,7 @@ pub fn decode_sample(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Sample,
             kernel: e.kernel[..frames].to_vec(),
             regs: [e.ip, e.sp, e.fp, e.lr],
             stack: filled(buffer, stack),
-            python: python
-                .map(|f| PyFrame {
-                    code: f.code,
-                    name: f.name,
-                    instruction: f.instruction,
-                    entry: f.entry != 0,
-                })
-                .collect(),
+            python: python.iter().map(PyFrame::from).collect(),
             python_cut: e.py_cut != 0,
         })
     })
@@ -176,9 +180,11 @@ fn decode_hit(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Hit, Malformed
         let stacks = with_stack(&mut **e, data, fixed, event_kind::EVENT_HIT, |e| {
             e.kernel_frames
                 .saturating_mul(8)
+                .saturating_add(u32::from(e.py_count) * size_of::<py_frame>() as u32)
                 .saturating_add(e.stack_len)
         })?;
-        let (kernel, stack) = stacks.split_at(e.kernel_frames as usize * 8);
+        let (kernel, rest) = stacks.split_at(e.kernel_frames as usize * 8);
+        let (python, stack) = rest.split_at(e.py_count as usize * size_of::<py_frame>());
         let count = (e.arg_count as usize).min(e.args.len());
         // The strings fill their slots in argument order.
         let mut strings = e.strings.iter();
@@ -201,8 +207,15 @@ fn decode_hit(data: &[u8], start: u64, buffer: Vec<u8>) -> Result<Hit, Malformed
                     .collect(),
                 regs: [e.ip, e.sp, e.fp, e.lr],
                 stack: filled(buffer, stack),
-                python: Vec::new(),
-                python_cut: false,
+                python: python
+                    .chunks_exact(size_of::<py_frame>())
+                    .map(|bytes| {
+                        let mut frame = py_frame::default();
+                        plain::copy_from_bytes(&mut frame, bytes).expect("a whole frame");
+                        PyFrame::from(&frame)
+                    })
+                    .collect(),
+                python_cut: e.py_cut != 0,
             },
             probe: e.probe,
             args,

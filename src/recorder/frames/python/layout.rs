@@ -145,6 +145,11 @@ impl Interpreter {
         Some(())
     }
 
+    /// The layout in every process, where the file has fixed addresses.
+    pub(crate) fn fixed_layout(&self) -> Option<py_layout> {
+        self.fixed.map(|_| self.layout_with(0))
+    }
+
     /// The layout for the process of `mapping`, one of this file's.
     pub(crate) fn layout_at(&self, mapping: &Mapping) -> Option<py_layout> {
         let bias = if self.fixed.is_some() {
@@ -158,10 +163,16 @@ impl Interpreter {
             let mapped_addr = addr.wrapping_sub(offset).wrapping_add(mapping.file_offset);
             mapping.start.wrapping_sub(mapped_addr)
         };
-        Some(py_layout {
+        Some(self.layout_with(bias))
+    }
+
+    /// The layout where the file is mapped `bias` bytes from its
+    /// addresses.
+    fn layout_with(&self, bias: u64) -> py_layout {
+        py_layout {
             runtime: self.runtime.wrapping_add(bias),
             ..self.layout
-        })
+        }
     }
 
     /// The file's key, where its layout holds for every process.

@@ -12,6 +12,7 @@ mod layout;
 mod lines;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{Naming, Place};
@@ -54,6 +55,22 @@ impl Python {
         let binary = interpreter.binary();
         self.of.insert(mapping.pid, interpreter);
         Some((layout, binary))
+    }
+
+    /// The interpreter at `path` read before any process maps it: its
+    /// layout and file, where it has fixed addresses (a process that
+    /// execs it is laid out the same).
+    pub(crate) fn preload(&mut self, path: &Path) -> Option<(py_layout, py_binary_key)> {
+        let path = path.to_str()?;
+        if !layout::may_be_python(path) {
+            return None;
+        }
+        let interpreter = self
+            .files
+            .entry(path.to_owned())
+            .or_insert_with(|| Interpreter::read(std::process::id() as Pid, path).map(Arc::new))
+            .as_ref()?;
+        Some((interpreter.fixed_layout()?, interpreter.binary()?))
     }
 
     /// `parent` forked `child`, which runs the same interpreter.
