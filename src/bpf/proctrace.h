@@ -175,12 +175,14 @@ struct py_binary_key {
 
 /* One Python frame of a sample. */
 struct py_frame {
-	/* The code object's address in the process, and its qualified name's
-	 * (3.9, 3.10: its name's): an address freed and reused by another
-	 * code object (a module's, compiled, run and freed at start-up) is
-	 * told apart by its name. */
+	/* The code object's address in the process, and what tells it from
+	 * another freed at that address before (a module's, compiled, run and
+	 * freed at start-up, as site does with the lines of a .pth file): the
+	 * addresses of its qualified name (3.9, 3.10: its name) and of its
+	 * file name, mixed (py_identity). The qualified name alone is the same
+	 * interned "<module>" for every module. */
 	__u64 code;
-	__u64 name;
+	__u64 identity;
 	/* The instruction running, in 2-byte code units from the start of the
 	 * code; -1 where unknown. */
 	__s32 instruction;

@@ -40,7 +40,7 @@ struct py_code_key {
 	__s32 pid;
 	__u32 _pad;
 	__u64 code;
-	__u64 name;
+	__u64 identity;
 };
 
 /* The code objects each process's samples have sent. */
@@ -213,9 +213,9 @@ static __always_inline __u64 py_first_frame(const struct py_layout *layout, __u6
 
 /* Sends the frame's code object unless this process's samples did. */
 static __always_inline void py_code_seen(__u32 slot, struct py_scratch *scratch, __u64 code,
-					 __u64 name)
+					 __u64 identity)
 {
-	struct py_code_key key = { .pid = scratch->pid, .code = code, .name = name };
+	struct py_code_key key = { .pid = scratch->pid, .code = code, .identity = identity };
 	__u8 one = 1;
 
 	if (!scratch->budget || bpf_map_lookup_elem(&python_codes_sent, &key))
@@ -243,6 +243,17 @@ static __always_inline __s32 py_instruction(const struct py_layout *layout, cons
 	return (ip - start) / 2;
 }
 
+/* The identity of the code object at `code` (see struct py_frame): the
+ * same mix userspace makes of the copy of it py_send_code sends. */
+static __always_inline __u64 py_identity(const struct py_layout *layout, __u64 code)
+{
+	__u64 qualname = 0, filename = 0;
+
+	bpf_probe_read_user(&qualname, sizeof(qualname), (void *)(code + layout->code_qualname));
+	bpf_probe_read_user(&filename, sizeof(filename), (void *)(code + layout->code_filename));
+	return qualname ^ (filename << 1 | filename >> 63);
+}
+
 /* One link of the frame chain: the frame at scratch->frame into the
  * slot's frames, and on to the one before it. Returns 0 to go on. */
 __noinline int py_step(__u32 slot)
@@ -250,7 +261,7 @@ __noinline int py_step(__u32 slot)
 	struct py_scratch *scratch = bpf_map_lookup_elem(&python_scratch, &slot);
 	const struct py_layout *layout;
 	struct py_frame *out;
-	__u64 code, previous, name = 0;
+	__u64 code, previous, identity = 0;
 	__u8 *window;
 	__u32 n;
 
@@ -274,17 +285,17 @@ __noinline int py_step(__u32 slot)
 		return 1;
 	code = *(__u64 *)(window + (layout->frame_code & (PY_FRAME_WINDOW - 8))) & layout->code_mask;
 	if (code)
-		bpf_probe_read_user(&name, sizeof(name), (void *)(code + layout->code_qualname));
+		identity = py_identity(layout, code);
 	out = &scratch->frames[n];
 	out->code = code;
-	out->name = name;
+	out->identity = identity;
 	out->instruction = py_instruction(layout, window, code);
 	out->entry = (layout->flags & PY_EVERY_ENTRY) ||
 		     ((layout->flags & PY_IS_ENTRY) && window[layout->entry_off & (PY_FRAME_WINDOW - 1)]);
 	scratch->n = n + 1;
 	scratch->frame = previous;
 	if (code)
-		py_code_seen(slot, scratch, code, name);
+		py_code_seen(slot, scratch, code, identity);
 	return 0;
 }
 

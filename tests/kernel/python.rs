@@ -213,8 +213,8 @@ fn probe_hits_name_the_python_function_that_allocates() {
 }
 
 /// The hits whose stack passes through pyalloc.py's `allocate`, each
-/// checked to have it under `main`, under the interpreter's native entry
-/// (or the stack's cut) and above malloc.
+/// checked to have it under `main` and the script's module, under the
+/// interpreter's native entry (or the stack's cut) and above malloc.
 fn allocating_hits(run: &Run, python: &Path) -> u64 {
     let profile = crate::probes::profile_of(run);
     let mut allocating = 0;
@@ -231,6 +231,16 @@ fn allocating_hits(run: &Run, python: &Path) -> u64 {
         let stack = names.join(";");
         let main = at("main (pyalloc.py:").unwrap_or(usize::MAX);
         assert!(main < allocate, "{python:?}: {stack}");
+        // The script's module, not another that site compiled, ran and
+        // freed at the same address (a .pth file's line: `<string>`).
+        let module = names[..main]
+            .iter()
+            .rev()
+            .find(|n| n.starts_with("<module> ("));
+        assert!(
+            module.is_some_and(|m| m.starts_with("<module> (pyalloc.py:")),
+            "{python:?}: {stack}"
+        );
         // Where the copy of the native stack was too short for the
         // interpreter's entry, the cut stands in for it.
         let entry = at("Py_").or_else(|| at("[stack cut short]"));

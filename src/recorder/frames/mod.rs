@@ -50,8 +50,8 @@ pub(crate) enum Place {
     Jit(Pid, u64, Option<u32>),
     /// Where the stack's frames stop short of its thread's first.
     Gap(Gap),
-    /// A Python function of a process: its code object's address and its
-    /// name's, and the instruction in it.
+    /// A Python function of a process: its code object's address and
+    /// identity (see `struct py_frame`), and the instruction in it.
     Python(Pid, u64, u64, i32),
 }
 

@@ -37,10 +37,10 @@ pub struct Sample {
 /// One Python frame of a sample: a code object and where in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PyFrame {
-    /// The code object's address in the process, and its name's, which
-    /// tell a reused address apart.
+    /// The code object's address in the process, and what tells it from
+    /// another once at the same address (see `struct py_frame`).
     pub code: u64,
-    pub name: u64,
+    pub identity: u64,
     /// The instruction, as the interpreter's version counts it (see
     /// `recorder::frames::python`); -1 where unknown.
     pub instruction: i32,
@@ -52,7 +52,7 @@ impl From<&py_frame> for PyFrame {
     fn from(f: &py_frame) -> PyFrame {
         PyFrame {
             code: f.code,
-            name: f.name,
+            identity: f.identity,
             instruction: f.instruction,
             entry: f.entry != 0,
         }

@@ -184,11 +184,19 @@ impl Interpreter {
         (self.eval.0..self.eval.1).contains(&offset)
     }
 
-    /// The address of a code object's qualified name, as it was copied.
-    pub(crate) fn name_of(&self, code: &PyCode) -> Option<u64> {
-        let at = self.layout.code_qualname as usize;
-        let bytes = code.object.as_deref()?.get(at..at + 8)?;
-        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    /// The identity of a code object as it was copied: the kernel's mix
+    /// of its qualified name's and file name's addresses (`py_identity`).
+    pub(crate) fn identity_of(&self, code: &PyCode) -> Option<u64> {
+        let object = code.object.as_deref()?;
+        let word = |at: u32| -> Option<u64> {
+            let bytes = object.get(at as usize..at as usize + 8)?;
+            Some(u64::from_le_bytes(bytes.try_into().ok()?))
+        };
+        let (qualname, filename) = (
+            word(self.layout.code_qualname)?,
+            word(self.layout.code_filename)?,
+        );
+        Some(qualname ^ filename.rotate_left(1))
     }
 
     /// A code object's function at `instruction` (`qualname

@@ -102,14 +102,14 @@ impl Python {
     pub(crate) fn name(&self, places: &[Place], naming: &mut Naming<'_>) -> u64 {
         let mut unnamed = 0;
         for place in places {
-            let Place::Python(pid, code, name, instruction) = *place else {
+            let Place::Python(pid, code, identity, instruction) = *place else {
                 continue;
             };
             let named = self.of.get(&pid).and_then(|interpreter| {
                 let codes = self.codes.get(&(pid, code))?;
                 let code = codes
                     .iter()
-                    .find(|c| interpreter.name_of(c) == Some(name))?;
+                    .find(|c| interpreter.identity_of(c) == Some(identity))?;
                 interpreter.name(code, instruction)
             });
             let frame = match named {
@@ -170,7 +170,7 @@ impl<'s> Groups<'s> {
         out.extend(
             group
                 .iter()
-                .map(|f| Place::Python(self.pid, f.code, f.name, f.instruction)),
+                .map(|f| Place::Python(self.pid, f.code, f.identity, f.instruction)),
         );
         self.frames = rest;
     }
