@@ -25,6 +25,7 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   the HTML report, flame graphs and speedscope in headless chromium;
 # - util-linux: unshare and setpriv; procps: ps and pgrep; bats: the suites
 #   of the hang and leak tests; python3-pytest: a pytest suite that leaks;
+#   python3-pytest-xdist: a suite split over worker processes;
 #   git: the tests' clean checkouts; tmux: a terminal for the status line
 #   and the live view; groff-base: the man pages typeset; golang-go: a go
 #   test that hangs in exec.Command().Output(), a goroutine dump on
@@ -39,7 +40,7 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   python's libpython3.X.so (a minimal Debian has none);
 # - the kernel matrix: qemu for both architectures, the guest's static
 #   busybox, cpio, the static build, and the key of Debian's kernel packages.
-test_packages=(chromium nodejs npm util-linux procps bats python3-pytest git tmux groff-base
+test_packages=(chromium nodejs npm util-linux procps bats python3-pytest python3-pytest-xdist git tmux groff-base
     golang-go python3-venv libpython3-dev linux-perf systemtap-sdt-dev qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
 # W6 (Debian's python3 ships without them), perf as the peer of W8, and the guest

@@ -1,7 +1,8 @@
 //! Tests inside one process: pytest runs a whole suite in one
 //! interpreter, so its probe hits and CPU samples are split by the test
 //! it says runs (`PYTEST_CURRENT_TEST`, set through libc's setenv),
-//! checked against what the interpreter itself counts in each test.
+//! checked against what the interpreter itself counts in each test; and
+//! so are the samples of a pytest-xdist run's workers.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -197,4 +198,112 @@ fn run_test_of(run: &Run, pid: proctrace::event::Pid) -> Option<String> {
         .get("PYTEST_CURRENT_TEST")?
         .clone();
     Some(proctrace::event::pytest_node_id(&current).to_owned())
+}
+
+/// Tests whose CPU is known: `heavy_work` spins three times what
+/// `light_work` does, each called from two tests.
+const COSTS: &str = r#"
+def spin(n):
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+
+def heavy_work():
+    return spin(3_000_000)
+
+def light_work():
+    return spin(1_000_000)
+
+def test_heavy():
+    assert heavy_work() > 0
+
+def test_light():
+    assert light_work() > 0
+
+def test_heavy_again():
+    assert heavy_work() > 0
+
+def test_light_again():
+    assert light_work() > 0
+"#;
+
+/// pytest-xdist runs the tests in worker processes it starts, several
+/// to a worker: each sample of a test's Python function counts under
+/// that test, whichever worker ran it.
+#[test]
+fn a_pytest_xdist_runs_python_functions_are_under_their_tests() {
+    require_root();
+    if !have_tool("pytest-3") || !prerequisite(xdist_installed(), "python3-pytest-xdist") {
+        return;
+    }
+    let suite = tempfile::tempdir().unwrap();
+    let file = suite.path().join("test_costs.py");
+    fs::write(&file, COSTS).unwrap();
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let command = [pytest(suite.path(), &file), strings(&["-n", "2"])].concat();
+    let run = record_with(&opts, &command);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let workers: Vec<_> = run
+        .all_execs()
+        .into_iter()
+        .filter(|e| {
+            e.argv
+                .iter()
+                .any(|a| a.contains("execnet") || a.contains("exec("))
+        })
+        .collect();
+    assert!(workers.len() >= 2, "no worker processes: {}", run.text);
+    let profile = profile_of(&run);
+    let mut by_test: BTreeMap<(Option<String>, &str), u64> = BTreeMap::new();
+    for samples in &profile.samples {
+        let frames = profile.stack(samples.stack);
+        let names = frames.iter().filter_map(|f| f.function.as_deref());
+        let Some(work) = names
+            .filter_map(|f| f.split(" (").next())
+            .find(|f| *f == "heavy_work" || *f == "light_work")
+        else {
+            continue;
+        };
+        let work = if work == "heavy_work" {
+            "heavy"
+        } else {
+            "light"
+        };
+        *by_test.entry((samples.test.clone(), work)).or_default() += samples.count;
+    }
+    let test = |name: &str| Some(format!("test_costs.py::{name}"));
+    for name in [
+        "test_heavy",
+        "test_heavy_again",
+        "test_light",
+        "test_light_again",
+    ] {
+        let (own, other) = match name.contains("heavy") {
+            true => ("heavy", "light"),
+            false => ("light", "heavy"),
+        };
+        let mine = by_test.get(&(test(name), own)).copied().unwrap_or(0);
+        let misplaced = by_test.get(&(test(name), other)).copied().unwrap_or(0);
+        assert!(mine > 10 && misplaced * 50 <= mine, "{name}: {by_test:?}");
+    }
+    let outside: u64 = by_test
+        .iter()
+        .filter(|((test, _), _)| test.is_none())
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(
+        outside, 0,
+        "samples of the tests' functions outside any test: {by_test:?}"
+    );
+}
+
+/// Whether Debian's python3 has pytest-xdist.
+fn xdist_installed() -> bool {
+    std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import xdist"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
