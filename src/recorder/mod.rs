@@ -379,7 +379,9 @@ impl Recorder {
     /// command starts with `--perf-basic-prof-only-functions` added to
     /// `NODE_OPTIONS` (after what it holds already), so that each Node
     /// process of the tree writes `/tmp/perf-PID.map` and its JavaScript
-    /// functions are named; on by default. Node leaves the maps in /tmp.
+    /// functions are named; on by default. Node never deletes its maps:
+    /// those of the Node processes that exited during the recording are
+    /// removed once the frames are named.
     pub fn node_perf_maps(mut self, on: bool) -> Self {
         self.node_perf_maps = on;
         self

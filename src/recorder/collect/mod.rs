@@ -11,6 +11,7 @@
 
 mod attempts;
 mod calls;
+mod node_maps;
 mod offcpu;
 mod records;
 mod stack_ids;
@@ -37,6 +38,7 @@ use crate::recorder::wire::{Hit, Mapping, Mark, PyCode, Sample, Seen, Wait, Wake
 use crate::stacks::cache::NameCache;
 use attempts::Attempts;
 use calls::Calls;
+use node_maps::NodeMaps;
 use offcpu::Waits;
 pub(crate) use offcpu::{KernelTotals, Total};
 use tally::Tally;
@@ -131,6 +133,9 @@ pub(crate) struct Setup {
     /// The programs the command's first execs run: an interpreter among
     /// them is read before the command starts (see `preload_python`).
     pub first_programs: Vec<PathBuf>,
+    /// Whether the perf maps the tree's Node processes write are there
+    /// because proctrace asked for them, to be removed once read.
+    pub node_perf_maps_ours: bool,
 }
 
 /// The kernel's `python_processes` and `python_binaries` maps.
@@ -321,6 +326,8 @@ struct Collecting {
     waits: Waits,
     /// The kernel's maps of the processes that run CPython.
     python: Option<PythonMaps>,
+    /// The Node processes whose perf maps proctrace asked for.
+    node_maps: Option<NodeMaps>,
 }
 
 impl Collecting {
@@ -337,6 +344,7 @@ impl Collecting {
             attempts: Attempts::new(setup.attempts),
             waits: Waits::default(),
             python: setup.python,
+            node_maps: setup.node_perf_maps_ours.then(NodeMaps::default),
         }
     }
 
@@ -363,7 +371,7 @@ impl Collecting {
             Told::Watch(announcer, mapped) => {
                 self.announcers.push(announcer);
                 for m in mapped {
-                    self.find_python(&Seen::Mapped(m.clone()));
+                    self.noticed(&Seen::Mapped(m.clone()));
                     self.frames.mapped(m);
                 }
                 return;
@@ -396,7 +404,7 @@ impl Collecting {
             announcer.drain(&mut |s| seen.push(s));
         }
         for mut s in seen {
-            self.find_python(&s);
+            self.noticed(&s);
             // The recording's own time, as the samples and events have it.
             let at = match &mut s {
                 Seen::Exec { time, .. } => time,
@@ -406,6 +414,14 @@ impl Collecting {
             let at = *at;
             self.timeline.wait(at, Happened::Seen(s));
         }
+    }
+
+    /// What a new mapping says at once: a CPython interpreter, or Node.
+    fn noticed(&mut self, seen: &Seen) {
+        if let (Some(node), Seen::Mapped(mapping)) = (&mut self.node_maps, seen) {
+            node.mapped(mapping);
+        }
+        self.find_python(seen);
     }
 
     /// Tells the kernel at once of a process that maps a CPython
@@ -484,6 +500,9 @@ impl Collecting {
                     self.waits.wakeup(&wakeup, places.to_vec());
                 }
                 Happened::Exit { pid, at } => {
+                    if let Some(node) = &mut self.node_maps {
+                        node.exit(pid);
+                    }
                     self.tally.forget(pid);
                     self.waits.forget(pid);
                     self.frames.exit(pid, at);
@@ -512,6 +531,9 @@ impl Collecting {
             unnamed_python: self.frames.unnamed_python(),
             ..counted
         };
+        if let Some(node) = self.node_maps.take() {
+            node.remove();
+        }
         let latencies = self.calls.into_records().into_iter();
         let attempts = self.attempts.into_records().into_iter();
         let records = records::records(self.tally, self.waits, names)

@@ -163,6 +163,7 @@ fn collector(
             })
             .flatten(),
         first_programs: target.first_programs(),
+        node_perf_maps_ours: target.node_perf_maps_ours(),
     };
     Collector::start(setup, events.clone())
         .map(Some)

@@ -60,6 +60,8 @@ impl Target {
                 let mut launch = Launch::new(argv, keep_root, output)?;
                 if node_perf_maps {
                     launch.env = Some(node_perf_maps_env(std::env::vars_os()));
+                    launch.node_perf_maps_ours = !std::env::var_os("NODE_OPTIONS")
+                        .is_some_and(|o| o.to_string_lossy().contains("--perf-basic-prof"));
                 }
                 Ok((Prepared::Launch(launch), self.command().unwrap_or_default()))
             }
@@ -110,6 +112,12 @@ impl Prepared {
         }
     }
 
+    /// Whether the perf maps of the command's Node processes are there
+    /// only because proctrace asked for them.
+    pub(crate) fn node_perf_maps_ours(&self) -> bool {
+        matches!(self, Prepared::Launch(launch) if launch.node_perf_maps_ours)
+    }
+
     /// Whether the root is proctrace's child, whose status it collects.
     pub(crate) fn is_child(&self) -> bool {
         matches!(self, Prepared::Launch(_))
@@ -136,6 +144,9 @@ pub struct Launch {
     redirect: Option<Redirect>,
     /// The command's environment, where it is not proctrace's.
     env: Option<Vec<CString>>,
+    /// Whether the perf maps the command's Node processes write are
+    /// there because the environment asked for them, not the user.
+    node_perf_maps_ours: bool,
 }
 
 /// The files a redirected command gets as its stdio.
@@ -172,6 +183,7 @@ impl Launch {
             credentials,
             redirect,
             env: None,
+            node_perf_maps_ours: false,
         })
     }
 
