@@ -101,14 +101,15 @@ JSON
 # From PyPI in tests/.venv, on Debian's python3: opentelemetry-proto, the
 # OTLP schema `render -d otlp` is checked against, with the protobuf it
 # needs; rotel, a collector (its binary inside the wheel) that the tests of
-# `export otlp` send to.
+# `export otlp` send to; py-spy, the oracle of the Python frames.
 install_python_tools() {
     local dir=$repo/tests/.venv
-    if ! "$dir/bin/python3" -c 'import opentelemetry.proto, rotel' 2>/dev/null; then
-        echo "install-deps: installing opentelemetry-proto and rotel into $dir" >&2
+    if ! "$dir/bin/python3" -c 'import opentelemetry.proto, rotel' 2>/dev/null ||
+        [ ! -x "$dir/bin/py-spy" ]; then
+        echo "install-deps: installing opentelemetry-proto, rotel and py-spy into $dir" >&2
         /usr/bin/python3 -m venv "$dir"
         "$dir/bin/pip" install --quiet --disable-pip-version-check 'opentelemetry-proto>=1.27,<2' \
-            'rotel==0.0.1a15'
+            'rotel==0.0.1a15' 'py-spy==0.4.3'
     fi
 }
 

@@ -1,8 +1,9 @@
-//! CPython's frames in the CPU profile: the Python functions a sample ran,
-//! walked by the kernel in every interpreter on the machine (Debian's,
-//! static and not position-independent; pyenv's, on a shared
-//! libpython), interleaved with the native frames, and named after the
-//! process is gone, however short it lived.
+//! CPython's frames in the CPU profile and the probes' stacks: the Python
+//! functions a sample or hit ran, walked by the kernel in every
+//! interpreter on the machine (Debian's, static and not
+//! position-independent; pyenv's, on a shared libpython), interleaved with
+//! the native frames, named after the process is gone, however short it
+//! lived, and checked against py-spy's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -255,4 +256,90 @@ fn allocating_hits(run: &Run, python: &Path) -> u64 {
         allocating += hit.count;
     }
     allocating
+}
+
+/// py-spy, in tests/.venv (`install-deps.sh --test`).
+fn py_spy() -> Option<PathBuf> {
+    let path = repo().join("tests/.venv/bin/py-spy");
+    prerequisite(path.exists(), "py-spy in tests/.venv").then_some(path)
+}
+
+/// The Python part of each stack of `folded` (its frames named `name
+/// (file:line)` in pycosts.py, from `main` on), with its samples.
+fn python_paths(folded: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut paths = BTreeMap::new();
+    for (stack, count) in folded {
+        let frames: Vec<&str> = stack
+            .split(';')
+            .filter(|f| f.contains(" (pycosts.py:") && !f.starts_with("<module>"))
+            .collect();
+        if frames.first().is_some_and(|f| f.starts_with("main (")) {
+            *paths.entry(frames.join(";")).or_default() += count;
+        }
+    }
+    paths
+}
+
+/// py-spy, which reads each interpreter's frames from outside, as the
+/// oracle: the same Python stacks (function and line, `main` to `spin`)
+/// as it finds, and the same share of `heavy` within 8 points.
+#[test]
+fn python_stacks_match_py_spy() {
+    require_root();
+    let Some(py_spy) = py_spy() else {
+        return;
+    };
+    for python in interpreters() {
+        let ours = python_paths(&profile(&python, &["40"]));
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join("py-spy.txt");
+        let status = std::process::Command::new(&py_spy)
+            .args(["record", "--rate", "500", "--format", "raw", "-o"])
+            .arg(&raw)
+            .arg("--")
+            .arg(&python)
+            .args([pycosts().as_str(), "40"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{python:?}: py-spy failed");
+        let text = std::fs::read_to_string(&raw).unwrap();
+        let theirs: BTreeMap<String, u64> = text
+            .lines()
+            .filter_map(|l| l.rsplit_once(' '))
+            .map(|(stack, n)| (stack.to_owned(), n.parse().unwrap()))
+            .collect();
+        let theirs = python_paths(&theirs);
+        let share = |paths: &BTreeMap<String, u64>| {
+            let of = |f: &str| -> u64 {
+                let on = paths.iter().filter(|(p, _)| p.contains(&format!(";{f} (")));
+                on.map(|(_, n)| n).sum()
+            };
+            of("heavy") as f64 * 100.0 / (of("heavy") + of("light")).max(1) as f64
+        };
+        let (a, b) = (share(&ours), share(&theirs));
+        assert!(
+            (a - b).abs() < 8.0,
+            "{python:?}: heavy {a:.1}% here, {b:.1}% by py-spy"
+        );
+        // Every stack py-spy saw often is one of ours, and the reverse.
+        let often = |paths: &BTreeMap<String, u64>| -> Vec<String> {
+            let all: u64 = paths.values().sum();
+            let kept = paths.iter().filter(|(_, &n)| n * 10 >= all);
+            kept.map(|(p, _)| p.clone()).collect()
+        };
+        for path in often(&theirs) {
+            assert!(
+                ours.contains_key(&path),
+                "{python:?}: py-spy's {path} not here: {ours:?}"
+            );
+        }
+        for path in often(&ours) {
+            assert!(
+                theirs.contains_key(&path),
+                "{python:?}: {path} not py-spy's: {theirs:?}"
+            );
+        }
+    }
 }
