@@ -318,11 +318,15 @@ fn share(reason: WaitReason, lines: &[&OffCpu], from: From) -> WaitShare {
             .stack
             .map(|s| from.profile.stack(s))
             .unwrap_or_default();
-        let own = frames
+        // Innermost first: the frames of the program's own code, past the
+        // runtime it waits through where any are.
+        let mut own = frames
             .iter()
             .rev()
-            .find(|f| !f.kernel && !system_library(&f.module));
-        if let Some(frame) = own {
+            .filter(|f| !f.kernel && !system_library(&f.module))
+            .peekable();
+        let innermost = own.peek().copied();
+        if let Some(frame) = own.find(|f| !python_runtime(&f.module)).or(innermost) {
             *by_function.entry(frame.label()).or_default() += line.total_ns;
         }
         if let Some(waker) = &line.waker {
@@ -371,6 +375,19 @@ fn system_library(module: &str) -> bool {
     .any(|prefix| file.starts_with(prefix))
 }
 
+/// A CPython interpreter and its standard library, which a Python
+/// program's waits go through as a native program's go through the C
+/// library: `Condition.wait (threading.py:320)` under the caller's
+/// `wait_for_it (app.py:13)`. A Python frame's module is its source file.
+fn python_runtime(module: &str) -> bool {
+    let file = module.rsplit('/').next().unwrap_or(module);
+    let standard = module.contains("/lib/python3.") && !module.contains("-packages/");
+    file.starts_with("python3.") && !file.ends_with(".py")
+        || file.starts_with("libpython3.")
+        || module.starts_with("<frozen ")
+        || standard
+}
+
 /// Who woke a wait, as the views say it.
 fn waker_name(processes: &Processes, waker: &Waker) -> String {
     match waker {
@@ -389,4 +406,29 @@ fn tree_name(processes: &Processes, pid: Pid, tid: Pid) -> String {
         String::new()
     };
     format!("{} {pid}{thread}", program_of(processes, process, pid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_python_runtime_is_the_interpreter_and_its_standard_library() {
+        for module in [
+            "/usr/bin/python3.11",
+            "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
+            "/usr/lib/python3.11/threading.py",
+            "<frozen importlib._bootstrap>",
+        ] {
+            assert!(python_runtime(module), "{module}");
+        }
+        for module in [
+            "/src/app/tests/test_sync.py",
+            "/usr/lib/python3/dist-packages/requests/api.py",
+            "/venv/lib/python3.11/site-packages/psycopg/connection.py",
+            "/usr/lib/x86_64-linux-gnu/libssl.so.3",
+        ] {
+            assert!(!python_runtime(module), "{module}");
+        }
+    }
 }

@@ -296,8 +296,10 @@ static __always_inline void read_call(struct task_struct *task, struct pt_regs *
 }
 
 /* Copies the registers and top of the user stack of the current task
- * (`task`, leaving the CPU) into its stash. */
-static __always_inline bool stash_user_stack(struct task_struct *task, __u32 tid,
+ * (`task`, thread `tid` of process `pid`, leaving the CPU) into its
+ * stash, with an interpreter's Python frames: as it leaves is the last
+ * time its memory can be read (a waker runs in another process). */
+static __always_inline bool stash_user_stack(struct task_struct *task, __s32 pid, __u32 tid,
 					      struct pt_regs *regs)
 {
 	struct wait_event *stash = bpf_map_lookup_elem(&wait_stashes, &tid);
@@ -320,6 +322,7 @@ static __always_inline bool stash_user_stack(struct task_struct *task, __u32 tid
 		unwind_regs(regs, &stash->ip, &stash->sp, &stash->fp, &stash->lr);
 	stash->stack_len =
 		copy_stack_to(stash->stack, task->mm->start_stack, stash->sp, tid == task->tgid);
+	py_fill(PY_SLOT_WAIT, task, pid, stash->py, &stash->py_count, &stash->py_cut);
 	return true;
 }
 
@@ -356,7 +359,7 @@ static __always_inline void switched_out(struct task_struct *task, struct offcpu
 	regs = current_regs(task);
 	read_call(task, regs, key);
 	if (offcpu_user_stacks)
-		thread->stashed = stash_user_stack(task, tid, regs);
+		thread->stashed = stash_user_stack(task, thread->pid, tid, regs);
 }
 
 /* Sends a long wait of `task`, from `off` to `now`, with the kernel
@@ -379,6 +382,7 @@ static __always_inline void send_wait(struct task_struct *task, struct offcpu_th
 			offcpu_loss(OFFCPU_LOST_USER_STACK);
 		wait->ip = wait->sp = wait->fp = wait->lr = 0;
 		wait->stack_len = 0;
+		wait->py_count = wait->py_cut = 0;
 	}
 	fill_header(&wait->header, EVENT_WAIT, key->pid);
 	wait->header.timestamp = now;
@@ -483,12 +487,14 @@ static __always_inline void send_waker(void *ctx, struct task_struct *waker, __s
 	event->kernel_frames = frames > 0 ? frames / sizeof(__u64) : 0;
 	event->ip = event->sp = event->fp = event->lr = 0;
 	event->stack_len = 0;
+	event->py_count = event->py_cut = 0;
 	if (offcpu_user_stacks) {
 		struct pt_regs *regs = current_regs(waker);
 
 		unwind_regs(regs, &event->ip, &event->sp, &event->fp, &event->lr);
 		event->stack_len = copy_stack(event->stack, waker, event->sp,
 					      event->tid == BPF_CORE_READ(waker, tgid));
+		py_fill(PY_SLOT_WAIT, waker, pid, event->py, &event->py_count, &event->py_cut);
 	}
 	size = offsetof(struct waker_event, stack) + event->stack_len;
 	barrier_var(size);

@@ -657,7 +657,13 @@ struct wait_event {
 	__u64 sp;
 	__u64 fp;
 	__u64 lr;
+	/* As in sample_event: an interpreter's Python frames as it left the
+	 * CPU. */
+	__u16 py_count;
+	__u16 py_cut;
+	__u32 _pad;
 	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	struct py_frame py[PY_FRAMES];
 	__u8 stack[SAMPLE_STACK_CAP];
 };
 
@@ -674,7 +680,11 @@ struct waker_event {
 	__u64 sp;
 	__u64 fp;
 	__u64 lr;
+	__u16 py_count;
+	__u16 py_cut;
+	__u32 _pad;
 	__u64 kernel[SAMPLE_KERNEL_FRAMES];
+	struct py_frame py[PY_FRAMES];
 	__u8 stack[SAMPLE_STACK_CAP];
 };
 

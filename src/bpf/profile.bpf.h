@@ -91,7 +91,6 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u32 zero = 0;
 	struct sample_event *sample;
-	struct py_scratch *walk;
 	__s32 pid, tid;
 	__u64 size, wakeup;
 	long frames;
@@ -114,12 +113,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	sample->kernel_frames = frames > 0 ? frames / sizeof(__u64) : 0;
 	fill_user(ctx, sample, task,
 		  tid == BPF_CORE_READ(task, tgid));
-	sample->py_count = sample->py_cut = 0;
-	walk = py_walk(PY_SLOT_SAMPLE, task, pid);
-	if (walk) {
-		sample->py_count = py_copy_frames(sample->py, walk) / sizeof(struct py_frame);
-		sample->py_cut = walk->frame != 0;
-	}
+	py_fill(PY_SLOT_SAMPLE, task, pid, sample->py, &sample->py_count, &sample->py_cut);
 	size = offsetof(struct sample_event, stack) + sample->stack_len;
 	barrier_var(size);
 	if (size > sizeof(*sample))

@@ -73,10 +73,13 @@ struct py_scratch {
 
 /* Each walk's scratch, by who walks: a sample's perf event may interrupt
  * a probe's program on the same CPU (a tracepoint's or an fentry's,
- * which the kernel does not keep apart), so they never share one. */
+ * which the kernel does not keep apart), or (an NMI, where the PMU
+ * samples) the scheduler's, so they never share one. The switch and
+ * wakeup programs run with interrupts off: one between them. */
 enum py_slot {
 	PY_SLOT_SAMPLE,
 	PY_SLOT_HIT,
+	PY_SLOT_WAIT,
 	PY_SLOTS,
 };
 
@@ -337,6 +340,21 @@ static __always_inline __u32 py_copy_frames(void *to, struct py_scratch *walk)
 	if (!bytes || bpf_probe_read_kernel(to, bytes, walk->frames))
 		return 0;
 	return bytes;
+}
+
+/* Walks the Python frames of `task` of process `pid` with the slot's
+ * scratch into `py` (PY_FRAMES of them), with how many and whether the
+ * chain went on past them. */
+static __always_inline void py_fill(__u32 slot, struct task_struct *task, __s32 pid,
+				    struct py_frame *py, __u16 *count, __u16 *cut)
+{
+	struct py_scratch *walk = py_walk(slot, task, pid);
+
+	*count = *cut = 0;
+	if (!walk)
+		return;
+	*count = py_copy_frames(py, walk) / sizeof(struct py_frame);
+	*cut = walk->frame != 0;
 }
 
 #endif /* PROCTRACE_PYTHON_BPF_H */

@@ -437,3 +437,48 @@ fn offcpu_wait_totals_agree_with_perf_sched() {
         );
     }
 }
+
+/// A Python program's waits have its Python frames, as its CPU samples
+/// do (tests/workloads/pywaits.py): the main thread's lock wait is under
+/// `main` and `wait_for_it`, its waker the helper thread in
+/// `release_it`, and the wall view says it waited in `wait_for_it`, not
+/// in the interpreter's lock.
+#[test]
+fn python_waits_have_their_python_frames() {
+    require_root();
+    let script = repo().join("tests/workloads/pywaits.py");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--off-cpu"]);
+    let run = record_with(&opts, &["/usr/bin/python3", script.to_str().unwrap()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let root = run.root();
+    let lock = off_cpu(&run)
+        .into_iter()
+        .filter(|w| w.tid == root && w.reason == WaitReason::Lock && w.stack.is_some())
+        .max_by_key(|w| w.max_ns)
+        .unwrap_or_else(|| panic!("no long lock wait of the main thread:\n{}", run.text));
+    let names = functions(&run, lock.stack.unwrap());
+    let at = |f: &str| names.iter().position(|n| n.starts_with(f));
+    let (main, waiting) = (at("main (pywaits.py:"), at("wait_for_it (pywaits.py:"));
+    assert!(main.is_some() && main < waiting, "{names:?}");
+    let Some(Waker::Tree {
+        tid,
+        stack: Some(waker),
+        ..
+    }) = &lock.waker
+    else {
+        panic!("not woken by a thread of the tree with its stack: {lock:?}");
+    };
+    assert_ne!(*tid, root);
+    let waker = functions(&run, *waker);
+    assert!(
+        waker
+            .iter()
+            .any(|f| f.starts_with("release_it (pywaits.py:")),
+        "{waker:?}"
+    );
+    let out = run.dir.path().join("wall.txt");
+    render(&run.dir.path().join("rec.ndjson"), "wall", &out);
+    let wall = std::fs::read_to_string(&out).unwrap();
+    assert!(wall.contains(" lock in wait_for_it (pywaits.py:"), "{wall}");
+}

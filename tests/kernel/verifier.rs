@@ -30,8 +30,8 @@ const BUDGET: &[(&str, u32)] = &[
     ("sys_exit_btf", 2_200),
     ("mark_setenv", 200),
     ("mark_unsetenv", 150),
-    ("offcpu_switch", 8_000),
-    ("offcpu_waking", 700),
+    ("offcpu_switch", 12_000),
+    ("offcpu_waking", 3_000),
     ("offcpu_wakeup_n", 120),
     ("offcpu_exec", 60),
     // The interrupt counters' entries and exits (15 characters alike).

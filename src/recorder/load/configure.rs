@@ -17,8 +17,9 @@ use crate::recorder::error::RecordError;
 /// The CPU profile's ring: at 999 Hz on two busy CPUs a second of samples
 /// (the drain reads it every 50 ms); a page where nothing samples.
 const SAMPLES_RING_BYTES: u32 = 8 << 20;
-/// Without a profile, the code objects probe hits' Python frames ran:
-/// 500 first met between two reads, a suite's imports at its start.
+/// Without a profile, the code objects the Python frames of probe hits
+/// and long waits ran: 500 first met between two reads, a suite's
+/// imports at its start.
 const PY_CODES_RING_BYTES: u32 = 1 << 20;
 
 /// The probes' hits ring: a thousand hits with their stack copies between

@@ -136,10 +136,13 @@ pub struct KernelConfig {
 
 impl KernelConfig {
     /// Whether the kernel walks the Python frames of the stacks it takes
-    /// (a CPU profile's samples, probe hits with stacks), sending the code
-    /// objects they ran on the samples ring.
+    /// (a CPU profile's samples, probe hits with stacks, long waits and
+    /// their wakers), sending the code objects they ran on the samples
+    /// ring.
     pub fn python_frames(&self) -> bool {
-        self.cpu_profile.is_some() || (self.probe_stacks && !self.probes.is_empty())
+        self.cpu_profile.is_some()
+            || self.off_cpu.is_some()
+            || (self.probe_stacks && !self.probes.is_empty())
     }
 }
 

@@ -3,10 +3,11 @@
 //! kernel's totals of every wait; and what a wait was on, from the state
 //! it slept in, its system call and the kind of file that call was on.
 
-use super::samples::{with_stack, Sample};
+use super::samples::{with_stack, PyFrame, Sample};
 use super::{copy, Malformed};
 use crate::bpf::types::{
-    event_header, event_kind, offcpu_flags, offcpu_state, wait_event, wait_key, waker_event,
+    event_header, event_kind, offcpu_flags, offcpu_state, py_frame, wait_event, wait_key,
+    waker_event,
 };
 use crate::event::{Pid, WaitReason};
 use crate::syscalls;
@@ -193,9 +194,8 @@ pub fn decode_from_waits(data: &[u8], start: u64) -> Result<FromWaits, Malformed
                 kernel: e.kernel[..frames].to_vec(),
                 regs: [e.ip, e.sp, e.fp, e.lr],
                 stack: stack.to_vec(),
-                // The interpreter's frames are walked at CPU samples only.
-                python: Vec::new(),
-                python_cut: false,
+                python: python_frames(&e.py, e.py_count),
+                python_cut: e.py_cut != 0,
             },
         }));
     }
@@ -229,10 +229,18 @@ pub fn decode_from_waits(data: &[u8], start: u64) -> Result<FromWaits, Malformed
             kernel: e.kernel[..frames].to_vec(),
             regs: [e.ip, e.sp, e.fp, e.lr],
             stack: stack.to_vec(),
-            python: Vec::new(),
-            python_cut: false,
+            python: python_frames(&e.py, e.py_count),
+            python_cut: e.py_cut != 0,
         },
     }))
+}
+
+/// The `count` Python frames the kernel filled in of `py`.
+fn python_frames(py: &[py_frame], count: u16) -> Vec<PyFrame> {
+    py[..usize::from(count).min(py.len())]
+        .iter()
+        .map(PyFrame::from)
+        .collect()
 }
 
 #[cfg(test)]
