@@ -206,8 +206,9 @@ fn probe_hits_name_the_python_function_that_allocates() {
         let least = if fixed { lists } else { lists / 2 };
         assert!(
             (least..lists + lists / 10).contains(&named),
-            "{python:?}: {named} hits in allocate, {lists} lists\n{}",
-            run.stderr
+            "{python:?}: {named} hits in allocate, {lists} lists\n{}\n{:?}",
+            run.stderr,
+            run.trailer()
         );
         assert_eq!(run.trailer().lost_probe_hits, 0, "{python:?}");
     }

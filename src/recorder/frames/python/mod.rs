@@ -43,7 +43,19 @@ impl Python {
         &mut self,
         mapping: &Mapping,
     ) -> Option<(py_layout, Option<py_binary_key>)> {
-        if !layout::may_be_python(&mapping.path) || !layout::still_mapped(mapping) {
+        if !layout::may_be_python(&mapping.path) {
+            return None;
+        }
+        if !layout::still_mapped(mapping) {
+            // Gone (or changed) before its mapping was read: the kernel
+            // is told nothing, but a process whose frames it walked from
+            // its exec (an interpreter at fixed addresses, read before)
+            // is named by that interpreter. Under load the collector
+            // read a 50 ms process's mapping after its exit, and none of
+            // its Python frames was named.
+            if let Some(Some(interpreter)) = self.files.get(&mapping.path) {
+                self.of.insert(mapping.pid, Arc::clone(interpreter));
+            }
             return None;
         }
         let interpreter = self
