@@ -846,6 +846,12 @@ pub struct ThreadWait {
     /// can show (a sleep, a futex).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub on: Vec<WaitOn>,
+    /// Its Python frames, the innermost first (`qualname (file:line)`),
+    /// where it runs a CPython interpreter the recorder could read: what
+    /// `py-spy dump` shows. The last says how many more there were where
+    /// the walk stopped short.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<String>,
 }
 
 /// One thing a blocked call waits on.

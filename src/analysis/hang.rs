@@ -91,6 +91,10 @@ pub struct Blocked {
     /// The CPU it used, where it was running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuUse>,
+    /// Its threads' Python frames, the innermost first, by tid: what
+    /// `py-spy dump` shows, for those that run CPython.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub python: BTreeMap<Pid, Vec<String>>,
 }
 
 /// One wait of one thread, resolved.
@@ -617,6 +621,12 @@ fn describe(known: &Known, s: &Snapshot) -> Blocked {
             .collect(),
         looping: None,
         cpu: s.cpu,
+        python: s
+            .threads
+            .iter()
+            .filter(|t| !t.python.is_empty())
+            .map(|t| (t.tid, t.python.clone()))
+            .collect(),
     }
 }
 
@@ -680,6 +690,7 @@ fn legacy_thread(s: &Snapshot) -> Option<ThreadWait> {
         syscall: s.syscall,
         call: Some(call.to_owned()),
         on: on.into_iter().collect(),
+        python: Vec::new(),
     })
 }
 

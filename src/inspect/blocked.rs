@@ -193,6 +193,7 @@ impl Reader<'_> {
             syscall: call.map(|(nr, _)| nr),
             call: name.map(str::to_owned),
             on,
+            python: Vec::new(),
         };
         Ok((thread, call.map(|(_, args)| i64::from(int(args[0])))))
     }

@@ -137,7 +137,13 @@ fn lines_with(hang: &Hang, runs: &[&OnHang], profile: Option<&Profile>) -> Vec<S
         cause(hang.cause),
         count(alive, "process", "processes")
     )];
-    lines.extend(hang.chains.iter().map(|link| chain_line(hang, link)));
+    for link in &hang.chains {
+        lines.push(chain_line(hang, link));
+        if let ([member], Seen::First) = (link.members.as_slice(), &link.seen) {
+            let indent = "  ".repeat(link.depth + 1);
+            lines.extend(python_stacks(&hang.processes[*member], &indent));
+        }
+    }
     lines.extend(hang.deadlocks.iter().map(|cycle| deadlock(hang, cycle)));
     let threads = hang.thread_deadlocks.iter();
     lines.extend(threads.map(|cycle| thread_deadlock(hang, cycle)));
@@ -216,6 +222,53 @@ fn busy_with(hang: &Hang, group: &[usize], profile: &Profile) -> Vec<String> {
         lines.push(format!(
             "  busy: … {} more stacks",
             stacks.len() - BUSY_STACKS
+        ));
+    }
+    lines
+}
+
+/// Python frames shown per thread, and distinct stacks per process.
+const PYTHON_FRAMES: usize = 8;
+const PYTHON_STACKS: usize = 4;
+
+/// `python: thread 12 "worker": take (pool.py:13) ← run (pool.py:40)`,
+/// after `indent`: where a process's threads are in Python, as `py-spy
+/// dump` shows it, the innermost frame first. Threads in the same place
+/// fold.
+fn python_stacks(p: &Blocked, indent: &str) -> Vec<String> {
+    let mut stacks: Vec<(&Vec<String>, Vec<Pid>)> = Vec::new();
+    for (&tid, frames) in &p.python {
+        match stacks.iter_mut().find(|(f, _)| *f == frames) {
+            Some((_, tids)) => tids.push(tid),
+            None => stacks.push((frames, vec![tid])),
+        }
+    }
+    let mut lines: Vec<String> = stacks
+        .iter()
+        .take(PYTHON_STACKS)
+        .map(|(frames, tids)| {
+            let who = match tids.as_slice() {
+                [tid] if *tid == p.pid => format!("{} (main thread)", p.pid),
+                [tid] => thread(p, *tid),
+                _ => format!("{} threads of {}", tids.len(), p.pid),
+            };
+            let mut shown: Vec<String> = frames
+                .iter()
+                .take(PYTHON_FRAMES)
+                .map(|f| visible(f).into_owned())
+                .collect();
+            if frames.len() > PYTHON_FRAMES {
+                shown.push(format!("… {} more", frames.len() - PYTHON_FRAMES));
+            }
+            format!("{indent}python: {who}: {}", shown.join(" ← "))
+        })
+        .collect();
+    if stacks.len() > PYTHON_STACKS {
+        let threads: usize = stacks[PYTHON_STACKS..].iter().map(|(_, t)| t.len()).sum();
+        lines.push(format!(
+            "{indent}python: … {} in {} more places",
+            count(threads, "thread", "threads"),
+            stacks.len() - PYTHON_STACKS
         ));
     }
     lines
@@ -715,4 +768,62 @@ fn deadlock(hang: &Hang, cycle: &[usize]) -> String {
         cycle.len(),
         members.join("; ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocked(python: &[(Pid, &[&str])]) -> Blocked {
+        let python = python.iter().map(|(tid, frames)| {
+            let frames = frames.iter().map(|f| f.to_string()).collect();
+            (*tid, frames)
+        });
+        Blocked {
+            pid: 10,
+            parent: None,
+            command: "python3 serve.py".into(),
+            test: None,
+            state: 'S',
+            alive: 0,
+            quiet: 0,
+            call: None,
+            wchan: None,
+            waits: Vec::new(),
+            notes: Vec::new(),
+            thread_names: Default::default(),
+            looping: None,
+            cpu: None,
+            python: python.collect(),
+        }
+    }
+
+    #[test]
+    fn threads_in_the_same_python_place_fold_and_deep_stacks_say_what_is_left() {
+        let deep: Vec<String> = (0..10).map(|i| format!("f{i} (a.py:{i})")).collect();
+        let deep: Vec<&str> = deep.iter().map(String::as_str).collect();
+        let idle: &[&str] = &["get (queue.py:171)", "work (pool.py:9)"];
+        let p = blocked(&[(10, &deep), (11, idle), (12, idle), (13, idle)]);
+        assert_eq!(
+            python_stacks(&p, "  "),
+            [
+                "  python: 10 (main thread): f0 (a.py:0) ← f1 (a.py:1) ← f2 (a.py:2) ← \
+                 f3 (a.py:3) ← f4 (a.py:4) ← f5 (a.py:5) ← f6 (a.py:6) ← f7 (a.py:7) ← … 2 more",
+                "  python: 3 threads of 10: get (queue.py:171) ← work (pool.py:9)",
+            ]
+        );
+    }
+
+    #[test]
+    fn past_four_python_places_the_rest_are_counted() {
+        let frames: Vec<String> = (0..6).map(|i| format!("f{i} (a.py:1)")).collect();
+        let places: Vec<(Pid, [&str; 1])> = (0..6)
+            .map(|i| (20 + i, [frames[i as usize].as_str()]))
+            .collect();
+        let places: Vec<(Pid, &[&str])> = places.iter().map(|(t, f)| (*t, &f[..])).collect();
+        let lines = python_stacks(&blocked(&places), "");
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[0], "python: thread 20: f0 (a.py:1)");
+        assert_eq!(lines[4], "python: … 2 threads in 2 more places");
+    }
 }

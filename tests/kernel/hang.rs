@@ -18,7 +18,7 @@ fn opts(args: &[&str]) -> Opts {
 }
 
 /// The Snapshot records of a recording, in order.
-fn snapshots(records: &[Record]) -> Vec<&Snapshot> {
+pub(crate) fn snapshots(records: &[Record]) -> Vec<&Snapshot> {
     records
         .iter()
         .filter_map(|r| match r {

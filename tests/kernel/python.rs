@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 use crate::cpu_profile::folded;
+use proctrace::event::{Pid, Record};
 
 /// The workload whose costs are known: `heavy` three times `light`.
 fn pycosts() -> String {
@@ -342,5 +343,110 @@ fn python_stacks_match_py_spy() {
                 "{python:?}: {path} not py-spy's: {theirs:?}"
             );
         }
+    }
+}
+
+/// The line of pyhang.py whose text is `text`, trimmed.
+fn pyhang_line(text: &str) -> usize {
+    let source = std::fs::read_to_string(repo().join("tests/workloads/pyhang.py")).unwrap();
+    source.lines().position(|l| l.trim() == text).unwrap() + 1
+}
+
+/// `py-spy dump`'s frames of each thread, from its output: `Thread N
+/// (idle): "name"` then a frame a line, indented.
+fn py_spy_threads(output: &str) -> BTreeMap<Pid, Vec<String>> {
+    let mut threads: BTreeMap<Pid, Vec<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in output.lines() {
+        if let Some(rest) = line.strip_prefix("Thread ") {
+            current = rest.split(' ').next().and_then(|tid| tid.parse().ok());
+            threads.entry(current.unwrap_or(0)).or_default();
+        } else if let (Some(tid), Some(frame)) = (current, line.strip_prefix("    ")) {
+            threads
+                .entry(tid)
+                .or_default()
+                .push(frame.trim().to_owned());
+        }
+    }
+    threads
+}
+
+/// A hung Python process, on every interpreter: each thread's Python
+/// frames in the snapshot, exactly those `py-spy dump` (run by
+/// `--on-hang`) gives, and under the culprit in the hang view.
+#[test]
+fn a_hung_python_process_has_each_threads_python_frames() {
+    require_root();
+    let py_spy = py_spy();
+    let script = repo().join("tests/workloads/pyhang.py");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--timeout", "3s"]);
+    if let Some(py_spy) = &py_spy {
+        let dump = format!("{} dump --pid {{}}", py_spy.display());
+        opts.args.extend(strings(&["--on-hang", dump.as_str()]));
+    }
+    // Side by side: each run waits out its timeout.
+    let runs: Vec<(PathBuf, Run)> = std::thread::scope(|scope| {
+        let started: Vec<_> = interpreters()
+            .into_iter()
+            .map(|python| {
+                let (opts, script) = (&opts, &script);
+                scope.spawn(move || {
+                    let run = record_with(opts, &[python.as_os_str(), script.as_os_str()]);
+                    (python, run)
+                })
+            })
+            .collect();
+        started.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let main = [
+        format!(
+            "wait_for_reply (pyhang.py:{})",
+            pyhang_line("return os.read(fd, 1)")
+        ),
+        format!("serve (pyhang.py:{})", pyhang_line("wait_for_reply(reply)")),
+        format!("<module> (pyhang.py:{})", pyhang_line("serve()")),
+    ];
+    let worker = format!("take_the_lock (pyhang.py:{})", pyhang_line("with lock:"));
+    for (python, run) in runs {
+        assert_eq!(run.code(), 124, "{python:?}: {}", run.stderr);
+        let root = run.root();
+        let taken = crate::hang::snapshots(&run.records);
+        let snapshot = taken.iter().find(|s| s.pid == root).expect("a snapshot");
+        let ours: BTreeMap<Pid, Vec<String>> = snapshot
+            .threads
+            .iter()
+            .map(|t| (t.tid, t.python.clone()))
+            .collect();
+        assert_eq!(ours.len(), 2, "{python:?}: {snapshot:?}");
+        assert_eq!(ours[&root], main, "{python:?}: {snapshot:?}");
+        let (_, other) = ours.iter().find(|(&tid, _)| tid != root).unwrap();
+        assert_eq!(other.first(), Some(&worker), "{python:?}: {other:?}");
+        let outermost = other.last().unwrap();
+        assert!(
+            [
+                "_bootstrap (threading.py:",
+                "Thread._bootstrap (threading.py:"
+            ]
+            .iter()
+            .any(|f| outermost.starts_with(f)),
+            "{python:?}: {other:?}"
+        );
+        if py_spy.is_some() {
+            let dump = run.records.iter().find_map(|r| match r {
+                Record::OnHang(run) if run.pid == root => Some(run.output.clone()),
+                _ => None,
+            });
+            let dump = dump.expect("py-spy's dump");
+            assert_eq!(
+                py_spy_threads(&dump),
+                ours,
+                "{python:?}: py-spy said\n{dump}"
+            );
+        }
+        let view = crate::hang::render_as(&run.dir.path().join("rec.ndjson"), "hang");
+        let line = format!("python: {root} (main thread): {}", main.join(" ← "));
+        let shown = view.lines().any(|l| l.trim_start() == line);
+        assert!(shown, "{python:?}: no {line}\n{view}");
     }
 }

@@ -179,6 +179,7 @@ mod tests {
                 what: "the word".into(),
                 peer,
             }],
+            python: Vec::new(),
         });
         Snapshot {
             threads: threads.collect(),

@@ -39,6 +39,7 @@ pub(crate) fn snapshot(pid: Pid, fds: Vec<HeldFd>, call: &str, on: Vec<WaitOn>) 
             syscall: Some(0),
             call: Some(call.into()),
             on,
+            python: Vec::new(),
         }],
         notes: Vec::new(),
         outsiders: Default::default(),

@@ -211,6 +211,7 @@ impl Snapshots {
         let started = std::time::Instant::now();
         let root_fds = tree.lineage.root_fds();
         let mut records = inspect::snapshot(&pids, now, cause, root_fds, last_event);
+        crate::recorder::frames::dump_python(&mut records);
         if let Some(first) = records.first_mut() {
             let output = policy.command_output.as_deref();
             first.output = output.and_then(inspect::last_line);

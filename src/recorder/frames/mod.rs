@@ -33,6 +33,7 @@ use crate::stacks::symbolize::{lookup_address, Symbolizer};
 use crate::stacks::unwind::{Module, Regs, Unwinder, Unwound};
 use gaps::Gap;
 pub(crate) use names::Names;
+pub(crate) use python::dump as dump_python;
 use spaces::AddressSpaces;
 
 /// User frames unwound per sample at the most.

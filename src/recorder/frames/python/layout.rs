@@ -23,12 +23,58 @@ const TLS_SPECIFIC: i64 = 792;
 #[cfg(target_arch = "aarch64")]
 const TLS_SPECIFIC: i64 = -1576;
 
+/// glibc's `struct pthread` (what `pthread_self` returns), from its start
+/// to its `tid`: after the TCB header, in a union with 24 pointers of
+/// padding (x86_64), or after that padding alone (aarch64).
+#[cfg(target_arch = "x86_64")]
+const PTHREAD_TID: u64 = 720;
+#[cfg(target_arch = "aarch64")]
+const PTHREAD_TID: u64 = 208;
+
+/// Where an interpreter lists its threads, for a dump of each one's
+/// frames: offsets from `_PyRuntime` to the first interpreter, from it to
+/// its first thread state, and from one thread state to the next.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ThreadList {
+    pub(crate) interpreters: u32,
+    pub(crate) threads: u32,
+    pub(crate) next: u32,
+    pub(crate) tid: TidAt,
+}
+
+/// Where a thread state says which thread it is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TidAt {
+    /// Its `native_thread_id` (3.11+).
+    Native(u32),
+    /// Its `thread_id`, the thread's `struct pthread` (3.9, 3.10), which
+    /// holds the tid PTHREAD_TID bytes in.
+    Pthread(u32),
+}
+
+impl TidAt {
+    /// From the thread state's `word` at an offset, through `read_i32`
+    /// at an address, the thread's tid in its own PID namespace.
+    pub(crate) fn tid(
+        self,
+        word: impl Fn(u32) -> Option<u64>,
+        read_i32: impl Fn(u64) -> Option<i32>,
+    ) -> Option<Pid> {
+        match self {
+            TidAt::Native(at) => Pid::try_from(word(at)?).ok(),
+            TidAt::Pthread(at) => read_i32(word(at)?.checked_add(PTHREAD_TID)?),
+        }
+    }
+}
+
 /// One interpreter's file, read once: its version's layout and where its
 /// eval function and runtime state are.
 pub(crate) struct Interpreter {
     minor: u32,
     /// Offsets of the walk, `runtime` still 0.
     layout: py_layout,
+    /// Where it lists its threads.
+    threads: ThreadList,
     /// `_PyRuntime`'s address in the file.
     runtime: u64,
     /// The file's key when it is loaded where it says (not
@@ -86,6 +132,7 @@ impl Interpreter {
         let mut interpreter = Interpreter {
             minor,
             layout: table(minor)?,
+            threads: thread_list(minor)?,
             runtime,
             fixed: (elf.kind() == object::ObjectKind::Executable).then_some(key),
             segments,
@@ -127,6 +174,18 @@ impl Interpreter {
         let places: [usize; 11] = match self.minor {
             13 => [184, 232, 240, 248, 264, 280, 296, 304, 312, 344, 560],
             _ => [208, 256, 264, 272, 288, 320, 336, 344, 352, 384, 640],
+        };
+        // (interpreters_head, threads_head, next, native_thread_id)
+        let list: [usize; 4] = match self.minor {
+            13 => [40, 72, 168, 200],
+            _ => [40, 72, 192, 224],
+        };
+        let [interpreters, threads, next, native] = list.map(word);
+        self.threads = ThreadList {
+            interpreters: interpreters?,
+            threads: threads?,
+            next: next?,
+            tid: TidAt::Native(native?),
         };
         let [frame, previous, code, instr, owner, filename, qualname, lines, first, code_start, ascii] =
             places.map(word);
@@ -173,6 +232,11 @@ impl Interpreter {
             runtime: self.runtime.wrapping_add(bias),
             ..self.layout
         }
+    }
+
+    /// Where it lists its threads.
+    pub(crate) fn thread_list(&self) -> ThreadList {
+        self.threads
     }
 
     /// The file's key, where its layout holds for every process.
@@ -286,6 +350,24 @@ pub(crate) fn still_mapped(mapping: &Mapping) -> bool {
 fn elf_bytes(cache: &ReadCache<File>, at: u64, len: u64) -> Option<Vec<u8>> {
     use object::ReadRef;
     cache.read_bytes_at(at, len).ok().map(<[u8]>::to_vec)
+}
+
+/// Where minor version `minor` lists its threads, measured on each
+/// version's interpreter (3.13+ say it themselves: read over this).
+fn thread_list(minor: u32) -> Option<ThreadList> {
+    let (interpreters, threads, tid) = match minor {
+        9 | 10 => (32, 8, TidAt::Pthread(176)),
+        11 => (40, 16, TidAt::Native(160)),
+        12 => (40, 72, TidAt::Native(144)),
+        13 | 14 => (0, 0, TidAt::Native(0)),
+        _ => return None,
+    };
+    Some(ThreadList {
+        interpreters,
+        threads,
+        next: 8,
+        tid,
+    })
 }
 
 /// The offsets of minor version `minor` (x86_64 and aarch64 alike but for

@@ -8,6 +8,7 @@
 //! and the code objects are named when the recording ends, each frame
 //! with the line its instruction is on ([`lines`]).
 
+mod dump;
 mod layout;
 mod lines;
 
@@ -19,6 +20,7 @@ use super::{Naming, Place};
 use crate::bpf::types::{py_binary_key, py_layout};
 use crate::event::{Frame, Pid};
 use crate::recorder::wire::{Mapping, PyCode, Sample};
+pub(crate) use dump::dump;
 pub(crate) use layout::Interpreter;
 
 /// The interpreters found in the tree, and the code objects its samples
@@ -58,11 +60,7 @@ impl Python {
             }
             return None;
         }
-        let interpreter = self
-            .files
-            .entry(mapping.path.clone())
-            .or_insert_with(|| Interpreter::read(mapping.pid, &mapping.path).map(Arc::new))
-            .clone()?;
+        let interpreter = interpreter(&mut self.files, mapping.pid, &mapping.path)?;
         let layout = interpreter.layout_at(mapping)?;
         let binary = interpreter.binary();
         self.of.insert(mapping.pid, interpreter);
@@ -77,11 +75,7 @@ impl Python {
         if !layout::may_be_python(path) {
             return None;
         }
-        let interpreter = self
-            .files
-            .entry(path.to_owned())
-            .or_insert_with(|| Interpreter::read(std::process::id() as Pid, path).map(Arc::new))
-            .as_ref()?;
+        let interpreter = interpreter(&mut self.files, std::process::id() as Pid, path)?;
         Some((interpreter.fixed_layout()?, interpreter.binary()?))
     }
 
@@ -149,6 +143,19 @@ impl Python {
         }
         unnamed
     }
+}
+
+/// The interpreter in the file at `path` as process `pid` sees it, read
+/// the first time `files` is asked for it.
+fn interpreter(
+    files: &mut HashMap<String, Option<Arc<Interpreter>>>,
+    pid: Pid,
+    path: &str,
+) -> Option<Arc<Interpreter>> {
+    files
+        .entry(path.to_owned())
+        .or_insert_with(|| Interpreter::read(pid, path).map(Arc::new))
+        .clone()
 }
 
 /// A sample's Python frames, handed out one native eval call at a time.
