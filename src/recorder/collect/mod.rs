@@ -200,7 +200,13 @@ impl Collector {
         let counted = Arc::clone(&backlog);
         let first_programs = std::mem::take(&mut setup.first_programs);
         let mut collecting = Collecting::new(setup, give_back, counted);
+        let started = std::time::Instant::now();
         collecting.preload_python(&first_programs);
+        log::debug!(
+            "looked for an interpreter in {:?} in {:.1} ms",
+            first_programs,
+            started.elapsed().as_secs_f64() * 1e3
+        );
         let thread = std::thread::Builder::new()
             .name("proctrace-collect".into())
             .spawn(move || collecting.run(told, records))?;
