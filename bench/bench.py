@@ -65,6 +65,8 @@ NOISE = "while :; do /bin/true; done"
 # a build: every C program of tests/workloads at five -O levels, make -j2.
 W8_HOT_ROUNDS = 8000
 W8_LEVELS = ["O0", "O1", "O2", "O3", "Os"]
+# W8's Python workload: pycosts.py's rounds (~50 ms each), Debian's python3.
+W8_PY_ROUNDS = 50
 W8_RATES = "99,999"
 # Issue #38: the command's CPU with the profile / without, at each rate.
 W8_GOALS = {99: 1.01, 999: 1.05}
@@ -866,8 +868,11 @@ class Bench:
         subprocess.run(["cc", *flags, "-o", hot, src], check=True)
         build = os.path.join(self.tmp, "w8-build")
         out = os.path.join(build, "out")
+        pycosts = os.path.join(REPO, "tests", "workloads", "pycosts.py")
         workloads = {"hot": f"{hot} r{W8_HOT_ROUNDS}",
-                     "build": f"make -s -j2 -C {out} -f {build}/Makefile"}
+                     "build": f"make -s -j2 -C {out} -f {build}/Makefile",
+                     "python": f"/usr/bin/python3 {pycosts} {W8_PY_ROUNDS}"}
+        workloads = {w: c for w, c in workloads.items() if w in self.args.w8_workloads}
         os.makedirs(build)
         with open(os.path.join(build, "Makefile"), "w") as f:
             progs = []
@@ -1284,6 +1289,8 @@ def main():
     ap.add_argument("--w4-events", type=int, default=1_000_000)
     ap.add_argument("--w8-rates", default=W8_RATES, type=lambda x: [int(hz) for hz in x.split(",")],
                     help="W8's sampling rates, e.g. 99,999")
+    ap.add_argument("--w8-workloads", default="hot,build,python", type=lambda x: x.split(","),
+                    help="W8's workloads: hot, build, python")
     ap.add_argument("--w8-floor", action="store_true",
                     help="W8 also runs perf record -F HZ without a call graph (the interrupt alone)")
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "proctrace-bench-data"))
