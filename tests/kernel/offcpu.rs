@@ -404,6 +404,22 @@ fn offcpu_wait_totals_agree_with_perf_sched() {
     if !have_tool("perf") {
         return;
     }
+    // perf follows every switch of the machine and may lose some under
+    // load: in a full run of the suite it put a thread that slept 400 ms
+    // (proctrace: 400.1) at 206 ms. Its own figures are checked by
+    // agreeing with ours in one of three runs.
+    let mut missed = Vec::new();
+    for _ in 0..3 {
+        match perf_sched_disagrees() {
+            None => return,
+            Some(why) => missed.push(why),
+        }
+    }
+    panic!("{}", missed.join("\n\n"));
+}
+
+/// One recording of the workload under perf sched: what disagrees.
+fn perf_sched_disagrees() -> Option<String> {
     let dir = tempfile::tempdir().unwrap();
     let at = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
     let waits = workload("waits").to_str().unwrap().to_owned();
@@ -426,16 +442,20 @@ fn offcpu_wait_totals_agree_with_perf_sched() {
         .map(|l| l.split_whitespace().last().unwrap().parse().unwrap())
         .collect();
     assert_eq!(tids.len(), threads + 2, "{report}");
-    for tid in tids {
-        let ours = waited_ms(&run, tid, |_| true);
-        let theirs = *perf
-            .get(&tid)
-            .unwrap_or_else(|| panic!("perf saw no switch of {tid}:\n{timehist}"));
-        assert!(
-            (ours - theirs).abs() <= theirs * 0.10 + 1.0,
-            "thread {tid}: off the CPU {ours:.1} ms here, {theirs:.1} ms by perf\n{report}"
-        );
-    }
+    let disagree: Vec<String> = tids
+        .into_iter()
+        .filter_map(|tid| {
+            let ours = waited_ms(&run, tid, |_| true);
+            let Some(&theirs) = perf.get(&tid) else {
+                return Some(format!("perf saw no switch of {tid}"));
+            };
+            let apart = (ours - theirs).abs() > theirs * 0.10 + 1.0;
+            apart.then(|| {
+                format!("thread {tid}: off the CPU {ours:.1} ms here, {theirs:.1} ms by perf")
+            })
+        })
+        .collect();
+    (!disagree.is_empty()).then(|| format!("{}\n{report}", disagree.join("\n")))
 }
 
 /// A Python program's waits have its Python frames, as its CPU samples
