@@ -10,7 +10,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::layout::{may_be_python, Interpreter};
+use super::layout::{may_be_python, word_at, Interpreter, TidAt, PTHREAD_TID};
 use crate::bpf::types::{py_flags, py_layout};
 use crate::event::{Pid, Snapshot};
 use crate::recorder::watch::mapped_now;
@@ -117,13 +117,7 @@ impl<'i> Walk<'i> {
             if tstate == 0 {
                 break;
             }
-            let tid = list.tid.tid(
-                |at| self.word(tstate + u64::from(at)),
-                |addr| {
-                    self.bytes(addr, 4)
-                        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                },
-            );
+            let tid = self.tid(tstate, list.tid);
             let frames = self.frames(tstate);
             let ours = tid.map(|tid| {
                 if record.threads.iter().any(|t| t.tid == tid) {
@@ -146,6 +140,19 @@ impl<'i> Walk<'i> {
             record.notes.push(format!(
                 "{untold} Python threads' frames not shown: their thread could not be told"
             ));
+        }
+    }
+
+    /// The thread of the thread state at `tstate`, as its own PID
+    /// namespace sees it.
+    fn tid(&self, tstate: u64, at: TidAt) -> Option<Pid> {
+        match at {
+            TidAt::Native(at) => Pid::try_from(self.word(tstate + u64::from(at))?).ok(),
+            TidAt::Pthread(at) => {
+                let pthread = self.word(tstate + u64::from(at))?;
+                let tid = self.bytes(pthread.checked_add(PTHREAD_TID)?, 4)?;
+                Some(Pid::from_le_bytes(tid.try_into().ok()?))
+            }
         }
     }
 
@@ -224,7 +231,7 @@ impl<'i> Walk<'i> {
     }
 
     fn word(&self, at: u64) -> Option<u64> {
-        word_in(&self.bytes(at, 8)?, 0)
+        word_at(&self.bytes(at, 8)?, 0)
     }
 
     /// `len` bytes at `at`, all of them.
@@ -243,10 +250,9 @@ impl<'i> Walk<'i> {
     }
 }
 
-/// The little-endian word at `at` of `bytes`.
+/// The word at offset `at` of `bytes`.
 fn word_in(bytes: &[u8], at: u32) -> Option<u64> {
-    let at = at as usize;
-    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    word_at(bytes, at as usize)
 }
 
 /// The tids of `pid`'s threads as its own PID namespace sees them (the

@@ -27,9 +27,9 @@ const TLS_SPECIFIC: i64 = -1576;
 /// to its `tid`: after the TCB header, in a union with 24 pointers of
 /// padding (x86_64), or after that padding alone (aarch64).
 #[cfg(target_arch = "x86_64")]
-const PTHREAD_TID: u64 = 720;
+pub(super) const PTHREAD_TID: u64 = 720;
 #[cfg(target_arch = "aarch64")]
-const PTHREAD_TID: u64 = 208;
+pub(super) const PTHREAD_TID: u64 = 208;
 
 /// Where an interpreter lists its threads, for a dump of each one's
 /// frames: offsets from `_PyRuntime` to the first interpreter, from it to
@@ -52,21 +52,6 @@ pub(crate) enum TidAt {
     Pthread(u32),
 }
 
-impl TidAt {
-    /// From the thread state's `word` at an offset, through `read_i32`
-    /// at an address, the thread's tid in its own PID namespace.
-    pub(crate) fn tid(
-        self,
-        word: impl Fn(u32) -> Option<u64>,
-        read_i32: impl Fn(u64) -> Option<i32>,
-    ) -> Option<Pid> {
-        match self {
-            TidAt::Native(at) => Pid::try_from(word(at)?).ok(),
-            TidAt::Pthread(at) => read_i32(word(at)?.checked_add(PTHREAD_TID)?),
-        }
-    }
-}
-
 /// One interpreter's file, read once: its version's layout and where its
 /// eval function and runtime state are.
 pub(crate) struct Interpreter {
@@ -87,6 +72,11 @@ pub(crate) struct Interpreter {
     /// Where a compact ASCII and a compact non-ASCII string's text starts.
     ascii_data: usize,
     compact_data: usize,
+}
+
+/// The little-endian 8-byte word at `at` of bytes copied from a process.
+pub(super) fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
 
 /// Whether the file at `path` may be a CPython interpreter or libpython,
@@ -164,10 +154,7 @@ impl Interpreter {
         if bytes.get(..8)? != b"xdebugpy" {
             return None;
         }
-        let word = |at: usize| -> Option<u32> {
-            let b = bytes.get(at..at + 8)?;
-            u32::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok()
-        };
+        let word = |at: usize| u32::try_from(word_at(bytes, at)?).ok();
         // (current_frame, previous, executable, instr_ptr, owner,
         // filename, qualname, linetable, firstlineno, co_code_adaptive,
         // ascii size)
@@ -252,10 +239,7 @@ impl Interpreter {
     /// of its qualified name's and file name's addresses (`py_identity`).
     pub(crate) fn identity_of(&self, code: &PyCode) -> Option<u64> {
         let object = code.object.as_deref()?;
-        let word = |at: u32| -> Option<u64> {
-            let bytes = object.get(at as usize..at as usize + 8)?;
-            Some(u64::from_le_bytes(bytes.try_into().ok()?))
-        };
+        let word = |at: u32| word_at(object, at as usize);
         let (qualname, filename) = (
             word(self.layout.code_qualname)?,
             word(self.layout.code_filename)?,
