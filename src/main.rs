@@ -22,6 +22,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     end_with_the_reader();
+    proctrace::recorder::huge_pages::refuse();
     let status = cli::Cli::parse().run().unwrap_or_else(|err| {
         say!("proctrace: {}", message(&err));
         err.downcast_ref::<RecordError>()

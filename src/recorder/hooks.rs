@@ -227,15 +227,23 @@ fn spawn(command: &str, pid: Pid, reaped: &Mutex<Reaped>) -> std::io::Result<(Pi
     let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let stderr = write.try_clone()?;
     let mut reaped = lock(reaped);
-    let child = Command::new("sh")
+    let mut child = Command::new("sh");
+    child
         .arg("-c")
         .arg(command)
         .env("PROCTRACE_PID", pid.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::from(write))
         .stderr(Stdio::from(stderr))
-        .process_group(0)
-        .spawn()?;
+        .process_group(0);
+    // SAFETY: give_back is async-signal-safe.
+    unsafe {
+        child.pre_exec(|| {
+            crate::recorder::huge_pages::give_back();
+            Ok(())
+        })
+    };
+    let child = child.spawn()?;
     let shell = child.id() as Pid;
     reaped.insert(shell, None);
     Ok((shell, std::fs::File::from(read)))

@@ -35,6 +35,7 @@ mod error;
 mod frames;
 mod hang;
 mod hooks;
+pub mod huge_pages;
 mod launch;
 mod lineage;
 mod live;

@@ -89,6 +89,24 @@ fn exit_status_passthrough() {
     }
 }
 
+/// proctrace turns transparent huge pages off for itself (its allocator's
+/// arenas cost it a zeroed 2 MiB page for each few bytes touched); the
+/// command, and what it starts, get them as proctrace found them.
+#[test]
+fn the_command_has_huge_pages_as_proctrace_found_them() {
+    let thp = |status: &str| {
+        let line = status.lines().find(|l| l.starts_with("THP_enabled:"));
+        line.expect("THP_enabled in /proc/PID/status").to_string()
+    };
+    let ours = thp(&std::fs::read_to_string("/proc/self/status").unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("status");
+    let script = format!("sh -c 'cat /proc/self/status' > {}", seen.display());
+    let run = record(Mode::Ring, &["sh", "-c", &script]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(thp(&std::fs::read_to_string(&seen).unwrap()), ours);
+}
+
 /// The kernel's BTF is cut down once a boot and kept (in /run/proctrace)
 /// for later recordings; a damaged entry is passed over and made again.
 /// Every one of them records the same tree exactly.

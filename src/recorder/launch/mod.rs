@@ -267,6 +267,7 @@ impl Launch {
             // get the default, as it would from a shell.
             // SAFETY: resetting a disposition to the default is always sound.
             unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+            crate::recorder::huge_pages::give_back();
             if let Some(redirect) = &self.redirect {
                 redirect.install()?;
             }
