@@ -219,25 +219,36 @@ impl Kept {
     }
 }
 
+/// What tells the contents of the file at a path apart from those an
+/// earlier or later file there had: its device, inode, size and
+/// modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Stamp([u64; 5]);
+
+impl Stamp {
+    /// The stamp of the file at `path` now; `None` where it is gone.
+    pub(crate) fn of(path: &Path) -> Option<Stamp> {
+        fs::metadata(path).ok().map(|meta| Stamp::from(&meta))
+    }
+
+    fn from(meta: &fs::Metadata) -> Stamp {
+        let mtime = (meta.mtime() as u64, meta.mtime_nsec() as u64);
+        Stamp([meta.dev(), meta.ino(), meta.size(), mtime.0, mtime.1])
+    }
+}
+
 /// The name of a file's entry: its build id, else what tells its
 /// contents apart at its path.
 fn file_key(path: &Path) -> Option<String> {
     let file = File::open(path).ok()?;
-    let meta = file.metadata().ok()?;
+    let Stamp([dev, ino, size, mtime, mtime_nsec]) = Stamp::from(&file.metadata().ok()?);
     let data = ReadCache::new(file);
     let build_id = object::File::parse(&data)
         .ok()
         .and_then(|elf| elf.build_id().ok().flatten().map(hex));
     Some(match build_id {
         Some(id) => format!("b-{id}"),
-        None => format!(
-            "f-{:x}-{:x}-{:x}-{:x}.{:x}",
-            meta.dev(),
-            meta.ino(),
-            meta.size(),
-            meta.mtime(),
-            meta.mtime_nsec()
-        ),
+        None => format!("f-{dev:x}-{ino:x}-{size:x}-{mtime:x}.{mtime_nsec:x}"),
     })
 }
 
@@ -278,18 +289,26 @@ fn home() -> Option<PathBuf> {
     Some(PathBuf::from(dir.to_string_lossy().into_owned()))
 }
 
-/// Kept names by file, for one naming pass: each file's entry read once.
+/// Kept names by file, for a symbolizer's life: each file's entry read
+/// once, and again for a new file at the same path (a test suite that
+/// builds a program again between its runs).
 #[derive(Default)]
 pub(crate) struct Entries {
-    files: HashMap<PathBuf, Entry>,
+    files: HashMap<(PathBuf, Option<Stamp>), Entry>,
     kernel: Option<Entry>,
 }
 
 impl Entries {
-    /// The entry of the file at `path`, read from `cache` the first time.
-    pub(crate) fn file(&mut self, cache: &NameCache, path: &Path) -> &mut Entry {
+    /// The entry of the file at `path`, stamped `stamp`, read from
+    /// `cache` the first time.
+    pub(crate) fn file(
+        &mut self,
+        cache: &NameCache,
+        path: &Path,
+        stamp: Option<Stamp>,
+    ) -> &mut Entry {
         self.files
-            .entry(path.to_owned())
+            .entry((path.to_owned(), stamp))
             .or_insert_with(|| cache.file(path))
     }
 
@@ -387,6 +406,35 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(10));
         fs::write(&copy, b"not elf, changed").unwrap();
         assert!(cache.file(&copy).get(1).is_none());
+    }
+
+    #[test]
+    fn a_file_built_again_while_a_symbolizer_lives_is_named_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path().join("names").as_path());
+        let program = dir.path().join("program");
+        let build = |contents: &str, function: &str| {
+            fs::write(&program, contents).unwrap();
+            let mut entry = cache.file(&program);
+            let named = Named {
+                function: Some(function.into()),
+                file: None,
+                line: None,
+            };
+            entry.learn(0x10, vec![named]);
+            entry.store();
+        };
+        let mut symbolizer = Symbolizer::with_cache(cache.clone());
+        let name = |symbolizer: &mut Symbolizer| {
+            let frames = symbolizer.user(&program, &[0x10]);
+            frames[0][0].function.clone()
+        };
+        build("first", "first_build");
+        assert_eq!(name(&mut symbolizer).as_deref(), Some("first_build"));
+        // A suite's next `make` writes the program again at its path.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        build("second build", "second_build");
+        assert_eq!(name(&mut symbolizer).as_deref(), Some("second_build"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 use blazesym::MaybeDefault;
 
 use super::bounds::Functions;
-use super::cache::{Entries, NameCache, Named};
+use super::cache::{Entries, NameCache, Named, Stamp};
 use super::plt::Plt;
 
 /// One frame of a stack, named as far as the files allow.
@@ -62,8 +62,9 @@ const KERNEL: &str = "[kernel]";
 pub struct Symbolizer {
     blaze: blazesym::symbolize::Symbolizer,
     perf_maps: HashMap<u32, PerfMap>,
-    plts: HashMap<PathBuf, Plt>,
-    functions: HashMap<PathBuf, Functions>,
+    /// By file, as it was when read (see [`Stamp`]).
+    plts: HashMap<(PathBuf, Option<Stamp>), Plt>,
+    functions: HashMap<(PathBuf, Option<Stamp>), Functions>,
     cache: NameCache,
     kept: Entries,
 }
@@ -111,7 +112,8 @@ impl Symbolizer {
     /// still has its one frame, with `module` and `offset` only.
     pub fn user(&mut self, path: &Path, offsets: &[u64]) -> Vec<Vec<Frame>> {
         let module = module_name(path);
-        let entry = self.kept.file(&self.cache, path);
+        let file = (path.to_owned(), Stamp::of(path));
+        let entry = self.kept.file(&self.cache, path, file.1);
         let missing: Vec<u64> = offsets
             .iter()
             .copied()
@@ -122,7 +124,7 @@ impl Symbolizer {
             let found = symbolize(&self.blaze, &source, Input::FileOffset(&missing), path);
             let plt = self
                 .plts
-                .entry(path.to_owned())
+                .entry(file.clone())
                 .or_insert_with(|| Plt::read(path));
             for (i, &offset) in missing.iter().enumerate() {
                 let named = match (plt.name(offset), found.get(i)) {
@@ -137,14 +139,14 @@ impl Symbolizer {
             .iter()
             .map(|&offset| frames(entry.get(offset), &module, offset))
             .collect();
-        self.group_unnamed(path, &mut named);
+        self.group_unnamed(file, &mut named);
         named
     }
 
     /// Code no symbol names is known by the start of the function its
     /// file's unwind tables place it in, where they do: one frame for
     /// the function rather than one per address sampled in it.
-    fn group_unnamed(&mut self, path: &Path, named: &mut [Vec<Frame>]) {
+    fn group_unnamed(&mut self, file: (PathBuf, Option<Stamp>), named: &mut [Vec<Frame>]) {
         let mut unnamed = named
             .iter_mut()
             .flatten()
@@ -155,8 +157,8 @@ impl Symbolizer {
         }
         let functions = self
             .functions
-            .entry(path.to_owned())
-            .or_insert_with(|| Functions::read(path));
+            .entry(file)
+            .or_insert_with_key(|(path, _)| Functions::read(path));
         for frame in unnamed {
             frame.offset = functions.start_of(frame.offset).unwrap_or(frame.offset);
         }

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
@@ -47,6 +47,11 @@ use timeline::{Happened, Timeline, FORGET_AFTER};
 /// How often the mappings are read between two `Upto`s: the kernel's
 /// rings for them are small, and a build maps thousands of files.
 const READ_MAPPINGS_EVERY: Duration = Duration::from_millis(10);
+
+/// How often the places of new stacks are handed to be named while the
+/// command runs, when nothing waits to be counted (see
+/// [`Frames::name_ahead`]).
+const NAME_AHEAD_EVERY: Duration = Duration::from_millis(50);
 
 /// Bytes of hits' stack copies waiting to be counted past which hits lose
 /// their stacks: a hot probe outruns the unwinding for a while (a batch
@@ -355,6 +360,7 @@ impl Collecting {
     }
 
     fn run(mut self, told: Receiver<Told>, records: Sender<Record>) -> Counted {
+        let mut named = Instant::now();
         loop {
             match told.recv_timeout(READ_MAPPINGS_EVERY) {
                 Ok(Told::Upto(at)) => {
@@ -364,6 +370,12 @@ impl Collecting {
                 Ok(told) => self.take(told),
                 Err(RecvTimeoutError::Timeout) => self.read_mappings(),
                 Err(RecvTimeoutError::Disconnected) => break,
+            }
+            // Not while a flood waits: the naming thread would take the
+            // core the collector needs to keep the hits' stacks.
+            if told.is_empty() && named.elapsed() >= NAME_AHEAD_EVERY {
+                self.frames.name_ahead(self.tally.stacks.take_new());
+                named = Instant::now();
             }
         }
         self.read_mappings();
@@ -530,9 +542,8 @@ impl Collecting {
             unnamed_python: 0,
         };
         let by_id = self.tally.stacks.by_id();
-        let names = self
-            .frames
-            .name(by_id.into_iter().flatten().chain(self.waits.places()));
+        let places = by_id.into_iter().flatten().chain(self.waits.places());
+        let names = self.frames.name(places);
         let counted = Counted {
             unnamed_python: self.frames.unnamed_python(),
             ..counted

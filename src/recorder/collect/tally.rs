@@ -71,22 +71,32 @@ pub(super) type HitCounts = foldhash::HashMap<(Pid, Test, u32, u32), Count>;
 /// Every stack of places counted (leaf first), each numbered once: a
 /// stack seen before is found by its places, without copying them.
 #[derive(Default)]
-pub(super) struct PlaceStacks(foldhash::HashMap<Box<[Place]>, u32>);
+pub(super) struct PlaceStacks {
+    ids: foldhash::HashMap<Box<[Place]>, u32>,
+    /// The places of the stacks numbered since [`PlaceStacks::take_new`].
+    new: Vec<Place>,
+}
 
 impl PlaceStacks {
     fn id(&mut self, places: &[Place]) -> u32 {
-        if let Some(&id) = self.0.get(places) {
+        if let Some(&id) = self.ids.get(places) {
             return id;
         }
-        let id = self.0.len() as u32;
-        self.0.insert(places.into(), id);
+        let id = self.ids.len() as u32;
+        self.ids.insert(places.into(), id);
+        self.new.extend_from_slice(places);
         id
+    }
+
+    /// The places of the stacks first seen since the last call.
+    pub(super) fn take_new(&mut self) -> Vec<Place> {
+        std::mem::take(&mut self.new)
     }
 
     /// The stacks by id.
     pub(super) fn by_id(&self) -> Vec<&[Place]> {
-        let mut stacks = vec![&[][..]; self.0.len()];
-        for (places, &id) in &self.0 {
+        let mut stacks = vec![&[][..]; self.ids.len()];
+        for (places, &id) in &self.ids {
             stacks[id as usize] = places;
         }
         stacks

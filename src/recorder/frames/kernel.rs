@@ -14,6 +14,10 @@ impl Source for Kernel {
         false
     }
 
+    fn named_from_files(&self) -> bool {
+        true
+    }
+
     fn places(&mut self, _: &At<'_>, _: &mut Modules, _: &mut Vec<Place>) {}
 
     fn name(&mut self, places: &[Place], naming: &mut Naming<'_>) {

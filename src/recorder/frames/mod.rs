@@ -12,6 +12,7 @@
 //! return address in the interpreter's eval function is replaced by the
 //! Python functions that call of it ran.
 
+mod ahead;
 mod gaps;
 mod jit;
 mod kernel;
@@ -77,6 +78,13 @@ pub(crate) trait Source {
 
     /// Names the places among `places` that are this source's.
     fn name(&mut self, places: &[Place], naming: &mut Naming<'_>);
+
+    /// Whether its places are named from files alone, the same whenever
+    /// they are: then on a thread of their own, while the recording runs
+    /// (see [`ahead`]).
+    fn named_from_files(&self) -> bool {
+        false
+    }
 }
 
 /// The mapped files, by path, and their index.
@@ -97,6 +105,14 @@ impl Modules {
         self.ids.insert(Arc::clone(&path), id);
         self.paths.push(path);
         id
+    }
+
+    /// The modules at `paths`, by their index.
+    fn of_paths(paths: Vec<Arc<str>>) -> Modules {
+        Modules {
+            paths,
+            ids: HashMap::new(),
+        }
     }
 
     /// The path of module `id`.
@@ -128,6 +144,8 @@ pub(crate) struct Frames {
     python: python::Python,
     /// Python frames whose code object was never read, as named.
     unnamed_python: u64,
+    /// What names the places named from files, once there are any.
+    ahead: Option<ahead::Ahead>,
     /// The places of the last sample, the buffer kept from one to the
     /// next: the collector allocates nothing for a sample it has seen.
     places: Vec<Place>,
@@ -152,6 +170,7 @@ impl Frames {
             places: Vec::new(),
             python: python::Python::default(),
             unnamed_python: 0,
+            ahead: None,
         }
     }
 
@@ -252,20 +271,47 @@ impl Frames {
         places
     }
 
-    /// Names every place once, each by its source.
+    /// Names the places among `places` named from files alone, while the
+    /// command runs (see [`ahead`]).
+    pub(crate) fn name_ahead(&mut self, places: Vec<Place>) {
+        if places.is_empty() {
+            return;
+        }
+        if self.ahead.is_none() {
+            match ahead::Ahead::start(self.cache.clone()) {
+                Ok(ahead) => self.ahead = Some(ahead),
+                // Named at the end instead, on this thread.
+                Err(err) => return log::debug!("cannot name frames ahead: {err}"),
+            }
+        }
+        if let Some(ahead) = &self.ahead {
+            ahead.name(places, &self.modules);
+        }
+    }
+
+    /// Names every place, each by its source, and keeps what naming
+    /// learned for the next recordings.
     pub(crate) fn name<'a>(&mut self, places: impl Iterator<Item = &'a Place>) -> Names {
         let mut places: Vec<Place> = places.copied().collect();
         places.sort_unstable();
         places.dedup();
-        let mut names = Names::default();
-        let mut symbolizer = Symbolizer::with_cache(std::mem::take(&mut self.cache));
+        let ahead = self.ahead.take();
+        let named = ahead.and_then(|a| a.finish(places.clone(), &self.modules));
+        let named_ahead = named.is_some();
+        // Named here where the thread never started, or did not end well.
+        let (mut names, mut symbolizer) = match named {
+            Some(names) => (names, Symbolizer::new()),
+            None => (Names::default(), Symbolizer::with_cache(self.cache.clone())),
+        };
         let mut naming = Naming {
             symbolizer: &mut symbolizer,
             modules: &self.modules,
             names: &mut names,
         };
         for source in &mut self.sources {
-            source.name(&places, &mut naming);
+            if !(named_ahead && source.named_from_files()) {
+                source.name(&places, &mut naming);
+            }
         }
         self.unnamed_python += self.python.name(&places, &mut naming);
         symbolizer.save();

@@ -46,6 +46,11 @@ impl Names {
         self.of.insert(place, ids);
     }
 
+    /// Whether `place` is named.
+    pub(crate) fn has(&self, place: &Place) -> bool {
+        self.of.contains_key(place)
+    }
+
     /// The frame ids of `place`, the outermost first.
     pub(crate) fn frames(&self, place: &Place) -> &[u32] {
         self.of.get(place).map_or(&[], Vec::as_slice)

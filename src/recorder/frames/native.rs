@@ -19,6 +19,10 @@ impl Source for Native {
         mapping.is_some_and(|m| m.path.starts_with('/') && !m.path.starts_with("//"))
     }
 
+    fn named_from_files(&self) -> bool {
+        true
+    }
+
     fn places(&mut self, at: &At<'_>, modules: &mut Modules, out: &mut Vec<Place>) {
         let Some(mapping) = at.mapping else { return };
         let offset = at.addr - mapping.start + mapping.file_offset;
