@@ -28,6 +28,7 @@ use object::read::ReadCache;
 use object::Object;
 use serde::{Deserialize, Serialize};
 
+use super::ksyms::Ksyms;
 use crate::private_files::{private_dir, read_owned, write_whole};
 
 /// The most the entries take together.
@@ -92,6 +93,23 @@ impl NameCache {
         match (&self.dir, kernel_key()) {
             (Some(dir), Some(key)) => Entry::read(dir.join(key)),
             _ => Entry::default(),
+        }
+    }
+
+    /// The symbols of the kernel's core text kept this boot (see
+    /// [`Ksyms`]).
+    pub(crate) fn kernel_text(&self) -> Option<Ksyms> {
+        let path = self.dir.as_ref()?.join(kernel_text_key()?);
+        let table = Ksyms::from_bytes(&read_owned(&path)?)?;
+        // Used now: the last to go when the cache is pruned.
+        let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+        Some(table)
+    }
+
+    /// Keeps `table`, the symbols of the kernel's core text, for the boot.
+    pub(crate) fn keep_kernel_text(&self, table: &Ksyms) {
+        if let (Some(dir), Some(key)) = (&self.dir, kernel_text_key()) {
+            write_whole(&dir.join(key), &table.to_bytes());
         }
     }
 
@@ -255,11 +273,20 @@ fn file_key(path: &Path) -> Option<String> {
 /// The name of the kernel's entry: this boot, and the modules loaded where
 /// they are (a module loaded again moves).
 fn kernel_key() -> Option<String> {
-    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let modules = fs::read("/proc/modules").unwrap_or_default();
     let mut hasher = std::hash::DefaultHasher::new();
     hasher.write(&modules);
-    Some(format!("k-{}-{:016x}", boot.trim(), hasher.finish()))
+    Some(format!("k-{}-{:016x}", boot_id()?, hasher.finish()))
+}
+
+/// The name of the kept symbols of the kernel's core text: this boot.
+fn kernel_text_key() -> Option<String> {
+    Some(format!("t-{}", boot_id()?))
+}
+
+fn boot_id() -> Option<String> {
+    let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(boot.trim().to_owned())
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
-use blazesym::MaybeDefault;
 
 use super::bounds::Functions;
 use super::cache::{Entries, NameCache, Named, Stamp};
+use super::ksyms::Ksyms;
 use super::plt::Plt;
 
 /// One frame of a stack, named as far as the files allow.
@@ -67,6 +67,10 @@ pub struct Symbolizer {
     functions: HashMap<(PathBuf, Option<Stamp>), Functions>,
     cache: NameCache,
     kept: Entries,
+    /// The kernel's core text as kept this boot, once looked at.
+    core_text: Option<Ksyms>,
+    /// kallsyms as read during this symbolizer's life, once needed.
+    kallsyms: Option<Ksyms>,
 }
 
 impl Default for Symbolizer {
@@ -96,6 +100,8 @@ impl Symbolizer {
             functions: HashMap::new(),
             cache,
             kept: Entries::default(),
+            core_text: None,
+            kallsyms: None,
         }
     }
 
@@ -175,27 +181,15 @@ impl Symbolizer {
             .copied()
             .filter(|&a| entry.get(a).is_none())
             .collect();
-        // Reading kallsyms takes blazesym ~100 ms: not for nothing.
-        if !missing.is_empty() {
-            // kallsyms only: a vmlinux found on disk may not be the running
-            // kernel's, and reading its DWARF costs seconds.
-            let kernel = Kernel {
-                kallsyms: MaybeDefault::Default,
-                vmlinux: MaybeDefault::None,
-                ..Kernel::default()
-            };
-            let source = Source::Kernel(kernel);
-            let kallsyms = Path::new("/proc/kallsyms");
-            let found = symbolize(&self.blaze, &source, Input::AbsAddr(&missing), kallsyms);
-            for (i, &addr) in missing.iter().enumerate() {
-                let named = match found.get(i) {
-                    Some(Symbolized::Sym(sym)) => kept(Some(&sym.name), sym.code_info.as_deref()),
-                    _ => kept(None, None),
-                };
-                // Addresses hidden by kptr_restrict name nothing: not kept.
-                if named.function.is_some() {
-                    entry.learn(addr, vec![named]);
-                }
+        let found: Vec<(u64, Option<String>)> = missing
+            .into_iter()
+            .map(|addr| (addr, self.kernel_symbol(addr)))
+            .collect();
+        let entry = self.kept.kernel(&self.cache);
+        // Addresses hidden by kptr_restrict name nothing: not kept.
+        for (addr, name) in found {
+            if let Some(name) = name {
+                entry.learn(addr, vec![kept(Some(&name), None)]);
             }
         }
         addrs
@@ -205,6 +199,28 @@ impl Symbolizer {
                 frame(found, KERNEL, addr)
             })
             .collect()
+    }
+
+    /// The kernel symbol `addr` is in: from the core text kept this boot,
+    /// else from kallsyms, read once (and its core text kept).
+    fn kernel_symbol(&mut self, addr: u64) -> Option<String> {
+        let cache = &self.cache;
+        let core = self
+            .core_text
+            .get_or_insert_with(|| cache.kernel_text().unwrap_or_default());
+        if let Some(name) = core.name(addr) {
+            return Some(name.to_owned());
+        }
+        if self.kallsyms.is_none() {
+            let live = Ksyms::read();
+            if let Some(core) = live.core_text() {
+                self.cache.keep_kernel_text(&core);
+                self.core_text = Some(core);
+            }
+            self.kallsyms = Some(live);
+        }
+        let live = self.kallsyms.as_ref()?;
+        live.name(addr).map(str::to_owned)
     }
 
     /// The names of `addrs`, absolute addresses in process `pid`, from
