@@ -101,8 +101,7 @@ impl NameCache {
     pub(crate) fn kernel_text(&self) -> Option<Ksyms> {
         let path = self.dir.as_ref()?.join(kernel_text_key()?);
         let table = Ksyms::from_bytes(&read_owned(&path)?)?;
-        // Used now: the last to go when the cache is pruned.
-        let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+        used(&path);
         Some(table)
     }
 
@@ -145,9 +144,8 @@ impl Entry {
             .filter(|kept| kept.version == VERSION)
             .map(Kept::names)
             .unwrap_or_default();
-        // Used now: the last to go when the cache is pruned.
         if !names.is_empty() {
-            let _ = File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+            used(&path);
         }
         Entry {
             path: Some(path),
@@ -253,6 +251,12 @@ impl Stamp {
         let mtime = (meta.mtime() as u64, meta.mtime_nsec() as u64);
         Stamp([meta.dev(), meta.ino(), meta.size(), mtime.0, mtime.1])
     }
+}
+
+/// Marks the kept file at `path` used now: the last to go when the cache
+/// is pruned.
+fn used(path: &Path) {
+    let _ = File::open(path).and_then(|f| f.set_modified(SystemTime::now()));
 }
 
 /// The name of a file's entry: its build id, else what tells its

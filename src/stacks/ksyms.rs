@@ -64,6 +64,12 @@ impl Ksyms {
         self.ends.push(self.names.len() as u32);
     }
 
+    /// Whether the table has no symbol: kallsyms hid its addresses, or
+    /// no table was kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.addrs.is_empty()
+    }
+
     /// The symbol `addr` is in: the last to start at or before it.
     /// `None` outside what the table covers.
     pub(crate) fn name(&self, addr: u64) -> Option<&str> {

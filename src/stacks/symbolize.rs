@@ -213,9 +213,12 @@ impl Symbolizer {
         }
         if self.kallsyms.is_none() {
             let live = Ksyms::read();
-            if let Some(core) = live.core_text() {
-                self.cache.keep_kernel_text(&core);
-                self.core_text = Some(core);
+            // Kept once a boot: an address in a module reads kallsyms on
+            // every recording, and needs no new copy of the core text.
+            if core.is_empty() {
+                if let Some(core) = live.core_text() {
+                    self.cache.keep_kernel_text(&core);
+                }
             }
             self.kallsyms = Some(live);
         }
