@@ -461,15 +461,18 @@ fn attach(
     // Unregistering a uprobe waits for the tasks in it (~100 ms a link on
     // 6.18): detached as the tracepoints are.
     let mut slow_links = probes::attach(skel, &config.probes, settings.cookies)?;
-    let marks = config
-        .test_marks
-        .as_ref()
-        .and_then(|marks| marks::attach_apart(skel, marks));
     let mut warnings = Vec::new();
     let attached = match tracepoints {
         Some(ids) => attach_tracepoints(skel, ids),
         None => attach_syscalls(skel, settings.btf_hooks, hook),
     };
+    // After the tracepoints: the child's uprobes hold the kernel's
+    // event_mutex through an RCU grace period (~20 ms here), which the
+    // tracepoints' perf_event_open would wait out.
+    let marks = config
+        .test_marks
+        .as_ref()
+        .and_then(|marks| marks::attach_apart(skel, marks));
     let syscall_hook = match attached {
         Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
             slow_links.extend(syscall_links);
