@@ -247,11 +247,12 @@ impl RecordError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WatchError {
-    /// The kernel refused perf events on the process.
+    /// The kernel refused the system-wide perf events that follow the
+    /// process's tree.
     #[error(
-        "the kernel refused a perf event on process {pid}: that needs CAP_PERFMON (CAP_SYS_ADMIN \
-         before Linux 5.8), or kernel.perf_event_paranoid at 2 or below ({}) and the right to \
-         ptrace the process",
+        "the kernel refused the perf events that follow the mappings of process {pid} and its \
+         descendants (one per CPU, for every process): that needs CAP_PERFMON (CAP_SYS_ADMIN \
+         before Linux 5.8), or kernel.perf_event_paranoid at 0 or below ({})",
         match .paranoid { Some(level) => format!("it is {level}"), None => "unreadable".into() }
     )]
     Permission {

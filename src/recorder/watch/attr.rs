@@ -24,52 +24,43 @@ const PERF_FORMAT_LOST: u64 = 1 << 4;
 /// PERF_FLAG_FD_CLOEXEC (Linux 3.14).
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
-/// What newer kernels add to the event, each refused with EINVAL by the
-/// kernels before it (a reserved bit, or a read format beyond
-/// PERF_FORMAT_MAX).
+/// What newer kernels add to the event, refused with EINVAL by the
+/// kernels before it (a read format beyond PERF_FORMAT_MAX).
+///
+/// Build ids in the MMAP2 records (`build_id`, 5.12) are not asked for:
+/// the kernel marks a record as holding one by setting a flag in the
+/// header it shares between the events of a mapping, and never clears it
+/// (perf_event_mmap_output), so the events written after ours, another
+/// tool's on the same CPU, would have their device and inode read as a
+/// build id (perf 6.1 aborts on it). The files are named by device and
+/// inode instead, as before 5.12.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Features {
-    /// Build ids in MMAP2 records (5.12).
-    pub build_id: bool,
     /// The lost count in read(2) (6.0).
     pub lost_count: bool,
 }
 
 impl Features {
     /// Newest first, each step leaving out the newest addition left.
-    pub(super) const NEWEST_FIRST: [Features; 3] = [
-        Features {
-            build_id: true,
-            lost_count: true,
-        },
-        Features {
-            build_id: true,
-            lost_count: false,
-        },
-        Features {
-            build_id: false,
-            lost_count: false,
-        },
+    pub(super) const NEWEST_FIRST: [Features; 2] = [
+        Features { lost_count: true },
+        Features { lost_count: false },
     ];
 }
 
 /// Bits of the attr's flags word, in the order of its bitfield
 /// (`disabled : 1` is bit 0, ...; include/uapi/linux/perf_event.h).
 mod bit {
-    pub const INHERIT: u32 = 1;
     pub const EXCLUDE_KERNEL: u32 = 5;
     pub const EXCLUDE_HV: u32 = 6;
     pub const MMAP: u32 = 8;
     pub const COMM: u32 = 9;
+    pub const TASK: u32 = 13;
     pub const WATERMARK: u32 = 14;
     pub const SAMPLE_ID_ALL: u32 = 18;
     pub const MMAP2: u32 = 23;
     pub const COMM_EXEC: u32 = 24;
     pub const USE_CLOCKID: u32 = 25;
-    /// Linux 5.12 (88a16a130933, "perf: Add build id data in mmap2
-    /// event"); older kernels refuse the bit with EINVAL, as one of the
-    /// `__reserved_1` bits that must be zero.
-    pub const BUILD_ID: u32 = 34;
 }
 
 /// The kernel's `struct perf_event_attr` through `sig_data`
@@ -110,16 +101,12 @@ const ATTR_SIZE: usize = 128;
 const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == ATTR_SIZE);
 
 impl PerfEventAttr {
-    /// A dummy event that records, for its task and every task it forks
-    /// from now on, each executable mapping and each exec, stamped with
-    /// the pid and CLOCK_MONOTONIC time; the readers wake once
-    /// `wakeup_bytes` are waiting.
+    /// A dummy event that records, for every task on its CPU, each
+    /// executable mapping, each exec and each fork, stamped with the pid
+    /// and CLOCK_MONOTONIC time; the readers wake once `wakeup_bytes`
+    /// are waiting.
     pub(super) fn mappings(features: Features, wakeup_bytes: u32) -> Self {
-        let mut flags = [
-            // Followed into every fork and clone of the tree by the
-            // kernel itself (perf_event_init_task), nothing else.
-            bit::INHERIT,
-            // What an unprivileged user may ask for at perf_event_paranoid 2.
+        let flags = [
             bit::EXCLUDE_KERNEL,
             bit::EXCLUDE_HV,
             // `mmap` is what turns the records on: the kernel skips
@@ -133,15 +120,14 @@ impl PerfEventAttr {
             // mapped, where sched_process_exec comes after.
             bit::COMM,
             bit::COMM_EXEC,
+            // The forks, by which the reader follows the tree.
+            bit::TASK,
             bit::WATERMARK,
             bit::SAMPLE_ID_ALL,
             bit::USE_CLOCKID,
         ]
         .iter()
         .fold(0u64, |flags, bit| flags | 1 << bit);
-        if features.build_id {
-            flags |= 1 << bit::BUILD_ID;
-        }
         PerfEventAttr {
             kind: PERF_TYPE_SOFTWARE,
             size: ATTR_SIZE as u32,
@@ -202,30 +188,26 @@ mod tests {
 
     #[test]
     fn the_flags_sit_where_the_header_puts_them() {
-        let [newest, no_lost_count, oldest] = Features::NEWEST_FIRST;
+        let [newest, no_lost_count] = Features::NEWEST_FIRST;
         let attr = PerfEventAttr::mappings(newest, 4096);
-        // inherit, exclude_kernel/hv, mmap (without which there are no
-        // MMAP2 records at all), comm, watermark,
-        // sample_id_all, mmap2, comm_exec, use_clockid, build_id.
-        let expected = (1 << 1)
-            | (1 << 5)
+        // exclude_kernel/hv, mmap (without which there are no MMAP2
+        // records at all), comm, task, watermark,
+        // sample_id_all, mmap2, comm_exec, use_clockid; never build_id
+        // (bit 34).
+        let expected = (1 << 5)
             | (1 << 6)
             | (1 << 8)
             | (1 << 9)
+            | (1 << 13)
             | (1 << 14)
             | (1 << 18)
             | (1 << 23)
             | (1 << 24)
-            | (1 << 25)
-            | (1 << 34);
+            | (1 << 25);
         assert_eq!(attr.flags, expected);
         assert_eq!(attr.read_format, 1 << 4);
         assert_eq!(PerfEventAttr::mappings(no_lost_count, 0).flags, expected);
         assert_eq!(PerfEventAttr::mappings(no_lost_count, 0).read_format, 0);
-        assert_eq!(
-            PerfEventAttr::mappings(oldest, 0).flags,
-            expected & !(1 << 34)
-        );
         assert_eq!(std::mem::offset_of!(PerfEventAttr, flags), 40);
         assert_eq!(std::mem::offset_of!(PerfEventAttr, clockid), 92);
         assert_eq!(std::mem::offset_of!(PerfEventAttr, sig_data), 120);

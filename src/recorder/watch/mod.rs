@@ -3,21 +3,21 @@
 //! read (and /proc/PID/maps with them) can still be symbolized and
 //! unwound.
 //!
-//! This is what `perf record` does: a dummy perf event on the tree's
-//! root with `inherit`, which the kernel copies into every task the tree
-//! forks or clones from then on, and `mmap2`, which has it write a record
-//! to the event's ring for each executable mapping one of those tasks
-//! makes. The filter is the kernel's own: no other process's mappings
-//! are seen. A per-task event that is inherited can only have its ring
-//! mapped when it is bound to a CPU (perf_mmap refuses `cpu == -1` with
-//! `inherit`), and a task's records go to the event of the CPU it runs
-//! on, so there is one event and one ring per online CPU.
+//! The kernel writes a record for each exec, executable mapping and
+//! fork to a dummy perf event's ring. The events are the CPUs' (one per
+//! online CPU, each for every process), not the root's with `inherit`
+//! as `perf record -p` opens them: an inherited event sits in every task
+//! of the tree, and the kernel switches a task's events out and in with
+//! the task, ~400 ns a context switch of the tree on this project's VM
+//! (BENCHMARKS.md, W10), where a CPU's events cost a switch nothing. The
+//! tree is followed here instead, by the fork records: a process is in
+//! it when its parent was at its fork.
 //!
-//! Opened on the root while it is held before its exec, the watch sees
-//! the whole tree's programs: inherited mappings are not announced again
-//! in a child (it starts with its parent's), and mappings that exist
-//! before the watch opens are never announced: [`mapped_now`] reads
-//! those from /proc.
+//! Opened while the root is held before its exec, the watch sees the
+//! whole tree's programs: inherited mappings are not announced again in
+//! a child (it starts with its parent's), and mappings that exist before
+//! the watch opens are never announced: [`mapped_now`] reads those from
+//! /proc.
 //!
 //! A building block of the CPU profile, public for an embedder that
 //! unwinds or symbolizes the tree's stacks itself.
@@ -25,6 +25,7 @@
 mod attr;
 mod ring;
 
+use std::collections::HashSet;
 use std::io;
 use std::os::fd::BorrowedFd;
 
@@ -56,6 +57,13 @@ pub fn mapped_now(pid: Pid, time: u64) -> Vec<Mapping> {
 /// per online CPU, with their rings.
 pub struct MmapWatch {
     rings: Vec<Ring>,
+    /// The processes of the tree seen so far.
+    tree: HashSet<Pid>,
+    /// Announcements of processes not (yet) known to be of the tree,
+    /// from the last drain: a fork is written to its parent's CPU's ring
+    /// before its child runs, but that ring may have been read before
+    /// the one with the child's first mapping.
+    unplaced: Vec<Seen>,
     features: Features,
     /// The sum of the PERF_RECORD_LOST records read.
     lost: u64,
@@ -73,6 +81,11 @@ impl MmapWatch {
     /// Like [`MmapWatch::open`], with rings of `ring_bytes` of records
     /// each (rounded up to a power of two pages).
     pub fn open_with(pid: Pid, ring_bytes: usize) -> Result<MmapWatch, WatchError> {
+        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH)
+        {
+            return Err(WatchError::NoSuchProcess(pid));
+        }
         let page = page_size()?;
         let data_pages = ring_bytes.div_ceil(page).max(1).next_power_of_two();
         // Readable once a quarter of a ring waits: records are never
@@ -98,6 +111,8 @@ impl MmapWatch {
         }
         Ok(MmapWatch {
             rings,
+            tree: HashSet::from([pid]),
+            unplaced: Vec::new(),
             features,
             lost: 0,
             garbled: 0,
@@ -111,26 +126,43 @@ impl MmapWatch {
         self.rings.iter().map(Ring::fd)
     }
 
-    /// Whether this kernel puts build ids in the records (5.12+); where
-    /// it does not, [`Mapping::dev`] and [`Mapping::ino`] name the file.
-    pub fn build_ids(&self) -> bool {
-        self.features.build_id
-    }
-
-    /// Hands every exec and executable mapping announced so far to
-    /// `each`, ring by ring: in time order within a CPU's ring, not across
-    /// them ([`Mapping::time`] orders them).
+    /// Hands every exec and executable mapping of the tree announced so
+    /// far to `each`, in time order.
     pub fn drain(&mut self, mut each: impl FnMut(Seen)) {
+        let mut read = Vec::new();
         for ring in &self.rings {
             let (lost, garbled) = (&mut self.lost, &mut self.garbled);
             let drained = ring.drain(&mut self.scratch, |record| match parse(record) {
-                Parsed::Seen(seen) => each(seen),
+                Parsed::Seen(seen) => read.push(Announced::Seen(seen)),
+                Parsed::Fork { pid, parent, time } => {
+                    read.push(Announced::Fork { pid, parent, time })
+                }
                 Parsed::Lost(n) => *lost = lost.saturating_add(n),
                 Parsed::Malformed => *garbled += 1,
                 Parsed::Ignored => {}
             });
             if drained.is_err() {
                 self.garbled += 1;
+            }
+        }
+        let held = std::mem::take(&mut self.unplaced);
+        let mut all: Vec<(Announced, bool)> = held
+            .into_iter()
+            .map(|seen| (Announced::Seen(seen), true))
+            .chain(read.into_iter().map(|a| (a, false)))
+            .collect();
+        all.sort_by_key(|(announced, _)| announced.time());
+        for (announced, held) in all {
+            match announced {
+                Announced::Fork { pid, parent, .. } => {
+                    if self.tree.contains(&parent) {
+                        self.tree.insert(pid);
+                    }
+                }
+                Announced::Seen(seen) if self.tree.contains(&seen_pid(&seen)) => each(seen),
+                // Another process's, once its fork had time to be read.
+                Announced::Seen(_) if held => {}
+                Announced::Seen(seen) => self.unplaced.push(seen),
             }
         }
     }
@@ -170,9 +202,33 @@ impl MmapWatch {
     }
 }
 
-/// Opens the event for `pid` on `cpu` with the newest `features` the
-/// kernel takes, from those given on (and leaves them there for the next
-/// CPU); `None` for a CPU gone offline since it was listed.
+/// A record the watch reads, in the order of its time.
+enum Announced {
+    Seen(Seen),
+    Fork { pid: Pid, parent: Pid, time: u64 },
+}
+
+impl Announced {
+    fn time(&self) -> u64 {
+        match self {
+            Announced::Seen(Seen::Exec { time, .. }) => *time,
+            Announced::Seen(Seen::Mapped(mapping)) => mapping.time,
+            Announced::Fork { time, .. } => *time,
+        }
+    }
+}
+
+fn seen_pid(seen: &Seen) -> Pid {
+    match seen {
+        Seen::Exec { pid, .. } => *pid,
+        Seen::Mapped(mapping) => mapping.pid,
+    }
+}
+
+/// Opens the event of `cpu` (for the tree of `pid`, which its errors
+/// name) with the newest `features` the kernel takes, from those given
+/// on (and leaves them there for the next CPU); `None` for a CPU gone
+/// offline since it was listed.
 fn open_event(
     pid: Pid,
     cpu: u32,
@@ -184,7 +240,7 @@ fn open_event(
     let mut opened = Err(io::Error::from_raw_os_error(libc::EINVAL));
     for &tried in &ladder[first..] {
         *features = tried;
-        opened = attr::open(&PerfEventAttr::mappings(tried, wakeup), pid, cpu);
+        opened = attr::open(&PerfEventAttr::mappings(tried, wakeup), -1, cpu);
         if !matches!(&opened, Err(e) if e.raw_os_error() == Some(libc::EINVAL)) {
             break;
         }

@@ -83,6 +83,7 @@ pub(crate) fn maps_line(pid: Pid, time: u64, line: &str) -> Option<Mapping> {
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_COMM: u32 = 3;
+const PERF_RECORD_FORK: u32 = 7;
 const PERF_RECORD_MMAP2: u32 = 10;
 /// In a COMM record's misc: the name changed because of an exec (Linux
 /// 3.16, 82b897782d10 "perf: Differentiate exec() and non-exec() comm
@@ -101,6 +102,13 @@ const BUILD_ID_MAX: usize = 20;
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Parsed {
     Seen(Seen),
+    /// PERF_RECORD_FORK of a new process (not of a thread): `pid` was
+    /// forked by `parent` at `time`.
+    Fork {
+        pid: Pid,
+        parent: Pid,
+        time: u64,
+    },
     /// PERF_RECORD_LOST: this many records did not fit in the ring.
     Lost(u64),
     /// Records of no interest here: a COMM that is no exec (a thread
@@ -120,6 +128,7 @@ pub(crate) fn parse(record: &[u8]) -> Parsed {
         PERF_RECORD_MMAP2 => mmap2(record, misc).map(|m| m.map_or(Parsed::Ignored, Parsed::Seen)),
         PERF_RECORD_COMM if misc & PERF_RECORD_MISC_COMM_EXEC != 0 => exec(record),
         PERF_RECORD_LOST => u64_at(record, 16).map(Parsed::Lost),
+        PERF_RECORD_FORK => fork(record),
         _ => Some(Parsed::Ignored),
     };
     parsed.unwrap_or(Parsed::Malformed)
@@ -179,6 +188,20 @@ fn exec(record: &[u8]) -> Option<Parsed> {
         pid: pid_at(record, 8)?,
         time: time(record)?,
     }))
+}
+
+/// PERF_RECORD_FORK: `u32 pid, ppid, tid, ptid; u64 time`; a thread's
+/// has its process's pid as ppid.
+fn fork(record: &[u8]) -> Option<Parsed> {
+    let (pid, parent) = (pid_at(record, 8)?, pid_at(record, 12)?);
+    if pid == parent {
+        return Some(Parsed::Ignored);
+    }
+    Some(Parsed::Fork {
+        pid,
+        parent,
+        time: u64_at(record, 24)?,
+    })
 }
 
 /// The time of the record's sample_id trailer.
@@ -306,6 +329,30 @@ mod tests {
         assert_eq!(
             parse(&record(3, 1 << 13, &comm, 1, 5)),
             Parsed::Seen(Seen::Exec { pid: 1, time: 5 })
+        );
+    }
+
+    #[test]
+    fn a_process_forked_is_told_and_a_thread_is_not() {
+        let body = |pid: u32, ppid: u32| {
+            [pid, ppid, pid + 1, ppid + 1]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .chain(77u64.to_ne_bytes())
+                .collect::<Vec<u8>>()
+        };
+        assert_eq!(
+            parse(&record(7, 0, &body(12, 10), 12, 77)),
+            Parsed::Fork {
+                pid: 12,
+                parent: 10,
+                time: 77
+            }
+        );
+        assert_eq!(parse(&record(7, 0, &body(10, 10), 10, 77)), Parsed::Ignored);
+        assert_eq!(
+            parse(&record(7, 0, &body(12, 10)[..12], 12, 77)[..20]),
+            Parsed::Malformed
         );
     }
 
