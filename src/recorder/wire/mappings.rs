@@ -23,15 +23,14 @@ pub struct Mapping {
     /// The file's path as the mapping process saw it (relative to its
     /// root directory), or the kernel's name: `[vdso]`, `//anon`, ...
     pub path: String,
-    /// The file's device (major, minor), where the kernel gave it rather
-    /// than a build id (before 5.12, or where it could not read the build
-    /// id); `None` for a mapping of no file (`[vdso]`, `//anon`).
+    /// The file's device (major, minor); `None` for a mapping of no file
+    /// (`[vdso]`, `//anon`).
     pub dev: Option<(u32, u32)>,
     /// The file's inode, likewise.
     pub ino: Option<u64>,
-    /// The file's GNU build id (the note's bytes), where the kernel read
-    /// it: Linux 5.12+, from the page cache without faulting (6.12+), so
-    /// it can be missing.
+    /// The file's GNU build id (the note's bytes), where whoever made
+    /// the mapping knew it; never from the watch, which asks the kernel
+    /// for device and inode only (see `watch::attr::Features`).
     pub build_id: Option<Vec<u8>>,
 }
 
@@ -89,14 +88,9 @@ const PERF_RECORD_MMAP2: u32 = 10;
 /// 3.16, 82b897782d10 "perf: Differentiate exec() and non-exec() comm
 /// events").
 const PERF_RECORD_MISC_COMM_EXEC: u16 = 1 << 13;
-/// In an MMAP2 record's misc: a build id in place of maj/min/ino
-/// (Linux 5.12).
-const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 /// The `sample_id` every record ends with under `sample_id_all`, for our
 /// sample_type: `{ u32 pid, tid; } { u64 time; }`.
 const SAMPLE_ID_SIZE: usize = 16;
-/// `build_id[20]` of the MMAP2 record's union.
-const BUILD_ID_MAX: usize = 20;
 
 /// What one record says.
 #[derive(Debug, PartialEq, Eq)]
@@ -125,7 +119,7 @@ pub(crate) fn parse(record: &[u8]) -> Parsed {
         return Parsed::Malformed;
     };
     let parsed = match kind {
-        PERF_RECORD_MMAP2 => mmap2(record, misc).map(|m| m.map_or(Parsed::Ignored, Parsed::Seen)),
+        PERF_RECORD_MMAP2 => mmap2(record).map(|m| m.map_or(Parsed::Ignored, Parsed::Seen)),
         PERF_RECORD_COMM if misc & PERF_RECORD_MISC_COMM_EXEC != 0 => exec(record),
         PERF_RECORD_LOST => u64_at(record, 16).map(Parsed::Lost),
         PERF_RECORD_FORK => fork(record),
@@ -135,7 +129,11 @@ pub(crate) fn parse(record: &[u8]) -> Parsed {
 }
 
 /// PERF_RECORD_MMAP2: `Some(None)` for a mapping that is not executable.
-fn mmap2(record: &[u8], misc: u16) -> Option<Option<Seen>> {
+/// Its union is device and inode whatever the header's misc says: the
+/// watch never asks for build ids, and the flag that says a record holds
+/// one (PERF_RECORD_MISC_MMAP_BUILD_ID) is left set by the kernel for
+/// every event written after one that asked (perf_event_mmap_output).
+fn mmap2(record: &[u8]) -> Option<Option<Seen>> {
     const PROT: usize = 64;
     const FILENAME: usize = 72;
     let pid = pid_at(record, 8)?;
@@ -148,16 +146,11 @@ fn mmap2(record: &[u8], misc: u16) -> Option<Option<Seen>> {
     if prot & libc::PROT_EXEC as u32 == 0 {
         return Some(None);
     }
-    let (dev, ino, build_id) = if misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0 {
-        (None, None, build_id(record)?)
-    } else {
-        let dev = (u32_at(record, 40)?, u32_at(record, 44)?);
-        let ino = u64_at(record, 48)?;
-        // 0:0 and inode 0 name no file ([vdso], //anon): no file system
-        // has device 0:0 (unnamed devices start at minor 1).
-        let file = ino != 0 || dev != (0, 0);
-        (file.then_some(dev), file.then_some(ino), None)
-    };
+    let dev = (u32_at(record, 40)?, u32_at(record, 44)?);
+    let ino = u64_at(record, 48)?;
+    // 0:0 and inode 0 name no file ([vdso], //anon): no file system has
+    // device 0:0 (unnamed devices start at minor 1).
+    let file = ino != 0 || dev != (0, 0);
     Some(Some(Seen::Mapped(Mapping {
         pid,
         time,
@@ -165,21 +158,10 @@ fn mmap2(record: &[u8], misc: u16) -> Option<Option<Seen>> {
         end: start.checked_add(len)?,
         file_offset,
         path: c_string(name),
-        dev,
-        ino,
-        build_id,
+        dev: file.then_some(dev),
+        ino: file.then_some(ino),
+        build_id: None,
     })))
-}
-
-/// The union's build id: `u8 size; u8 reserved; u16 reserved; u8 id[20]`.
-/// The kernel sets the misc flag only with a build id it could read, and
-/// sends device and inode otherwise (`use_build_id` in
-/// perf_event_mmap_output, kernel/events/core.c); size 0 is kept as
-/// `None` all the same.
-fn build_id(record: &[u8]) -> Option<Option<Vec<u8>>> {
-    let size = usize::from(*record.get(40)?).min(BUILD_ID_MAX);
-    let id = record.get(44..44 + size)?;
-    Some((size > 0).then(|| id.to_vec()))
 }
 
 /// PERF_RECORD_COMM of an exec: `u32 pid, tid; char comm[]`.
@@ -300,23 +282,19 @@ mod tests {
     }
 
     #[test]
-    fn an_mmap2_with_a_build_id() {
+    fn a_build_id_flag_left_by_another_event_is_not_believed() {
         let mut union = [0u8; 24];
-        union[0] = 20;
-        union[4..24].copy_from_slice(&[0xab; 20]);
-        let body = mmap2_body(union, libc::PROT_EXEC as u32, b"[vdso]\0");
+        union[0..4].copy_from_slice(&259u32.to_ne_bytes());
+        union[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        union[8..16].copy_from_slice(&1234u64.to_ne_bytes());
+        let body = mmap2_body(union, libc::PROT_EXEC as u32, b"/usr/bin/true\0");
         let Parsed::Seen(Seen::Mapped(m)) = parse(&record(10, 1 << 14, &body, 7, 1)) else {
             panic!("a mapping");
         };
-        assert_eq!((m.dev, m.ino), (None, None));
-        assert_eq!(m.build_id, Some(vec![0xab; 20]));
-        assert_eq!(m.path, "[vdso]");
-        union[0] = 0;
-        let body = mmap2_body(union, libc::PROT_EXEC as u32, b"/x\0");
-        let Parsed::Seen(Seen::Mapped(m)) = parse(&record(10, 1 << 14, &body, 7, 1)) else {
-            panic!("a mapping");
-        };
-        assert_eq!(m.build_id, None, "size 0: the kernel could not read it");
+        assert_eq!(
+            (m.dev, m.ino, m.build_id),
+            (Some((259, 3)), Some(1234), None)
+        );
     }
 
     #[test]
