@@ -34,8 +34,14 @@ pub fn have_collector() -> bool {
 
 /// A port nothing listens on, for now.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    free_ports()[0]
+}
+
+/// Two distinct ports nothing listens on, for now: both are held at once,
+/// so the kernel cannot hand out the same one twice.
+pub fn free_ports() -> [u16; 2] {
+    let listeners = [0, 1].map(|_| TcpListener::bind("127.0.0.1:0").unwrap());
+    listeners.map(|listener| listener.local_addr().unwrap().port())
 }
 
 /// rotel and the receiver behind it; both killed when dropped.
@@ -48,14 +54,31 @@ pub struct Collector {
     children: Vec<Child>,
 }
 
+/// How many fresh pairs of ports `Collector::start` tries.
+const START_TRIES: usize = 5;
+
 impl Collector {
-    /// A collector on free ports.
+    /// A collector on free ports. A port is free only until rotel binds
+    /// it: a parallel test's connection may take it first, and then rotel
+    /// exits and the next pair is tried.
     pub fn start() -> Self {
-        Self::start_on(free_port(), free_port())
+        let mut failures = Vec::new();
+        for _ in 0..START_TRIES {
+            let [grpc, http] = free_ports();
+            match Self::try_start_on(grpc, http) {
+                Ok(collector) => return collector,
+                Err(failure) if failure.contains("Address already in use") => {
+                    failures.push(failure)
+                }
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+        panic!("rotel found no free ports in {START_TRIES} tries: {failures:#?}")
     }
 
-    /// A collector on these ports, once it accepts connections on both.
-    pub fn start_on(grpc: u16, http: u16) -> Self {
+    /// A collector on these ports, once it accepts connections on both;
+    /// or why rotel exited before it did.
+    pub fn try_start_on(grpc: u16, http: u16) -> Result<Self, String> {
         let dir = tempfile::tempdir().unwrap();
         let port_file = dir.path().join("receiver.port");
         let python = repo().join("tests/.venv/bin/python3");
@@ -74,7 +97,9 @@ impl Collector {
         let receiver_port = wait_for(
             || std::fs::read_to_string(&port_file).ok(),
             "the receiver's port",
+            String::new,
         );
+        let errors = collector.dir.path().join("rotel.stderr");
         let rotel = Command::new(rotel().expect("rotel in tests/.venv"))
             .arg("start")
             .args(["--otlp-grpc-endpoint", &format!("127.0.0.1:{grpc}")])
@@ -100,16 +125,26 @@ impl Collector {
             .arg("--log-file")
             .arg(collector.dir.path().join("rotel.log"))
             .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&errors).unwrap())
             .spawn()
             .expect("starting rotel");
         collector.children.push(rotel);
-        for port in [grpc, http] {
-            wait_for(
-                || TcpStream::connect(("127.0.0.1", port)).ok(),
-                "rotel's ports",
-            );
-        }
-        collector
+        let ports = [grpc, http];
+        let rotel_said = || std::fs::read_to_string(&errors).unwrap_or_default();
+        wait_for(
+            || {
+                if let Some(status) = collector.children[1].try_wait().unwrap() {
+                    return Some(Err(format!("rotel exited ({status}): {}", rotel_said())));
+                }
+                let listening = ports
+                    .iter()
+                    .all(|&port| TcpStream::connect(("127.0.0.1", port)).is_ok());
+                listening.then_some(Ok(()))
+            },
+            "rotel's ports",
+            rotel_said,
+        )?;
+        Ok(collector)
     }
 
     /// `http://127.0.0.1:PORT` of rotel's OTLP/HTTP receiver.
@@ -159,7 +194,9 @@ fn spans_in(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn wait_for<T>(mut ready: impl FnMut() -> Option<T>, what: &str) -> T {
+/// `ready`'s value once it has one; panics after `WAIT` with `what` and
+/// what `said` gives (a child's words).
+fn wait_for<T>(mut ready: impl FnMut() -> Option<T>, what: &str, said: impl Fn() -> String) -> T {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Some(value) = ready() {
@@ -167,7 +204,8 @@ fn wait_for<T>(mut ready: impl FnMut() -> Option<T>, what: &str) -> T {
         }
         assert!(
             Instant::now() < deadline,
-            "{what}: not ready within {WAIT:?}"
+            "{what}: not ready within {WAIT:?}; {}",
+            said()
         );
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::common::{
-    big_recording, check_trace, free_port, have_collector, have_otlp_schema, otlp_schema_spans,
+    big_recording, check_trace, free_ports, have_collector, have_otlp_schema, otlp_schema_spans,
     read, repo, Collector,
 };
 use proctrace::render::otlp::OTLP_BATCH;
@@ -240,7 +240,7 @@ fn a_collector_that_starts_late_still_gets_every_span() {
         return;
     }
     let input = repo().join("tests/data/demo.ndjson");
-    let (grpc, http) = (free_port(), free_port());
+    let [grpc, http] = free_ports();
     for (protocol, port) in [("http/protobuf", http), ("grpc", grpc)] {
         let endpoint = format!("http://127.0.0.1:{port}");
         let child = start_export(
@@ -248,7 +248,8 @@ fn a_collector_that_starts_late_still_gets_every_span() {
             &["--protocol", protocol, "--endpoint", &endpoint],
         );
         std::thread::sleep(std::time::Duration::from_secs(2));
-        let collector = Collector::start_on(grpc, http);
+        let collector =
+            Collector::try_start_on(grpc, http).unwrap_or_else(|failure| panic!("{failure}"));
         let (status, stderr) = finish(child);
         assert_eq!(status, 0, "{protocol}: {stderr}");
         let spans = collector.spans(read(&input).len());
