@@ -217,6 +217,32 @@ pub fn shorten(text: &str, width: Option<usize>) -> String {
     cut
 }
 
+/// `text` over lines of at most `width` columns, broken before a `sep`
+/// (a stack's ` ← `), each line after the first indented as `text` is
+/// and a little more: every part stays, where [`shorten`] would drop the
+/// middle ones. A part too wide by itself, and a text with no `sep`, are
+/// cut.
+pub fn wrap_at(text: &str, sep: &str, width: usize) -> Vec<String> {
+    if text.width() <= width || !text.contains(sep) {
+        return vec![shorten(text, Some(width))];
+    }
+    let indent = &text[..text.len() - text.trim_start_matches(' ').len()];
+    let mut parts = text.split(sep);
+    let mut line = parts.next().unwrap_or_default().to_string();
+    let mut lines = Vec::new();
+    for part in parts {
+        if line.width() + sep.width() + part.width() <= width {
+            line.push_str(sep);
+        } else {
+            lines.push(shorten(&line, Some(width)));
+            line = format!("{indent}   {sep}");
+        }
+        line.push_str(part);
+    }
+    lines.push(shorten(&line, Some(width)));
+    lines
+}
+
 /// Narrowest a word of a command line is cut to, '…' included.
 const WORD_KEPT: usize = 16;
 
@@ -403,6 +429,33 @@ mod tests {
             visible("a\nb\x1b[2J\r\u{85}\u{2066}"),
             r"a\nb\033[2J\r\302\205\342\201\246"
         );
+    }
+
+    #[test]
+    fn a_stack_wraps_at_its_arrows_and_keeps_every_frame() {
+        let frames: Vec<String> = (0..12).map(|i| format!("frame{i} (mod.py:{i})")).collect();
+        let line = format!("  python: 10: {}", frames.join(" ← "));
+        let lines = wrap_at(&line, " ← ", 60);
+        assert!(lines.len() > 1, "{lines:?}");
+        assert!(lines.iter().all(|l| l.width() <= 60), "{lines:?}");
+        assert!(lines[0].starts_with("  python: 10: frame0 (mod.py:0) ← frame1"));
+        assert!(
+            lines[1..].iter().all(|l| l.starts_with("      ← frame")),
+            "{lines:?}"
+        );
+        let joined = lines.join("").replace("      ← ", " ← ");
+        assert_eq!(joined, line);
+        // A part wider than the line is cut; a line with no arrow too.
+        let wide = format!("a ← {}", "b".repeat(80));
+        assert_eq!(
+            wrap_at(&wide, " ← ", 60)[1],
+            shorten(&format!("    ← {}", "b".repeat(80)), Some(60))
+        );
+        assert_eq!(
+            wrap_at(&"c".repeat(80), " ← ", 60),
+            [shorten(&"c".repeat(80), Some(60))]
+        );
+        assert_eq!(wrap_at("short ← line", " ← ", 60), ["short ← line"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::processes::{Outcome, Processes};
 use crate::recording::Recording;
 use crate::text::shell_join;
 use crate::text::visible;
-use crate::text::{count, glance, shorten, shorten_command};
+use crate::text::{count, glance, shorten, shorten_command, wrap_at};
 
 /// Rows a table shows before `… and N more`.
 const ROWS: usize = 10;
@@ -306,17 +306,20 @@ fn write_on_hang(processes: &Processes, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The first `most` of `lines` in a code block, and how many were left out.
+/// The first `most` of `lines` in a code block, and how many were left
+/// out; a stack's line wrapped at its arrows, so that its middle frames
+/// stay.
 fn write_block<'a>(
     out: &mut dyn Write,
     lines: impl Iterator<Item = &'a str>,
     most: usize,
 ) -> io::Result<()> {
-    let mut left = 0;
+    let (mut kept, mut left) = (0, 0);
     let mut shown = Vec::new();
     for line in lines {
-        if shown.len() < most {
-            shown.push(shorten(&visible(line), Some(WIDTH)));
+        if kept < most {
+            shown.extend(wrap_at(&visible(line), " ← ", WIDTH));
+            kept += 1;
         } else {
             left += 1;
         }

@@ -488,5 +488,31 @@ fn a_hung_python_process_has_each_threads_python_frames() {
         let line = format!("python: {root} (main thread): {}", main.join(" ← "));
         let shown = view.lines().any(|l| l.trim_start() == line);
         assert!(shown, "{python:?}: no {line}\n{view}");
+        let page = crate::hang::render_as(&run.dir.path().join("rec.ndjson"), "markdown");
+        let unwrapped = unwrap_stack_lines(&page);
+        let threads = [main.as_slice(), &other[..other.len().min(8)]];
+        for frames in threads {
+            let stack = frames.join(" ← ");
+            assert!(unwrapped.contains(&stack), "{python:?}: no {stack}\n{page}");
+        }
     }
+}
+
+/// A markdown page's lines, a stack's line whose frames went on over the
+/// next lines (`    ← frame`) joined back: each frame must be there, none
+/// cut out of the middle, and each of the stack's lines at most 120
+/// columns.
+fn unwrap_stack_lines(page: &str) -> String {
+    let mut unwrapped = String::new();
+    for line in page.lines() {
+        let rest = line.trim_start();
+        if rest.starts_with("python:") || rest.starts_with("← ") {
+            assert!(line.chars().count() <= 120, "{line}\n{page}");
+        }
+        match rest.strip_prefix("← ") {
+            Some(frames) => unwrapped.extend([" ← ", frames]),
+            None => unwrapped.extend(["\n", line]),
+        }
+    }
+    unwrapped
 }
