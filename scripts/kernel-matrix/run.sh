@@ -46,6 +46,7 @@ x86_64)
     cc -m32 -nostdlib -static -o "$root/compat_setid" "$repo/tests/workloads/compat_setid.S"
     # The CPU profile's program, without frame pointers as distributions build.
     cc -static -O2 -fomit-frame-pointer -fno-inline -o "$root/hot" "$repo/tests/workloads/hot.c"
+    cc -static -pthread -O2 -fomit-frame-pointer -fno-inline -o "$root/deep" "$repo/tests/workloads/deep.c"
     # USDT probes with known arguments (<sys/sdt.h>: systemtap-sdt-dev).
     cc -static -O2 -fomit-frame-pointer -fno-inline -o "$root/probed" "$repo/tests/workloads/probed.c"
     kernel_arch=amd64
@@ -58,7 +59,7 @@ aarch64)
     # The workload's programs are compiled in the cross root, from a copy.
     work=$(mktemp -d "$cross/tmp/matrix.XXXXXX")
     cp "$here/threads.c" "$here/compat_setid_arm.S" "$repo/tests/workloads/hot.c" \
-        "$repo/tests/workloads/probed.c" "$work/"
+        "$repo/tests/workloads/deep.c" "$repo/tests/workloads/probed.c" "$work/"
     # <sys/sdt.h> is the host's (systemtap-sdt-dev, in its multiarch
     # directory): one header for all architectures.
     sdt=$(echo '#include <sys/sdt.h>' | cc -M -x c - | tr ' \\' '\n\n' | grep '/sys/sdt\.h$')
@@ -70,9 +71,10 @@ aarch64)
         # AArch32, where the kernel has COMPAT (Debian'"'"'s arm64 kernels do).
         arm-linux-gnueabihf-gcc -marm -nostdlib -static -o compat_setid compat_setid_arm.S
         aarch64-linux-gnu-gcc -static -O2 -fomit-frame-pointer -fno-inline -o hot hot.c
+        aarch64-linux-gnu-gcc -static -pthread -O2 -fomit-frame-pointer -fno-inline -o deep deep.c
         aarch64-linux-gnu-gcc -static -O2 -fomit-frame-pointer -fno-inline -Iinclude -o probed probed.c
     ' build "${work#"$cross"}"
-    cp "$work/threads" "$work/compat_setid" "$work/hot" "$work/probed" "$root/"
+    cp "$work/threads" "$work/compat_setid" "$work/hot" "$work/deep" "$work/probed" "$root/"
     rm -rf "$work"
     kernel_arch=arm64
     # pauth-impdef: qemu's own pointer authentication, many times faster

@@ -80,6 +80,10 @@ static __always_inline void sample_regs(struct bpf_perf_event_data *ctx, __u64 *
 		*(to_lr) = 0;                                                   \
 	} while (0)
 
+/* The thread pointer as the task last set or left it (arch_prctl or
+ * clone's CLONE_SETTLS; saved at each switch). */
+#define THREAD_POINTER(task, read) read(task, thread.fsbase)
+
 /* A function's first two arguments at its entry (the SysV ABI). */
 #define CALL_ARG1(from) BPF_CORE_READ(from, di)
 #define CALL_ARG2(from) BPF_CORE_READ(from, si)
@@ -149,6 +153,9 @@ static __always_inline void sample_regs(struct bpf_perf_event_data *ctx, __u64 *
 		*(to_fp) = read(regs, regs[29]);                                \
 		*(to_lr) = read(regs, regs[30]);                                \
 	} while (0)
+
+/* The thread pointer (TPIDR_EL0) as the task last set or left it. */
+#define THREAD_POINTER(task, read) read(task, thread.uw.tp_value)
 
 /* A function's first two arguments at its entry (AAPCS64: x0, x1). */
 #define CALL_ARG1(from) BPF_CORE_READ(from, regs[0])

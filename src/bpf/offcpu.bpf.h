@@ -304,6 +304,7 @@ static __always_inline bool stash_user_stack(struct task_struct *task, __s32 pid
 {
 	struct wait_event *stash = bpf_map_lookup_elem(&wait_stashes, &tid);
 	__u32 zero = 0;
+	__u64 end;
 
 	if (!stash) {
 		/* A fresh stash is copied from this CPU's scratch: the value
@@ -320,8 +321,8 @@ static __always_inline bool stash_user_stack(struct task_struct *task, __s32 pid
 		UNWIND_REGS(regs, DIRECT_READ, &stash->ip, &stash->sp, &stash->fp, &stash->lr);
 	else
 		unwind_regs(regs, &stash->ip, &stash->sp, &stash->fp, &stash->lr);
-	stash->stack_len =
-		copy_stack_to(stash->stack, task->mm->start_stack, stash->sp, tid == task->tgid);
+	end = tid == task->tgid ? task->mm->start_stack : THREAD_POINTER(task, DIRECT_READ);
+	stash->stack_len = copy_stack_to(stash->stack, end, stash->sp, SAMPLE_STACK_CAP);
 	py_fill(PY_SLOT_WAIT, task, pid, stash->py, &stash->py_count, &stash->py_cut);
 	return true;
 }
@@ -493,7 +494,7 @@ static __always_inline void send_waker(void *ctx, struct task_struct *waker, __s
 
 		unwind_regs(regs, &event->ip, &event->sp, &event->fp, &event->lr);
 		event->stack_len = copy_stack(event->stack, waker, event->sp,
-					      event->tid == BPF_CORE_READ(waker, tgid));
+					      event->tid == BPF_CORE_READ(waker, tgid), SAMPLE_STACK_CAP);
 		py_fill(PY_SLOT_WAIT, waker, pid, event->py, &event->py_count, &event->py_cut);
 	}
 	size = offsetof(struct waker_event, stack) + event->stack_len;

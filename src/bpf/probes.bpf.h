@@ -100,7 +100,8 @@ static __always_inline __u64 hit_stacks_of(void *ctx, struct hit_event *hit,
 	if (!user)
 		return kernel + python;
 	hit->stack_len = copy_stack(hit->stack + kernel + python, task, hit->sp,
-				    BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid));
+				    BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid),
+				    SAMPLE_STACK_CAP);
 	return kernel + python + hit->stack_len;
 }
 

@@ -89,10 +89,18 @@ enum loss_kind {
 /* Kernel frames kept per sample: the kernel's own default for
  * perf_event_max_stack. */
 #define SAMPLE_KERNEL_FRAMES 127
-/* Bytes of the user stack copied per sample, from the stack pointer up:
- * what userspace unwinds with the binaries' call-frame information, as
- * `perf record --call-graph dwarf` does (its default is 8 KiB too). */
+/* Bytes of the user stack copied, from the stack pointer up, for
+ * userspace to unwind with the binaries' call-frame information, as
+ * `perf record --call-graph dwarf` does. Only the bytes the thread's
+ * stack holds are copied (profile.bpf.h), so a shallow stack costs what
+ * it uses. A CPU sample copies up to SAMPLE_DEEP_STACK_CAP, perf's
+ * largest: an interpreter's C frames outgrow 8 KiB (BENCHMARKS.md). A
+ * stash at every switch, a waker and a probe's hit copy up to
+ * SAMPLE_STACK_CAP, perf's default: a stash is kept per thread off the
+ * CPU (OFFCPU_STASHES of them), and a hot probe's cost grows with its
+ * copy. */
 #define SAMPLE_STACK_CAP 8192
+#define SAMPLE_DEEP_STACK_CAP 65528
 
 /* Python frames kept per sample, the innermost first, and links of the
  * interpreter's frame chain followed to find them (entry shims included). */
@@ -376,7 +384,7 @@ struct sample_event {
 	__u16 py_cut;
 	__u64 kernel[SAMPLE_KERNEL_FRAMES];
 	struct py_frame py[PY_FRAMES];
-	__u8 stack[SAMPLE_STACK_CAP];
+	__u8 stack[SAMPLE_DEEP_STACK_CAP];
 };
 
 /* USDT arguments kept per hit: libbpf reads up to 12, the probes people

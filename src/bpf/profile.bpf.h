@@ -43,38 +43,54 @@ static __always_inline bool user_regs(struct bpf_perf_event_data *ctx, struct sa
 
 /* A copy that crosses into an unmapped page fails whole: where the
  * stack's end is not known, smaller copies are tried in turn. */
-#define TRY_COPY(stack, sp, n)                                                \
-	if (!bpf_probe_read_user((stack), (n), (void *)(sp)))                  \
+#define TRY_COPY(stack, sp, n, len)                                           \
+	if ((n) < (len) && !bpf_probe_read_user((stack), (n), (void *)(sp)))  \
 		return (n);
 
-/* Copies the top of the user stack at `sp` into `stack` (SAMPLE_STACK_CAP
- * bytes): up to `start`, the start of the process's stack area, for its
- * main thread (whose end is known), else the largest size that reads
- * whole. Returns the bytes copied. */
-static __always_inline __u32 copy_stack_to(__u8 *stack, __u64 start, __u64 sp, bool main_thread)
+/* Copies the top of the user stack at `sp` into `stack` (`cap` bytes):
+ * up to `end`, the top of the thread's stack, where it lies within `cap`,
+ * else `cap` bytes; if that fails (`end` was no stack's), the largest
+ * smaller power of two that reads whole. Returns the bytes copied. */
+static __always_inline __u32 copy_stack_to(__u8 *stack, __u64 end, __u64 sp, __u32 cap)
 {
-	__u64 len = SAMPLE_STACK_CAP;
+	__u64 len = cap;
 
-	if (main_thread && start > sp && start - sp < len)
-		len = start - sp;
+	if (end > sp && end - sp < len)
+		len = end - sp;
 	barrier_var(len);
-	if (len > SAMPLE_STACK_CAP)
-		len = SAMPLE_STACK_CAP;
+	if (len > cap)
+		len = cap;
 	if (len && !bpf_probe_read_user(stack, len, (void *)sp))
 		return len;
-	TRY_COPY(stack, sp, 4096)
-	TRY_COPY(stack, sp, 2048)
-	TRY_COPY(stack, sp, 1024)
-	TRY_COPY(stack, sp, 512)
-	TRY_COPY(stack, sp, 256)
+	TRY_COPY(stack, sp, 32768, len)
+	TRY_COPY(stack, sp, 16384, len)
+	TRY_COPY(stack, sp, 8192, len)
+	TRY_COPY(stack, sp, 4096, len)
+	TRY_COPY(stack, sp, 2048, len)
+	TRY_COPY(stack, sp, 1024, len)
+	TRY_COPY(stack, sp, 512, len)
+	TRY_COPY(stack, sp, 256, len)
 	return 0;
 }
 
-/* copy_stack_to for `task`. A probe's hit copies it the same way. */
-static __always_inline __u32 copy_stack(__u8 *stack, struct task_struct *task, __u64 sp,
-					bool main_thread)
+/* The top of the stack of `task`, one of `pid`'s threads: the start of
+ * the process's stack area for its main thread; for another, its thread
+ * pointer, which glibc and musl place at the top of the block they map
+ * for a thread (its TCB and static TLS above the frames). A runtime that
+ * puts it elsewhere (Go) fails the first copy and gets the fallbacks. */
+static __always_inline __u64 stack_end(struct task_struct *task, bool main_thread)
 {
-	return copy_stack_to(stack, BPF_CORE_READ(task, mm, start_stack), sp, main_thread);
+	if (main_thread)
+		return BPF_CORE_READ(task, mm, start_stack);
+	return THREAD_POINTER(task, BPF_CORE_READ);
+}
+
+/* copy_stack_to for `task`. A probe's hit and a waker copy it the same
+ * way. */
+static __always_inline __u32 copy_stack(__u8 *stack, struct task_struct *task, __u64 sp,
+					bool main_thread, __u32 cap)
+{
+	return copy_stack_to(stack, stack_end(task, main_thread), sp, cap);
 }
 
 static __always_inline void fill_user(struct bpf_perf_event_data *ctx,
@@ -82,14 +98,15 @@ static __always_inline void fill_user(struct bpf_perf_event_data *ctx,
 				      bool main_thread)
 {
 	if (user_regs(ctx, sample))
-		sample->stack_len = copy_stack(sample->stack, task, sample->sp, main_thread);
+		sample->stack_len =
+			copy_stack(sample->stack, task, sample->sp, main_thread, SAMPLE_DEEP_STACK_CAP);
 }
 
 SEC("perf_event")
 int cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u32 zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 	struct sample_event *sample;
 	__s32 pid, tid;
 	__u64 size, wakeup;
@@ -101,7 +118,7 @@ int cpu_sample(struct bpf_perf_event_data *ctx)
 	pid = tgid_of(task);
 	if (!is_tracked(pid))
 		return 0;
-	sample = bpf_map_lookup_elem(&sample_scratch, &zero);
+	sample = bpf_map_lookup_elem(&sample_scratch, &cpu);
 	if (!sample)
 		return 0;
 	fill_header(&sample->header, EVENT_SAMPLE, pid);

@@ -14,11 +14,13 @@ struct {
 	__uint(max_entries, 4096);
 } samples SEC(".maps");
 
-/* A sample is too large for the BPF stack: one per CPU. A perf event's
- * program may interrupt a tracepoint's on the same CPU, so it never
- * shares exec_scratch. */
+/* A sample is too large for the BPF stack, and for a per-CPU map's
+ * 32 KiB value limit: one slot per CPU, indexed by CPU id, as
+ * exec_scratch (userspace sets max_entries to the number of CPUs when it
+ * profiles). A perf event's program may interrupt a tracepoint's on the
+ * same CPU, so it never shares exec_scratch. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct sample_event);

@@ -201,6 +201,58 @@ fn stacks_without_frame_pointers_reach_main_and_match_perf() {
     assert!((ours["spin_a"] - 75.0).abs() < 8.0, "{ours:?}");
 }
 
+/// The stacks of `spin` in a profile of `deep DEPTH 300` at 999 Hz
+/// (tests/workloads/deep.c), as the frames above the first `descend` and
+/// the number of `descend` frames, with their samples.
+fn deep_stacks(depth: u32) -> BTreeMap<(String, usize), u64> {
+    let deep = workload("deep");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let run = record_with(&opts, &[deep.to_str().unwrap(), &depth.to_string(), "300"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let mut stacks = BTreeMap::new();
+    for (stack, count) in folded(&run) {
+        let frames: Vec<&str> = stack.split(';').collect();
+        if !frames.iter().any(|f| f.starts_with("spin")) {
+            continue;
+        }
+        let first = frames.iter().position(|f| *f == "descend").expect(&stack);
+        let descends = frames.iter().filter(|f| **f == "descend").count();
+        *stacks
+            .entry((frames[..first].join(";"), descends))
+            .or_default() += count;
+    }
+    stacks
+}
+
+#[test]
+fn a_deep_stack_reaches_its_thread_entry_and_a_deeper_one_says_it_is_cut() {
+    // 101 frames of ~270 bytes: past 8 KiB, within the copy's 64 KiB.
+    let stacks = deep_stacks(100);
+    let entries: BTreeSet<&str> = stacks.keys().map(|(above, _)| above.as_str()).collect();
+    let whole = |entry: &str| {
+        stacks
+            .iter()
+            .filter(|((above, descends), _)| above.ends_with(entry) && *descends == 101)
+            .map(|(_, count)| count)
+            .sum::<u64>()
+    };
+    // libc's own frames are named only where its symbols are installed.
+    let (main, thread) = (whole(";main"), whole(";thread_main"));
+    let all: u64 = stacks.values().sum();
+    assert!(main > 50 && thread > 50, "{stacks:#?}");
+    assert_eq!(main + thread, all, "{stacks:#?}");
+    assert!(entries.iter().all(|e| !e.contains("cut")), "{entries:?}");
+    // 401 of them, ~110 KiB: cut, and said to be, after as many frames as
+    // the copy held.
+    let stacks = deep_stacks(400);
+    assert!(!stacks.is_empty());
+    for ((above, descends), count) in &stacks {
+        assert_eq!(above, "deep;[stack cut short]", "{count} samples");
+        assert!((200..400).contains(descends), "{descends}: {stacks:#?}");
+    }
+}
+
 #[test]
 fn a_profile_names_the_hottest_functions_per_command() {
     let hot = workload("hot");

@@ -199,7 +199,12 @@ fn the_deep_first_samples_of_short_python_processes_are_named() {
         .map(|(_, n)| n)
         .sum::<u64>();
     assert!(importing >= 8, "{importing} samples in imports: {stacks:?}");
-    let unnamed: Vec<_> = stacks.keys().filter(|s| s.contains("[python]")).collect();
+    // By code object: one left unnamed is in every distinct stack through
+    // it, and whole stacks of nested imports are many.
+    let unnamed: std::collections::BTreeSet<&str> = (stacks.keys())
+        .flat_map(|s| s.split(';'))
+        .filter(|f| f.starts_with("[python]"))
+        .collect();
     assert!(unnamed.len() <= 2, "{unnamed:?}\n{}", run.stderr);
 }
 

@@ -166,6 +166,36 @@ fn check_profile(log: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The CPU profile of `/deep 100 100` (tests/workloads/deep.c): its
+/// stacks of `spin` hold all 101 `descend` frames, ~27 KiB of stack, under
+/// main in the main thread and under thread_main in the other (whose copy
+/// ends at its thread pointer), and none is cut.
+fn check_deep(log: &str) -> Result<(), String> {
+    let profile = guest_recording(log, "deep")?.profile;
+    let mut entries = std::collections::BTreeSet::new();
+    for samples in &profile.samples {
+        let names: Vec<String> = (profile.stack(samples.stack).iter())
+            .map(|frame| frame.label())
+            .collect();
+        if !names.iter().any(|n| n.starts_with("spin")) {
+            continue;
+        }
+        let first = names.iter().position(|n| n == "descend");
+        let descends = names.iter().filter(|n| *n == "descend").count();
+        match first {
+            Some(at) if at > 0 && descends == 101 => entries.insert(names[at - 1].clone()),
+            _ => return Err(format!("a stack of spin not whole: {names:?}")),
+        };
+    }
+    let want = ["main", "thread_main"].map(String::from);
+    if !want.iter().all(|entry| entries.contains(entry)) {
+        return Err(format!(
+            "whole stacks under {entries:?}, not main and thread_main"
+        ));
+    }
+    Ok(())
+}
+
 /// `--off-cpu` on `sh -c 'sleep 1; exit 0'`: the programs load and
 /// attach on every kernel; the sleep is one long wait of about a second
 /// (a late wakeup is counted as runnable after it) with its stack;
@@ -199,8 +229,9 @@ fn check_offcpu(log: &str) -> Result<(), String> {
 
 /// The recordings of programs with known answers, each checked by its
 /// own oracle.
-const RECORDINGS: [(&str, Check); 7] = [
+const RECORDINGS: [(&str, Check); 8] = [
     ("profile", check_profile),
+    ("deep", check_deep),
     ("offcpu", check_offcpu),
     ("probe", check_probe),
     ("usdt", check_usdt),

@@ -60,8 +60,13 @@ const NAME_AHEAD_EVERY: Duration = Duration::from_millis(50);
 const MAX_BACKLOG_BYTES: usize = 64 << 20;
 
 /// Stack copies kept for reuse at the most: those of a burst of samples
-/// or hits, 8 KiB each at the most.
+/// or hits.
 const SPARE_STACKS: usize = 1024;
+
+/// The largest buffer kept for reuse: room for a hit's copy (8 KiB) as a
+/// vector grows it, and for most samples'. A deeper sample's (up to 64
+/// KiB) is freed, or a burst of them would stay held as spares.
+const SPARE_STACK_BYTES: usize = 16 << 10;
 
 /// What announces the tree's execs and executable mappings: the kernel's
 /// perf rings ([`MmapWatch`]), or a list a test made.
@@ -359,6 +364,13 @@ impl Collecting {
         }
     }
 
+    /// Hands `stack`'s buffer back to the drain to be filled again.
+    fn give_back(&self, stack: Vec<u8>) {
+        if stack.capacity() <= SPARE_STACK_BYTES {
+            let _ = self.give_back.try_send(stack);
+        }
+    }
+
     fn run(mut self, told: Receiver<Told>, records: Sender<Record>) -> Counted {
         let mut named = Instant::now();
         loop {
@@ -494,7 +506,7 @@ impl Collecting {
                 Happened::Sample(sample) => {
                     let places = self.frames.places(&sample);
                     self.tally.sample(sample.pid, sample.timestamp, places);
-                    let _ = self.give_back.try_send(sample.stack);
+                    self.give_back(sample.stack);
                 }
                 Happened::Hit(mut hit) => {
                     let places = self.frames.places(&hit.sample);
@@ -503,7 +515,7 @@ impl Collecting {
                     let stack = std::mem::take(&mut hit.sample.stack);
                     self.tally.hit(hit, places);
                     self.backlog.fetch_sub(stack.len(), Ordering::Relaxed);
-                    let _ = self.give_back.try_send(stack);
+                    self.give_back(stack);
                 }
                 Happened::Mark(mark) => {
                     self.waits.mark(&mark);

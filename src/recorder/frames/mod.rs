@@ -37,8 +37,9 @@ pub(crate) use names::Names;
 pub(crate) use python::dump as dump_python;
 use spaces::AddressSpaces;
 
-/// User frames unwound per sample at the most.
-const MAX_USER_FRAMES: usize = 127;
+/// User frames unwound per sample at the most: more than the deepest copy
+/// of a stack holds but for tight recursion, which stays marked as cut.
+const MAX_USER_FRAMES: usize = 1024;
 
 /// A frame before it is named: where the code was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -123,9 +123,16 @@ fn size_maps(
         .and_then(|()| tracked.set_map_flags(tracked.map_flags() | settings.tracked_flags))
         .map_err(map_error)?;
     let cpus = libbpf_rs::num_possible_cpus().map_err(RecordError::bpf("counting CPUs"))?;
+    // A sample's slot holds a whole stack copy: only the sampler uses it.
+    let samplers = if config.cpu_profile.is_some() {
+        cpus
+    } else {
+        1
+    };
     open.maps
         .exec_scratch
         .set_max_entries(cpus as u32)
+        .and_then(|()| open.maps.sample_scratch.set_max_entries(samplers as u32))
         .map_err(RecordError::bpf("sizing the BPF maps"))?;
     if settings.buffer == BufferKind::Ring {
         let events = &mut open.maps.events;

@@ -120,8 +120,8 @@ fn copy_boxed<T: Plain + Default>(data: &[u8]) -> Option<Box<T>> {
 
 thread_local! {
     /// The fixed parts of the last records read, kept from one to the
-    /// next: a record is 8 KiB with room for a whole stack copy, of which
-    /// only the fixed part is read into it.
+    /// next: a record has room for a whole stack copy (64 KiB for a
+    /// sample), of which only the fixed part is read into it.
     static SAMPLE: RefCell<Box<sample_event>> = RefCell::default();
     static HIT: RefCell<Box<hit_event>> = RefCell::default();
 }
