@@ -57,6 +57,7 @@ struct py_code_event _py_code_event = {};
 struct py_layout _py_layout = {};
 struct py_binary_key _py_binary_key = {};
 enum py_flags _py_flags = PY_CFRAME;
+enum py_entry _py_entry = PY_ENTRY;
 enum py_part _py_part = PY_OBJECT;
 enum loss_kind _loss_kind = LOSS_OUTPUT;
 enum event_kind _event_kind = EVENT_FORK;

@@ -147,9 +147,10 @@ struct py_layout {
 	/* Offset of autoTSSkey._key in _PyRuntime (_is_initialized 4 before). */
 	__u32 tss_key;
 	/* Thread state: its frame (or _PyCFrame with PY_CFRAME); the
-	 * _PyCFrame's frame. */
+	 * _PyCFrame's frame, and the _PyCFrame of the eval call before. */
 	__u32 tstate_frame;
 	__u32 cframe_frame;
+	__u32 cframe_previous;
 	/* Frame: code object, previous frame, instruction pointer (or index,
 	 * PY_LASTI), owner, is_entry. */
 	__u32 frame_code;
@@ -168,7 +169,6 @@ struct py_layout {
 	/* Code object: its line table (co_lnotab in 3.9, co_linetable). */
 	__u32 code_lines;
 	__u32 flags;
-	__u32 _pad;
 };
 
 /* An interpreter's executable loaded at the addresses it names (not
@@ -194,8 +194,16 @@ struct py_frame {
 	/* The instruction running, in 2-byte code units from the start of the
 	 * code; -1 where unknown. */
 	__s32 instruction;
-	/* 1: the outermost frame one native eval call ran. */
+	/* PY_ENTRY: the outermost frame one native eval call ran;
+	 * PY_NO_FRAME: no frame but a stand-in for a native eval call that
+	 * runs none (it has not pushed its first yet, or has popped its
+	 * last), so that each call on the native stack keeps its own group. */
 	__u32 entry;
+};
+
+enum py_entry {
+	PY_ENTRY = 1,
+	PY_NO_FRAME = 2,
 };
 
 /* Every record starts with this, so userspace can dispatch on `kind`. */

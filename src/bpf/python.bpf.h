@@ -70,6 +70,9 @@ struct py_scratch {
 	__u32 n;
 	__u32 budget;
 	__u32 _pad;
+	/* The frame that made the innermost eval call, until the walk passes
+	 * it; 0 where there is none to check (see py_first_frame). */
+	__u64 caller;
 	struct py_code_event code;
 	/* The frames walked, the innermost first, for the caller to copy. */
 	struct py_frame frames[PY_FRAMES];
@@ -205,16 +208,31 @@ __noinline int py_send_code(__u32 slot, __s32 pid, __u64 code, __u32 qualname_of
 	return 0;
 }
 
-/* The first frame of the thread whose state is at `tstate`. */
-static __always_inline __u64 py_first_frame(const struct py_layout *layout, __u64 tstate)
+/* The first frame of the thread whose state is at `tstate`, and with
+ * PY_CFRAME (3.11, 3.12) the frame that made its innermost eval call into
+ * `caller`. An eval call points the thread state at its _PyCFrame before
+ * it sets that _PyCFrame's frame: for those few instructions the frame
+ * read is whatever the stack held there, often a generator's frame from
+ * the call before, unlinked (its previous frame 0). A chain that ends
+ * without passing the caller's frame is such a one. */
+static __always_inline __u64 py_first_frame(const struct py_layout *layout, __u64 tstate,
+					    __u64 *caller)
 {
-	__u64 frame = 0;
+	__u64 frame = 0, cframe = 0, previous = 0;
 
+	*caller = 0;
 	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(tstate + layout->tstate_frame)))
 		return 0;
-	if ((layout->flags & PY_CFRAME) && frame &&
-	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + layout->cframe_frame)))
+	if (!(layout->flags & PY_CFRAME) || !frame)
+		return frame;
+	cframe = frame;
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(cframe + layout->cframe_frame)))
 		return 0;
+	if (!bpf_probe_read_user(&previous, sizeof(previous),
+				 (void *)(cframe + layout->cframe_previous)) &&
+	    previous &&
+	    bpf_probe_read_user(caller, sizeof(*caller), (void *)(previous + layout->cframe_frame)))
+		*caller = 0;
 	return frame;
 }
 
@@ -278,13 +296,23 @@ __noinline int py_step(__u32 slot)
 	window = scratch->window;
 	if (bpf_probe_read_user(window, PY_FRAME_WINDOW, (void *)scratch->frame))
 		return 1;
+	if (scratch->frame == scratch->caller)
+		scratch->caller = 0;
 	previous = *(__u64 *)(window + (layout->frame_previous & (PY_FRAME_WINDOW - 8)));
 	n = scratch->n;
 	if ((layout->flags & PY_OWNER) &&
 	    window[layout->owner_off & (PY_FRAME_WINDOW - 1)] >= layout->shim_owner) {
-		/* A native eval call's entry: the frame before it ends a group. */
-		if (n > 0 && n <= PY_FRAMES)
-			scratch->frames[n - 1].entry = 1;
+		/* A native eval call's entry: the frame before it ends a
+		 * group, else the call has no frame of its own. */
+		if (n > 0 && n <= PY_FRAMES && !scratch->frames[n - 1].entry) {
+			scratch->frames[n - 1].entry = PY_ENTRY;
+		} else if (n < PY_FRAMES) {
+			out = &scratch->frames[n];
+			out->code = out->identity = 0;
+			out->instruction = -1;
+			out->entry = PY_NO_FRAME;
+			scratch->n = n + 1;
+		}
 		scratch->frame = previous;
 		return 0;
 	}
@@ -297,8 +325,10 @@ __noinline int py_step(__u32 slot)
 	out->code = code;
 	out->identity = identity;
 	out->instruction = py_instruction(layout, window, code);
-	out->entry = (layout->flags & PY_EVERY_ENTRY) ||
-		     ((layout->flags & PY_IS_ENTRY) && window[layout->entry_off & (PY_FRAME_WINDOW - 1)]);
+	out->entry = 0;
+	if ((layout->flags & PY_EVERY_ENTRY) ||
+	    ((layout->flags & PY_IS_ENTRY) && window[layout->entry_off & (PY_FRAME_WINDOW - 1)]))
+		out->entry = PY_ENTRY;
 	scratch->n = n + 1;
 	scratch->frame = previous;
 	if (code)
@@ -323,13 +353,16 @@ static __always_inline struct py_scratch *py_walk(__u32 slot, struct task_struct
 	if (!tstate)
 		return NULL;
 	scratch->layout = *layout;
-	scratch->frame = py_first_frame(layout, tstate);
+	scratch->frame = py_first_frame(layout, tstate, &scratch->caller);
 	scratch->pid = pid;
 	scratch->n = 0;
 	scratch->budget = slot == PY_SLOT_WAIT ? PY_NEW_CODES_SWITCH : PY_FRAMES;
 	for (i = 0; i < PY_LINKS; i++)
 		if (py_step(slot))
 			break;
+	/* Read mid-call (py_first_frame): no frames rather than wrong ones. */
+	if (scratch->caller && !scratch->frame)
+		scratch->n = 0;
 	return scratch;
 }
 

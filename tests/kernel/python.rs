@@ -155,6 +155,44 @@ fn python_frames_replace_the_eval_loop_between_native_frames() {
     }
 }
 
+/// Python called back from C (tests/workloads/pycalls.py): many samples
+/// land while a native eval call enters or returns, when the native
+/// stack has one more eval call than the interpreter has groups of
+/// frames. The groups still pair with the calls from the outermost in:
+/// an eval frame left unpaired is only ever the innermost, never one
+/// between the interpreter's entry and the Python frames.
+#[test]
+fn python_frames_nest_as_the_calls_do_while_calls_enter_and_return() {
+    require_root();
+    let script = repo().join("tests/workloads/pycalls.py");
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    for python in interpreters() {
+        let args = [python.to_str().unwrap(), script.to_str().unwrap(), "10000"];
+        let run = record_with(&opts, &args);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let mut sampled = 0;
+        for (stack, count) in folded(&run) {
+            let frames: Vec<&str> = stack.split(';').collect();
+            let ours = |f: &&str| f.contains(" (pycalls.py:");
+            let Some(last) = frames.iter().rposition(ours) else {
+                continue;
+            };
+            sampled += count;
+            let first = frames.iter().position(ours).unwrap();
+            assert!(
+                frames[first].starts_with("<module> (pycalls.py:"),
+                "{python:?}: {stack}"
+            );
+            assert!(
+                !frames[..last].contains(&"_PyEval_EvalFrameDefault"),
+                "{python:?}: an eval call paired with another's frames: {stack}"
+            );
+        }
+        assert!(sampled >= 100, "{python:?}: {sampled} samples");
+    }
+}
+
 #[test]
 fn a_short_python_child_is_named_like_a_long_one() {
     require_root();

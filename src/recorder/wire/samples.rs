@@ -8,7 +8,8 @@ use plain::Plain;
 
 use super::{copy, Malformed};
 use crate::bpf::types::{
-    event_header, event_kind, hit_event, mark_event, py_code_event, py_frame, py_part, sample_event,
+    event_header, event_kind, hit_event, mark_event, py_code_event, py_entry, py_frame, py_part,
+    sample_event,
 };
 use crate::event::{pytest_node_id, ArgValue, Pid};
 
@@ -46,6 +47,11 @@ pub struct PyFrame {
     pub instruction: i32,
     /// The outermost frame of one native eval call.
     pub entry: bool,
+    /// Not a frame: a stand-in, with `entry`, for a native eval call that
+    /// runs none at the sample (it had not pushed its first yet, or had
+    /// popped its last), so that the calls' groups still pair with the
+    /// native stack's.
+    pub no_frame: bool,
 }
 
 impl From<&py_frame> for PyFrame {
@@ -55,6 +61,7 @@ impl From<&py_frame> for PyFrame {
             identity: f.identity,
             instruction: f.instruction,
             entry: f.entry != 0,
+            no_frame: f.entry == py_entry::PY_NO_FRAME.0,
         }
     }
 }

@@ -177,8 +177,14 @@ impl<'s> Groups<'s> {
         !self.frames.is_empty()
     }
 
+    /// The native eval calls the frames left to place ran.
+    pub(crate) fn count(&self) -> usize {
+        let ended = self.frames.iter().filter(|f| f.entry).count();
+        ended + usize::from(self.frames.last().is_some_and(|f| !f.entry))
+    }
+
     /// The frames one native eval call ran, the innermost first: up to
-    /// and with the next entry frame.
+    /// and with the next entry frame; none for a call that runs none.
     pub(crate) fn next(&mut self, out: &mut Vec<Place>) {
         let end = self
             .frames
@@ -187,8 +193,7 @@ impl<'s> Groups<'s> {
             .map_or(self.frames.len(), |i| i + 1);
         let (group, rest) = self.frames.split_at(end);
         out.extend(
-            group
-                .iter()
+            (group.iter().filter(|f| !f.no_frame))
                 .map(|f| Place::Python(self.pid, f.code, f.identity, f.instruction)),
         );
         self.frames = rest;
