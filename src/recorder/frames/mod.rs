@@ -244,16 +244,23 @@ impl Frames {
         places.extend(theirs.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
         let mut groups = python::Groups::of(sample);
         let unwound = unwind(spaces, unwinder, sample);
-        let is_eval = |mapping: Option<&Mapping>, addr: u64| {
+        // Each frame's mapping, looked up once for the pairing and the places.
+        let natives: Vec<(u64, Option<&Mapping>)> = (unwound.addrs.iter().enumerate())
+            .map(|(i, &addr)| {
+                let addr = lookup_address(addr, i == 0);
+                (addr, spaces.mapping_at(sample.pid, sample.timestamp, addr))
+            })
+            .collect();
+        let is_eval = |&(addr, mapping): &(u64, Option<&Mapping>)| {
             mapping.is_some_and(|m| python.is_eval(&m.path, addr - m.start + m.file_offset))
         };
-        let mut unpaired = unpaired_evals(unwound, &groups, sample.python_cut, |addr| {
-            is_eval(spaces.mapping_at(sample.pid, sample.timestamp, addr), addr)
+        let cut = unwound.cut || sample.python_cut;
+        let mut unpaired = unpaired_evals(&groups, cut, || {
+            natives.iter().filter(|native| is_eval(native)).count()
         });
-        for (i, &addr) in unwound.addrs.iter().enumerate() {
-            let addr = lookup_address(addr, i == 0);
-            let mapping = spaces.mapping_at(sample.pid, sample.timestamp, addr);
-            if groups.any() && is_eval(mapping, addr) {
+        for native in &natives {
+            let (addr, mapping) = *native;
+            if groups.any() && is_eval(native) {
                 if unpaired == 0 {
                     groups.next(places);
                     continue;
@@ -328,22 +335,16 @@ impl Frames {
 }
 
 /// The innermost eval calls of a native stack that pair with no group of
-/// Python frames. The groups pair with the calls from the outermost in:
-/// an innermost call may be on the native stack with its frames already
-/// popped (returning) or not yet pushed (entering). None where either
-/// stack was cut, and the outermost cannot be paired.
-fn unpaired_evals(
-    unwound: &Unwound,
-    groups: &python::Groups<'_>,
-    python_cut: bool,
-    is_eval: impl Fn(u64) -> bool,
-) -> usize {
-    if !groups.any() || unwound.cut || python_cut {
+/// Python frames, of the `evals` it has. The groups pair with the calls
+/// from the outermost in: an innermost call may be on the native stack
+/// with its frames already popped (returning) or not yet pushed
+/// (entering). None where either stack was `cut`, and the outermost
+/// cannot be paired.
+fn unpaired_evals(groups: &python::Groups<'_>, cut: bool, evals: impl FnOnce() -> usize) -> usize {
+    if !groups.any() || cut {
         return 0;
     }
-    let addrs = unwound.addrs.iter().enumerate();
-    let evals = addrs.filter(|&(i, &addr)| is_eval(lookup_address(addr, i == 0)));
-    evals.count().saturating_sub(groups.count())
+    evals().saturating_sub(groups.count())
 }
 
 /// The return addresses of `sample`'s user stack, leaf first, unwound
