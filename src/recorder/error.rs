@@ -18,6 +18,14 @@ pub enum Degraded {
         /// Why the last hook tried failed.
         reason: String,
     },
+    /// The uprobes that follow the tests inside a process (pytest's) were
+    /// not armed when the command started: its samples and hits fall to
+    /// their process's test, from the start or until they are armed.
+    #[error("the tests inside a process may not be named: {reason}")]
+    TestMarks {
+        /// What the process that arms them said, or how long it took.
+        reason: String,
+    },
 }
 
 /// What held back the memory a BPF map asked for.

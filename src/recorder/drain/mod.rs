@@ -288,6 +288,8 @@ impl Drain<'_, '_> {
             self.watch_mappings(pid)
         };
         let untrack = |pid| self.probe.untrack(pid);
+        let mut warnings = self.probe.warnings.clone();
+        warnings.extend(self.probe.wait_for_marks());
         let (root_pid, attached) = target.start(self.clock.elapsed(), seed, untrack)?;
         // Ahead of any event of theirs: the kernel follows them only
         // after they were read.
@@ -299,7 +301,7 @@ impl Drain<'_, '_> {
             root_pid,
             buffer: self.probe.buffer,
             syscall_hook: self.probe.syscall_hook,
-            warnings: self.probe.warnings.clone(),
+            warnings,
             cpu_profile: self.probe.cpu_profile,
             off_cpu: self.probe.off_cpu,
         };

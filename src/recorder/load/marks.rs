@@ -1,24 +1,29 @@
 //! The uprobes on libc's `setenv` and `unsetenv` that tell the tests
 //! inside a process ([`TestMarks`]), attached by a child process of their
-//! own while the recording goes on.
+//! own.
 //!
 //! Registering a uprobe on libc patches every process on the machine that
-//! maps it: about 0.1 s here, which a profiled `true` paid in full before
-//! it could start. No command needs to wait for it: the variables they
-//! watch are set by test runners that have long started by then (pytest
-//! names its first test hundreds of milliseconds into its run, after its
-//! imports and collection). Unregistering takes as long again; the child
-//! does that too, after the recording, and nobody waits for it. They are
-//! never needed to record: where they cannot attach, the recording goes on
-//! without them, and a test's samples and hits fall to its process's test.
+//! maps it, under locks that every other uprobe registered or unregistered
+//! on the machine takes too: 6 to 13 ms here when alone, 250 to 300 ms
+//! while three other processes registered and unregistered uprobes on
+//! libc, long enough for pytest to run its first two tests before the
+//! marks saw them. So the command starts only once the child has armed
+//! them (or has said why it could not), while the rest of the recording is
+//! set up. Unregistering takes ~80 ms; the child does that after the
+//! recording, and nobody waits for it. They are never needed to record:
+//! where they cannot attach, the recording goes on without them (a
+//! warning says so), and a test's samples and hits fall to its process's
+//! test.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
 
 use libbpf_rs::libbpf_sys::{perf_event_attr, PERF_FLAG_FD_CLOEXEC};
 use libbpf_rs::{MapCore, MapFlags};
 use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
 
 use super::attach::take_over;
 use crate::bpf::ProctraceSkel;
@@ -30,10 +35,49 @@ const UPROBE_PMU: &str = "/sys/bus/event_source/devices/uprobe/type";
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 
+/// How long the command may be held for the marks to arm: past it, the
+/// recording starts without the marks of its first tests (said in the log)
+/// rather than never.
+const ARMING_PATIENCE: Duration = Duration::from_secs(5);
+
 /// The child that holds the marks' uprobes: dropping this lets it go, to
 /// unregister them and exit.
 pub(super) struct MarksChild {
+    /// Where the child says that it armed them: one byte, 0 or an errno.
+    armed: OwnedFd,
     _finished: OwnedFd,
+}
+
+impl MarksChild {
+    /// Waits until the child has armed the uprobes; says why not, or that
+    /// it took too long.
+    pub(super) fn wait_armed(&self) -> Result<(), String> {
+        let patience = PollTimeout::try_from(ARMING_PATIENCE).unwrap_or(PollTimeout::MAX);
+        let mut ready = [PollFd::new(self.armed.as_fd(), PollFlags::POLLIN)];
+        match nix::poll::poll(&mut ready, patience) {
+            Ok(0) => Err(format!(
+                "the uprobes on libc's setenv took over {} s to arm, and the command started \
+                 without them",
+                ARMING_PATIENCE.as_secs()
+            )),
+            Ok(_) => read_status(&self.armed),
+            Err(errno) => Err(format!("waiting for the uprobes on libc's setenv: {errno}")),
+        }
+    }
+}
+
+/// The child's byte: 0 once both uprobes are armed, else the errno of the
+/// first that was not.
+fn read_status(armed: &impl AsFd) -> Result<(), String> {
+    let mut byte = [0u8];
+    match nix::unistd::read(armed, &mut byte) {
+        Ok(1) if byte[0] == 0 => Ok(()),
+        Ok(1) => Err(format!(
+            "the uprobes on libc's setenv: {}",
+            nix::errno::Errno::from_raw(i32::from(byte[0]))
+        )),
+        _ => Err("the process that arms the uprobes on libc's setenv exited first".into()),
+    }
 }
 
 /// Arms the kernel side for [`TEST_VARIABLES`] and forks the child that
@@ -49,15 +93,17 @@ pub(super) fn attach_apart(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Optio
         }
     };
     let (done, finished) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
+    let (armed, say_armed) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
     // SAFETY: the child makes only raw system calls on what was prepared
     // before the fork (no allocation, no lock), and never returns.
     match unsafe { libc::fork() } {
-        0 => unsafe { uprobes.hold(done.as_raw_fd()) },
+        0 => unsafe { uprobes.hold(say_armed.as_raw_fd(), done.as_raw_fd()) },
         -1 => {
             log::warn!("naming the tests inside a process: fork failed");
             None
         }
         _ => Some(MarksChild {
+            armed,
             _finished: finished,
         }),
     }
@@ -117,13 +163,14 @@ impl Uprobes {
     }
 
     /// In the child: attaches each program to its uprobe (every process's,
-    /// the tree's picked in the kernel), then holds them until `done` is
-    /// closed, and closes them.
+    /// the tree's picked in the kernel), says so on `armed`, then holds
+    /// them until `done` is closed, and closes them.
     ///
     /// # Safety
     /// Only in a child just forked from the process that made `self`.
-    unsafe fn hold(&self, done: RawFd) -> ! {
+    unsafe fn hold(&self, armed: RawFd, done: RawFd) -> ! {
         let mut fds = [-1; 2];
+        let mut status = 0u8;
         for (slot, (attr, prog)) in fds.iter_mut().zip(&self.events) {
             // SAFETY: a valid attr for the call; pid -1 and CPU 0 is every
             // process, as libbpf opens a uprobe for all of them.
@@ -138,14 +185,45 @@ impl Uprobes {
                 )
             } as RawFd;
             // SAFETY: ioctls on the fd just opened, with the program's fd.
-            let armed = fd >= 0
+            let ok = fd >= 0
                 && unsafe { libc::ioctl(fd, PERF_EVENT_IOC_SET_BPF, *prog) } == 0
                 && unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) } == 0;
-            *slot = if armed { fd } else { -1 };
+            if !ok && status == 0 {
+                let errno = nix::errno::Errno::last_raw();
+                status = u8::try_from(errno).unwrap_or(u8::MAX).max(1);
+            }
+            *slot = if ok { fd } else { -1 };
         }
+        // SAFETY: a one-byte write to the pipe made for it.
+        unsafe { libc::write(armed, (&raw const status).cast(), 1) };
         let mut keep = [fds[0], fds[1], done];
         keep.sort_unstable();
         // SAFETY: the child of a fork, with `keep` sorted.
         unsafe { take_over(&keep, done) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_childs_byte_says_armed_or_why_not() {
+        let said = |byte: Option<u8>| {
+            let (read, write) = nix::unistd::pipe().unwrap();
+            if let Some(byte) = byte {
+                nix::unistd::write(&write, &[byte]).unwrap();
+            }
+            drop(write);
+            read_status(&read)
+        };
+        assert_eq!(said(Some(0)), Ok(()));
+        let refused = said(Some(libc::EPERM as u8)).unwrap_err();
+        assert!(
+            refused.ends_with("EPERM: Operation not permitted"),
+            "{refused}"
+        );
+        let gone = said(None).unwrap_err();
+        assert!(gone.ends_with("exited first"), "{gone}");
     }
 }

@@ -197,11 +197,18 @@ pub struct Probe<'obj> {
     /// and the uprobes'.
     slow_links: Vec<Link>,
     /// The child that holds the test marks' uprobes: let go when dropped.
-    _marks: Option<MarksChild>,
+    marks: Option<MarksChild>,
     detach_in_child: bool,
 }
 
 impl Probe<'_> {
+    /// Returns once the test marks' uprobes are armed, where there are
+    /// any: the command's first tests are named only then. Says why not.
+    pub fn wait_for_marks(&self) -> Option<Degraded> {
+        let why = self.marks.as_ref()?.wait_armed().err()?;
+        Some(Degraded::TestMarks { reason: why })
+    }
+
     /// A handle of its own on the tracked map, for the embedder
     /// ([`crate::recorder::LiveRecording::tracked_map`]).
     pub fn tracked_map(&self) -> Result<MapHandle, RecordError> {
@@ -419,7 +426,7 @@ fn load_with<'obj>(
         off_cpu: attached.off_cpu,
         _links: links,
         slow_links: attached.slow_links,
-        _marks: attached.marks,
+        marks: attached.marks,
         detach_in_child: config.detach_in_child,
     })
 }
