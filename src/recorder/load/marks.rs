@@ -36,8 +36,8 @@ const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 
 /// How long the command may be held for the marks to arm: past it, the
-/// recording starts without the marks of its first tests (said in the log)
-/// rather than never.
+/// recording starts without the marks of its first tests (a warning says
+/// so) rather than never.
 const ARMING_PATIENCE: Duration = Duration::from_secs(5);
 
 /// The child that holds the marks' uprobes: dropping this lets it go, to
