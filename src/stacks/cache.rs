@@ -469,6 +469,26 @@ mod tests {
     }
 
     #[test]
+    fn a_bpf_programs_name_kept_by_address_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path());
+        let named = |function: &str| Named {
+            function: Some(function.into()),
+            file: None,
+            line: None,
+        };
+        // Addresses no kernel symbol covers, as an older proctrace kept
+        // them: a module's function, and a program loaded since unloaded.
+        let mut entry = cache.kernel();
+        entry.learn(0x2000, vec![named("ext4_readdir")]);
+        entry.learn(0x3000, vec![named("bpf_prog_0123456789abcdef_gone")]);
+        entry.store();
+        let frames = Symbolizer::with_cache(cache.clone()).kernel(&[0x2000, 0x3000]);
+        assert_eq!(frames[0].function.as_deref(), Some("ext4_readdir"));
+        assert_eq!(frames[1].function, None);
+    }
+
+    #[test]
     fn the_cache_keeps_under_its_limit_dropping_the_least_used() {
         let dir = tempfile::tempdir().unwrap();
         let cache = NameCache::within(dir.path());

@@ -175,28 +175,26 @@ impl Symbolizer {
     /// lines nor inlined functions. Unnamed when it shows no addresses
     /// (`kernel.kptr_restrict` without `CAP_SYSLOG`).
     pub fn kernel(&mut self, addrs: &[u64]) -> Vec<Frame> {
-        let entry = self.kept.kernel(&self.cache);
-        let missing: Vec<u64> = addrs
-            .iter()
-            .copied()
-            .filter(|&a| entry.get(a).is_none())
-            .collect();
-        let found: Vec<(u64, Option<String>)> = missing
-            .into_iter()
-            .map(|addr| (addr, self.kernel_symbol(addr)))
-            .collect();
-        let entry = self.kept.kernel(&self.cache);
-        // Addresses hidden by kptr_restrict name nothing: not kept.
-        for (addr, name) in found {
-            if let Some(name) = name {
-                entry.learn(addr, vec![kept(Some(&name), None)]);
-            }
-        }
         addrs
             .iter()
             .map(|&addr| {
-                let found = entry.get(addr).and_then(|named| named.first());
-                frame(found, KERNEL, addr)
+                let cached = (self.kept.kernel(&self.cache).get(addr))
+                    .and_then(|named| named.first())
+                    .filter(|named| !named.function.as_deref().is_some_and(is_jited))
+                    .cloned();
+                let named = cached.or_else(|| {
+                    let name = self.kernel_symbol(addr)?;
+                    let named = kept(Some(&name), None);
+                    // BPF code is named for this recording only: the next
+                    // program loaded may be put at the same address. An
+                    // address kptr_restrict hides names nothing: not kept.
+                    if !is_jited(&name) {
+                        let entry = self.kept.kernel(&self.cache);
+                        entry.learn(addr, vec![named.clone()]);
+                    }
+                    Some(named)
+                });
+                frame(named.as_ref(), KERNEL, addr)
             })
             .collect()
     }
@@ -253,6 +251,14 @@ fn symbolize<'b>(
         log::debug!("cannot symbolize in {}: {err}", what.display());
         Vec::new()
     })
+}
+
+/// Whether kallsyms' `name` is code the BPF JIT wrote: programs, their
+/// trampolines and dispatchers, which come and go during a boot.
+fn is_jited(name: &str) -> bool {
+    ["bpf_prog_", "bpf_trampoline_", "bpf_dispatcher_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 fn module_name(path: &Path) -> String {

@@ -711,3 +711,38 @@ fn frame_names_are_kept_between_recordings_unless_no_cache() {
     let afresh = shares.get("spin_a").copied().unwrap_or(0.0);
     assert!(kept > afresh, "{shares:?}");
 }
+
+/// A sample taken while one of the recording's own programs ran (at
+/// each fork, and at each exec, which walks the process's 890 open fds)
+/// keeps the kernel's frames up to the tracepoint, and none of the
+/// program's: they name nothing the command ran, and naming them read all
+/// of kallsyms on every recording.
+#[test]
+fn samples_inside_proctraces_programs_leave_their_frames_out() {
+    require_root();
+    let script = "for f in $(seq 10 900); do eval \"exec $f</dev/null\"; done; \
+                  for ((i = 0; i < 1500; i++)); do /bin/true; done";
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let run = record_with(&opts, &["bash", "-c", script]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let stacks = folded(&run);
+    let inside = |stack: &str| stack.contains("bpf_trace_run");
+    let tracing: u64 = (stacks.iter())
+        .filter(|(stack, _)| inside(stack))
+        .map(|(_, count)| count)
+        .sum();
+    assert!(tracing > 0, "no sample while a program ran: {stacks:#?}");
+    // Another recording's programs (the suite records in parallel) run
+    // at each exec too, and return at once: the exec is not of their
+    // tree. Only this recording's reach their subprograms (the fd walk):
+    // a program's frame (not the kernel's `__bpf_prog_enter`) that calls
+    // another is this recording's.
+    let own: Vec<&String> = (stacks.keys())
+        .filter(|stack| {
+            let programs = stack.split(';').filter(|f| f.starts_with("bpf_prog_"));
+            programs.count() > 1
+        })
+        .collect();
+    assert!(own.is_empty(), "{own:#?}");
+}

@@ -11,6 +11,7 @@
 
 use std::ffi::OsString;
 use std::mem::MaybeUninit;
+use std::ops::Range;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
@@ -19,6 +20,7 @@ use libbpf_rs::skel::OpenSkel;
 use libbpf_rs::{AsRawLibbpf, Link};
 
 use super::attach::attach_loaded;
+use super::jited::own_code;
 use super::open_object;
 use crate::bpf::{OpenProctraceProgs, OpenProctraceSkel, ProctraceSkel};
 use crate::recorder::error::RecordError;
@@ -37,14 +39,22 @@ pub(super) fn worth_it() -> bool {
     std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1)
 }
 
+/// The exec program as loaded apart: its link, and where the kernel put
+/// its code (see [`super::jited`]), asked before its object is dropped.
+#[derive(Default)]
+pub(super) struct Loaded {
+    pub links: Vec<Link>,
+    pub code: Vec<Range<u64>>,
+}
+
 /// Loads `open` without its exec programs and `exec` in a second object
 /// that shares its maps, on another thread; returns the first object and
-/// the exec program's link.
+/// the exec program.
 pub(super) fn load<'obj>(
     mut open: OpenProctraceSkel<'obj>,
     btf: Option<&Path>,
     exec: ExecProgram,
-) -> Result<(ProctraceSkel<'obj>, Vec<Link>), RecordError> {
+) -> Result<(ProctraceSkel<'obj>, Loaded), RecordError> {
     for prog in exec_programs(&mut open.progs) {
         prog.set_autoload(false);
     }
@@ -77,11 +87,11 @@ pub(super) fn load<'obj>(
         let loaded = open
             .load()
             .map_err(RecordError::bpf("loading the BPF program into the kernel"));
-        let links = alone.join().map_err(|_| RecordError::System {
+        let exec = alone.join().map_err(|_| RecordError::System {
             context: "loading the exec program".into(),
             source: std::io::Error::other("its thread panicked"),
         })?;
-        Ok((loaded?, links?))
+        Ok((loaded?, exec?))
     })
 }
 
@@ -128,7 +138,7 @@ fn load_alone(
     btf: Option<&Path>,
     exec: ExecProgram,
     fds: Receiver<Vec<(OsString, OwnedFd)>>,
-) -> Result<Vec<Link>, RecordError> {
+) -> Result<Loaded, RecordError> {
     let mut storage = MaybeUninit::uninit();
     let mut open = open_object(btf, &mut storage)?;
     for mut prog in open.open_object_mut().progs_mut() {
@@ -144,7 +154,7 @@ fn load_alone(
     wanted.set_autoload(true);
     // The first object could not be prepared: its error is the one told.
     let Ok(fds) = fds.recv() else {
-        return Ok(Vec::new());
+        return Ok(Loaded::default());
     };
     for mut map in open.open_object_mut().maps_mut() {
         let Some((_, fd)) = fds.iter().find(|(name, _)| name.as_os_str() == map.name()) else {
@@ -157,12 +167,16 @@ fn load_alone(
         .load()
         .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
     let progs = &skel.progs;
-    attach_loaded([
+    let links = attach_loaded([
         &progs.exec_btf,
         &progs.exec_btf_loop,
         &progs.exec_raw,
         &progs.exec_raw_loop,
-    ])
+    ])?;
+    Ok(Loaded {
+        links,
+        code: own_code(&skel),
+    })
 }
 
 /// The four exec programs, which the first object leaves to the second.

@@ -189,6 +189,9 @@ pub struct Probe<'obj> {
     pub cpu_profile: Option<CpuProfile>,
     /// How the tree's waits are followed, with `--off-cpu`.
     pub off_cpu: Option<OffCpuSettings>,
+    /// Where the kernel put the code of every program loaded, the exec
+    /// program's second object's too.
+    own_code: Vec<std::ops::Range<u64>>,
     /// Detached one by one when dropped: detaching tracepoints from several
     /// threads at once soft-locks Linux 5.10 and oopses 6.12 (seen in the
     /// kernel matrix), though it would share the RCU waits.
@@ -219,7 +222,7 @@ impl Probe<'_> {
     /// Where the kernel put the loaded programs' code, whose frames a
     /// stack taken inside one of them is left without.
     pub fn own_code(&self) -> Vec<std::ops::Range<u64>> {
-        jited::own_code(&self.skel)
+        self.own_code.clone()
     }
 }
 
@@ -394,7 +397,7 @@ fn load_with<'obj>(
     configure(&mut open, config, settings, preload, hook)?;
 
     let started = Instant::now();
-    let (mut skel, exec_links) = if exec_apart::worth_it() {
+    let (mut skel, exec) = if exec_apart::worth_it() {
         let exec = ExecProgram {
             btf: settings.btf_hooks && config.hooks == HookChoice::Btf,
             looped: settings.bpf_loop,
@@ -404,7 +407,7 @@ fn load_with<'obj>(
         let skel = open
             .load()
             .map_err(RecordError::bpf("loading the BPF program into the kernel"))?;
-        (skel, Vec::new())
+        (skel, exec_apart::Loaded::default())
     };
     let loaded = Instant::now();
     let counters = Counters::take(&mut skel);
@@ -415,7 +418,9 @@ fn load_with<'obj>(
         millis(loaded)
     );
     let mut links = attached.links;
-    links.extend(exec_links);
+    links.extend(exec.links);
+    let mut own_code = jited::own_code(&skel);
+    own_code.extend(exec.code);
     Ok(Probe {
         skel,
         counters,
@@ -424,6 +429,7 @@ fn load_with<'obj>(
         warnings: attached.warnings,
         cpu_profile: attached.cpu_profile,
         off_cpu: attached.off_cpu,
+        own_code,
         _links: links,
         slow_links: attached.slow_links,
         marks: attached.marks,
