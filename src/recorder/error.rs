@@ -23,7 +23,7 @@ pub enum Degraded {
     /// their process's test, from the start or until they are armed.
     #[error("the tests inside a process may not be named: {reason}")]
     TestMarks {
-        /// What the process that arms them said, or how long it took.
+        /// Why they could not be armed, or how long arming took.
         reason: String,
     },
 }

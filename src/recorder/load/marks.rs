@@ -81,28 +81,25 @@ fn read_status(armed: &impl AsFd) -> Result<(), String> {
 }
 
 /// Arms the kernel side for [`TEST_VARIABLES`] and forks the child that
-/// attaches the marks' programs to `marks`; `None` (said in the log)
-/// where that cannot be done.
-pub(super) fn attach_apart(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Option<MarksChild> {
-    let prepared = watch_variables(skel).and_then(|()| Uprobes::new(skel, marks));
-    let uprobes = match prepared {
-        Ok(uprobes) => uprobes,
-        Err(why) => {
-            log::warn!("naming the tests inside a process: {why}");
-            return None;
-        }
-    };
-    let (done, finished) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
-    let (armed, say_armed) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
+/// attaches the marks' programs to `marks`; why not, where that cannot be
+/// done.
+pub(super) fn attach_apart(
+    skel: &ProctraceSkel<'_>,
+    marks: &TestMarks,
+) -> Result<MarksChild, String> {
+    let uprobes = watch_variables(skel).and_then(|()| Uprobes::new(skel, marks))?;
+    let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("a pipe: {e}"));
+    let (done, finished) = pipe()?;
+    let (armed, say_armed) = pipe()?;
     // SAFETY: the child makes only raw system calls on what was prepared
     // before the fork (no allocation, no lock), and never returns.
     match unsafe { libc::fork() } {
         0 => unsafe { uprobes.hold(say_armed.as_raw_fd(), done.as_raw_fd()) },
-        -1 => {
-            log::warn!("naming the tests inside a process: fork failed");
-            None
-        }
-        _ => Some(MarksChild {
+        -1 => Err(format!(
+            "forking the process that holds them: {}",
+            std::io::Error::last_os_error()
+        )),
+        _ => Ok(MarksChild {
             armed,
             _finished: finished,
         }),
@@ -118,7 +115,7 @@ fn watch_variables(skel: &ProctraceSkel<'_>) -> Result<(), String> {
         key[..name.len()].copy_from_slice(name.as_bytes());
         variables
             .update(&key, &[1], MapFlags::ANY)
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| format!("the kernel's list of test variables: {err}"))?;
     }
     Ok(())
 }

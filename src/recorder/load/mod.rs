@@ -482,10 +482,18 @@ fn attach(
     // After the tracepoints: the child's uprobes hold the kernel's
     // event_mutex through an RCU grace period (~20 ms here), which the
     // tracepoints' perf_event_open would wait out.
-    let marks = config
+    let marks = match config
         .test_marks
         .as_ref()
-        .and_then(|marks| marks::attach_apart(skel, marks));
+        .map(|m| marks::attach_apart(skel, m))
+    {
+        Some(Ok(child)) => Some(child),
+        Some(Err(reason)) => {
+            warnings.push(Degraded::TestMarks { reason });
+            None
+        }
+        None => None,
+    };
     let syscall_hook = match attached {
         Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
             slow_links.extend(syscall_links);
