@@ -21,7 +21,6 @@ mod native;
 mod python;
 pub(crate) mod spaces;
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Range;
 use std::sync::Arc;
@@ -40,6 +39,10 @@ use spaces::AddressSpaces;
 /// User frames unwound per sample at the most: more than the deepest copy
 /// of a stack holds but for tight recursion, which stays marked as cut.
 const MAX_USER_FRAMES: usize = 1024;
+
+/// Address spaces whose mappings are kept indexed at the most: past it,
+/// they are indexed again as their samples come.
+const MAX_INDEXES: usize = 256;
 
 /// A frame before it is named: where the code was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,7 +95,7 @@ pub(crate) trait Source {
 #[derive(Default)]
 pub(crate) struct Modules {
     paths: Vec<Arc<str>>,
-    ids: HashMap<Arc<str>, u32>,
+    ids: foldhash::HashMap<Arc<str>, u32>,
 }
 
 impl Modules {
@@ -112,7 +115,7 @@ impl Modules {
     fn of_paths(paths: Vec<Arc<str>>) -> Modules {
         Modules {
             paths,
-            ids: HashMap::new(),
+            ids: foldhash::HashMap::default(),
         }
     }
 
@@ -150,6 +153,9 @@ pub(crate) struct Frames {
     /// The places of the last sample, the buffer kept from one to the
     /// next: the collector allocates nothing for a sample it has seen.
     places: Vec<Place>,
+    /// The mappings by address of the address spaces samples were last
+    /// taken in, by [`space_key`].
+    indexes: foldhash::HashMap<u64, spaces::Index>,
 }
 
 impl Frames {
@@ -169,6 +175,7 @@ impl Frames {
                 Box::new(gaps::Gaps),
             ],
             places: Vec::new(),
+            indexes: foldhash::HashMap::default(),
             python: python::Python::default(),
             unnamed_python: 0,
             ahead: None,
@@ -236,6 +243,7 @@ impl Frames {
             sources,
             places,
             python,
+            indexes,
             ..
         } = self;
         places.clear();
@@ -243,12 +251,18 @@ impl Frames {
         let theirs = kernel.filter(|(_, addr)| !own_code.iter().any(|code| code.contains(addr)));
         places.extend(theirs.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
         let mut groups = python::Groups::of(sample);
-        let unwound = unwind(spaces, unwinder, sample);
+        let space = space_key(spaces, sample.pid, sample.timestamp);
+        let unwound = unwind(spaces, unwinder, space, sample);
+        if indexes.len() >= MAX_INDEXES && !indexes.contains_key(&space) {
+            indexes.clear();
+        }
+        let index =
+            (indexes.entry(space)).or_insert_with(|| spaces.index_at(sample.pid, sample.timestamp));
         // Each frame's mapping, looked up once for the pairing and the places.
         let natives: Vec<(u64, Option<&Mapping>)> = (unwound.addrs.iter().enumerate())
             .map(|(i, &addr)| {
                 let addr = lookup_address(addr, i == 0);
-                (addr, spaces.mapping_at(sample.pid, sample.timestamp, addr))
+                (addr, index.at(addr))
             })
             .collect();
         let is_eval = |&(addr, mapping): &(u64, Option<&Mapping>)| {
@@ -350,30 +364,35 @@ fn unpaired_evals(groups: &python::Groups<'_>, cut: bool, evals: impl FnOnce() -
 /// The return addresses of `sample`'s user stack, leaf first, unwound
 /// against its process's mappings: listed again only when they changed,
 /// or for a sample from before the change.
-fn unwind<'u>(spaces: &AddressSpaces, unwinder: &'u mut Unwinder, sample: &Sample) -> &'u Unwound {
+fn unwind<'u>(
+    spaces: &AddressSpaces,
+    unwinder: &'u mut Unwinder,
+    space: u64,
+    sample: &Sample,
+) -> &'u Unwound {
     let [ip, sp, fp, lr] = sample.regs;
     if ip == 0 {
         return Unwound::NONE;
     }
     let (pid, time) = (sample.pid, sample.timestamp);
+    let modules = || -> Vec<Module> {
+        let modules = spaces.modules_at(pid, time).into_iter();
+        modules.map(module_of).collect()
+    };
+    let regs = Regs { ip, sp, fp, lr };
+    unwinder.unwind_with(space, modules, &regs, &sample.stack, MAX_USER_FRAMES)
+}
+
+/// What tells `pid`'s mappings at `time` from any other list of them:
+/// the same key, the same mappings (see [`AddressSpaces::version`]).
+fn space_key(spaces: &AddressSpaces, pid: Pid, time: u64) -> u64 {
     let (version, since) = spaces.version(pid, time);
     let mut hasher = foldhash::fast::FixedState::default().build_hasher();
     (pid, version).hash(&mut hasher);
     if time < since {
         time.hash(&mut hasher);
     }
-    let modules = || -> Vec<Module> {
-        let modules = spaces.modules_at(pid, time).into_iter();
-        modules.map(module_of).collect()
-    };
-    let regs = Regs { ip, sp, fp, lr };
-    unwinder.unwind_with(
-        hasher.finish(),
-        modules,
-        &regs,
-        &sample.stack,
-        MAX_USER_FRAMES,
-    )
+    hasher.finish()
 }
 
 fn module_of(mapping: &Mapping) -> Module {

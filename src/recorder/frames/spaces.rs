@@ -172,11 +172,22 @@ impl AddressSpaces {
         modules
     }
 
-    /// The mapping that holds `addr` in `pid` at `time`: the latest made
-    /// over it.
-    pub(crate) fn mapping_at(&self, pid: Pid, time: u64, addr: u64) -> Option<&Mapping> {
-        self.newest_first(pid, time)
-            .find(|m| m.start <= addr && addr < m.end)
+    /// What holds each address in `pid` at `time`: the latest mapping
+    /// made over it.
+    pub(crate) fn index_at(&self, pid: Pid, time: u64) -> Index {
+        let mut held: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+        let mut mappings = Vec::new();
+        for mapping in self.newest_first(pid, time) {
+            let gaps = uncovered(&held, mapping.start, mapping.end);
+            if gaps.is_empty() {
+                continue;
+            }
+            let id = mappings.len() as u32;
+            mappings.push(mapping.clone());
+            held.extend(gaps.into_iter().map(|(start, end)| (start, (end, id))));
+        }
+        let ranges = held.into_iter().map(|(s, (e, id))| (s, e, id)).collect();
+        Index { ranges, mappings }
     }
 
     fn space(&mut self, pid: Pid) -> &mut Space {
@@ -256,6 +267,43 @@ impl Space {
         let last = self.mappings.partition_point(|m| m.time <= to);
         self.mappings.get(first..last).unwrap_or_default()
     }
+}
+
+/// The mappings of one process at one time by address, as
+/// [`AddressSpaces::index_at`] made them: a sample's every frame is looked
+/// up by binary search rather than through the process's history.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    /// Disjoint `[start, end)` by start, each with the mapping holding it.
+    ranges: Vec<(u64, u64, u32)>,
+    mappings: Vec<Mapping>,
+}
+
+impl Index {
+    /// The mapping that holds `addr`.
+    pub(crate) fn at(&self, addr: u64) -> Option<&Mapping> {
+        let i = (self.ranges.partition_point(|&(start, _, _)| start <= addr)).checked_sub(1)?;
+        let (_, end, id) = self.ranges[i];
+        (addr < end).then(|| &self.mappings[id as usize])
+    }
+}
+
+/// The parts of `[start, end)` that no range of `held` (disjoint, by
+/// start, with their ends) covers.
+fn uncovered(held: &BTreeMap<u64, (u64, u32)>, start: u64, end: u64) -> Vec<(u64, u64)> {
+    let reach = held.range(..start).next_back().map(|(_, &(e, _))| e);
+    let mut from = reach.map_or(start, |e| e.max(start));
+    let mut gaps = Vec::new();
+    for (&s, &(e, _)) in held.range(start..end) {
+        if s > from {
+            gaps.push((from, s));
+        }
+        from = from.max(e);
+    }
+    if from < end {
+        gaps.push((from, end));
+    }
+    gaps
 }
 
 /// The union of address ranges seen so far, as disjoint ranges by start.
@@ -384,10 +432,33 @@ mod tests {
             paths(spaces.modules_at(1, 10)),
             ["jit a", "jit b", "libbar", "jit c"]
         );
-        assert_eq!(spaces.mapping_at(1, 10, 0x5100).unwrap().path, "libbar");
-        assert_eq!(spaces.mapping_at(1, 10, 0x5900).unwrap().path, "jit c");
-        assert_eq!(spaces.mapping_at(1, 2, 0x1800).unwrap().path, "libfoo");
-        assert!(spaces.mapping_at(1, 10, 0x4000).is_none());
+        let now = spaces.index_at(1, 10);
+        assert_eq!(now.at(0x5100).unwrap().path, "libbar");
+        assert_eq!(now.at(0x5900).unwrap().path, "jit c");
+        assert_eq!(now.at(0x6fff).unwrap().path, "jit c");
+        assert_eq!(now.at(0x1fff).unwrap().path, "jit a");
+        assert!(now.at(0x4000).is_none());
+        assert!(now.at(0x7000).is_none());
+        assert!(now.at(0xfff).is_none());
+        assert_eq!(spaces.index_at(1, 2).at(0x1800).unwrap().path, "libfoo");
+    }
+
+    #[test]
+    fn a_mapping_made_inside_another_splits_it() {
+        let mut spaces = AddressSpaces::new();
+        spaces.exec(1, 0);
+        spaces.add(mapping(1, 1, 0x1000, 0x4000, "libfoo"));
+        spaces.add(mapping(1, 2, 0x2000, 0x3000, "jit"));
+        spaces.add(mapping(1, 3, 0x0800, 0x1800, "jit 2"));
+        let now = spaces.index_at(1, 10);
+        let at = |addr| now.at(addr).map(|m| m.path.as_str());
+        assert_eq!(at(0x0800), Some("jit 2"));
+        assert_eq!(at(0x17ff), Some("jit 2"));
+        assert_eq!(at(0x1800), Some("libfoo"));
+        assert_eq!(at(0x2800), Some("jit"));
+        assert_eq!(at(0x3000), Some("libfoo"));
+        assert_eq!(at(0x3fff), Some("libfoo"));
+        assert_eq!(at(0x4000), None);
     }
 
     #[test]
