@@ -491,7 +491,7 @@ impl Collecting {
     }
 
     fn apply_upto(&mut self, at: u64) {
-        for (time, happened) in self.timeline.take_upto(at) {
+        while let Some((time, happened)) = self.timeline.next_upto(at) {
             match happened {
                 Happened::Fork { parent, child } => {
                     self.frames.fork(parent, child, time);
