@@ -252,12 +252,12 @@ impl Frames {
         places.extend(theirs.map(|(i, &addr)| Place::Kernel(lookup_address(addr, i == 0))));
         let mut groups = python::Groups::of(sample);
         let space = space_key(spaces, sample.pid, sample.timestamp);
-        let unwound = unwind(spaces, unwinder, space, sample);
         if indexes.len() >= MAX_INDEXES && !indexes.contains_key(&space) {
             indexes.clear();
         }
-        let index =
+        let index: &spaces::Index =
             (indexes.entry(space)).or_insert_with(|| spaces.index_at(sample.pid, sample.timestamp));
+        let unwound = unwind(index, unwinder, space, sample);
         // Each frame's mapping, looked up once for the pairing and the places.
         let natives: Vec<(u64, Option<&Mapping>)> = (unwound.addrs.iter().enumerate())
             .map(|(i, &addr)| {
@@ -365,7 +365,7 @@ fn unpaired_evals(groups: &python::Groups<'_>, cut: bool, evals: impl FnOnce() -
 /// against its process's mappings: listed again only when they changed,
 /// or for a sample from before the change.
 fn unwind<'u>(
-    spaces: &AddressSpaces,
+    index: &spaces::Index,
     unwinder: &'u mut Unwinder,
     space: u64,
     sample: &Sample,
@@ -374,11 +374,7 @@ fn unwind<'u>(
     if ip == 0 {
         return Unwound::NONE;
     }
-    let (pid, time) = (sample.pid, sample.timestamp);
-    let modules = || -> Vec<Module> {
-        let modules = spaces.modules_at(pid, time).into_iter();
-        modules.map(module_of).collect()
-    };
+    let modules = || -> Vec<Module> { index.modules().into_iter().map(module_of).collect() };
     let regs = Regs { ip, sp, fp, lr };
     unwinder.unwind_with(space, modules, &regs, &sample.stack, MAX_USER_FRAMES)
 }

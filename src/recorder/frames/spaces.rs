@@ -142,10 +142,10 @@ impl AddressSpaces {
         space.changes += 1;
     }
 
-    /// What tells one list of [`AddressSpaces::modules_at`] for `pid` from
-    /// another, and from when it holds: the list at any time from the
+    /// What tells one [`AddressSpaces::index_at`] for `pid` from
+    /// another, and from when it holds: the index at any time from the
     /// second on is the same while the first is, so a caller can keep it
-    /// rather than list the mappings at every sample. Made of how often
+    /// rather than index the mappings at every sample. Made of how often
     /// each space `pid`'s mappings come from changed.
     pub(crate) fn version(&self, pid: Pid, time: u64) -> (u64, u64) {
         let mut hasher = foldhash::fast::FixedState::default().build_hasher();
@@ -156,24 +156,10 @@ impl AddressSpaces {
         (hasher.finish(), since)
     }
 
-    /// The mappings in force in `pid` at `time`, by start address: those
-    /// made since its address space last started over, with the ones it
-    /// was forked with. A mapping is left out once later ones cover its
-    /// whole range (the kernel replaced it); where they cover only part
-    /// of it, both are listed and [`AddressSpaces::mapping_at`] says
-    /// which holds an address.
-    pub(crate) fn modules_at(&self, pid: Pid, time: u64) -> Vec<&Mapping> {
-        let mut covered = Covered::default();
-        let mut modules: Vec<&Mapping> = self
-            .newest_first(pid, time)
-            .filter(|m| covered.add(m.start, m.end))
-            .collect();
-        modules.sort_by_key(|m| (m.start, m.end));
-        modules
-    }
-
-    /// What holds each address in `pid` at `time`: the latest mapping
-    /// made over it.
+    /// The mappings in force in `pid` at `time`: those made since its
+    /// address space last started over, with the ones it was forked with,
+    /// each address held by the latest made over it. A mapping later ones
+    /// cover whole is left out (the kernel replaced it).
     pub(crate) fn index_at(&self, pid: Pid, time: u64) -> Index {
         let mut held: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
         let mut mappings = Vec::new();
@@ -272,14 +258,24 @@ impl Space {
 /// The mappings of one process at one time by address, as
 /// [`AddressSpaces::index_at`] made them: a sample's every frame is looked
 /// up by binary search rather than through the process's history.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Index {
     /// Disjoint `[start, end)` by start, each with the mapping holding it.
     ranges: Vec<(u64, u64, u32)>,
+    /// Those that hold some address, latest first.
     mappings: Vec<Mapping>,
 }
 
 impl Index {
+    /// The mappings in force, by start address: where one covers only
+    /// part of another, both are listed and [`Index::at`] says which
+    /// holds an address.
+    pub(crate) fn modules(&self) -> Vec<&Mapping> {
+        let mut modules: Vec<&Mapping> = self.mappings.iter().collect();
+        modules.sort_by_key(|m| (m.start, m.end));
+        modules
+    }
+
     /// The mapping that holds `addr`.
     pub(crate) fn at(&self, addr: u64) -> Option<&Mapping> {
         let i = (self.ranges.partition_point(|&(start, _, _)| start <= addr)).checked_sub(1)?;
@@ -291,6 +287,9 @@ impl Index {
 /// The parts of `[start, end)` that no range of `held` (disjoint, by
 /// start, with their ends) covers.
 fn uncovered(held: &BTreeMap<u64, (u64, u32)>, start: u64, end: u64) -> Vec<(u64, u64)> {
+    if start >= end {
+        return Vec::new();
+    }
     let reach = held.range(..start).next_back().map(|(_, &(e, _))| e);
     let mut from = reach.map_or(start, |e| e.max(start));
     let mut gaps = Vec::new();
@@ -304,35 +303,6 @@ fn uncovered(held: &BTreeMap<u64, (u64, u32)>, start: u64, end: u64) -> Vec<(u64
         gaps.push((from, end));
     }
     gaps
-}
-
-/// The union of address ranges seen so far, as disjoint ranges by start.
-#[derive(Default)]
-struct Covered(BTreeMap<u64, u64>);
-
-impl Covered {
-    /// Adds `[start, end)`; whether some of it was not covered yet.
-    fn add(&mut self, start: u64, end: u64) -> bool {
-        if start >= end {
-            return false;
-        }
-        let before = self.0.range(..=start).next_back().map(|(&s, &e)| (s, e));
-        if matches!(before, Some((_, e)) if e >= end) {
-            return false;
-        }
-        let (mut start, mut end) = (start, end);
-        if let Some((s, e)) = before.filter(|&(_, e)| e >= start) {
-            self.0.remove(&s);
-            (start, end) = (s, end.max(e));
-        }
-        let touching: Vec<(u64, u64)> = self.0.range(start..=end).map(|(&s, &e)| (s, e)).collect();
-        for (s, e) in touching {
-            self.0.remove(&s);
-            end = end.max(e);
-        }
-        self.0.insert(start, end);
-        true
-    }
 }
 
 #[cfg(test)]
@@ -363,10 +333,13 @@ mod tests {
         spaces.exec(1, 10);
         spaces.add(mapping(1, 12, 0x1000, 0x2000, "sh"));
         spaces.add(mapping(1, 11, 0x5000, 0x6000, "ld.so"));
-        assert!(spaces.modules_at(1, 10).is_empty());
-        assert_eq!(paths(spaces.modules_at(1, 11)), ["ld.so"]);
-        assert_eq!(paths(spaces.modules_at(1, 20)), ["sh", "ld.so"]);
-        assert!(spaces.modules_at(2, 20).is_empty(), "an unknown pid");
+        assert!(spaces.index_at(1, 10).modules().is_empty());
+        assert_eq!(paths(spaces.index_at(1, 11).modules()), ["ld.so"]);
+        assert_eq!(paths(spaces.index_at(1, 20).modules()), ["sh", "ld.so"]);
+        assert!(
+            spaces.index_at(2, 20).modules().is_empty(),
+            "an unknown pid"
+        );
     }
 
     #[test]
@@ -378,9 +351,9 @@ mod tests {
         // CPU's ring read first).
         spaces.add(mapping(1, 31, 0x3000, 0x4000, "true"));
         spaces.exec(1, 30);
-        assert_eq!(paths(spaces.modules_at(1, 29)), ["sh"]);
-        assert!(spaces.modules_at(1, 30).is_empty());
-        assert_eq!(paths(spaces.modules_at(1, 40)), ["true"]);
+        assert_eq!(paths(spaces.index_at(1, 29).modules()), ["sh"]);
+        assert!(spaces.index_at(1, 30).modules().is_empty());
+        assert_eq!(paths(spaces.index_at(1, 40).modules()), ["true"]);
     }
 
     #[test]
@@ -393,16 +366,25 @@ mod tests {
         spaces.add(mapping(2, 22, 0x9000, 0xa000, "child only"));
         // A grandchild has its parent's mappings, and its grandparent's.
         spaces.fork(2, 3, 23);
-        assert_eq!(paths(spaces.modules_at(2, 30)), ["sh", "child only"]);
-        assert_eq!(paths(spaces.modules_at(3, 30)), ["sh", "child only"]);
         assert_eq!(
-            paths(spaces.modules_at(1, 30)),
+            paths(spaces.index_at(2, 30).modules()),
+            ["sh", "child only"]
+        );
+        assert_eq!(
+            paths(spaces.index_at(3, 30).modules()),
+            ["sh", "child only"]
+        );
+        assert_eq!(
+            paths(spaces.index_at(1, 30).modules()),
             ["sh", "later, parent only"]
         );
         spaces.exec(2, 40);
         spaces.add(mapping(2, 41, 0x1000, 0x2000, "true"));
-        assert_eq!(paths(spaces.modules_at(2, 50)), ["true"]);
-        assert_eq!(paths(spaces.modules_at(3, 50)), ["sh", "child only"]);
+        assert_eq!(paths(spaces.index_at(2, 50).modules()), ["true"]);
+        assert_eq!(
+            paths(spaces.index_at(3, 50).modules()),
+            ["sh", "child only"]
+        );
     }
 
     #[test]
@@ -414,8 +396,8 @@ mod tests {
         spaces.exec(5, 4);
         spaces.add(mapping(5, 5, 0x3000, 0x4000, "old"));
         spaces.fork(1, 5, 100);
-        assert_eq!(paths(spaces.modules_at(5, 50)), ["old"]);
-        assert_eq!(paths(spaces.modules_at(5, 150)), ["sh"]);
+        assert_eq!(paths(spaces.index_at(5, 50).modules()), ["old"]);
+        assert_eq!(paths(spaces.index_at(5, 150).modules()), ["sh"]);
     }
 
     #[test]
@@ -429,7 +411,7 @@ mod tests {
         spaces.add(mapping(1, 5, 0x5800, 0x7000, "jit c"));
         // libfoo is covered by the two halves; libbar only in part.
         assert_eq!(
-            paths(spaces.modules_at(1, 10)),
+            paths(spaces.index_at(1, 10).modules()),
             ["jit a", "jit b", "libbar", "jit c"]
         );
         let now = spaces.index_at(1, 10);
@@ -472,7 +454,7 @@ mod tests {
         spaces.exit(2, 11);
         // The grandchild, still running, was forked with both histories.
         assert_eq!(spaces.kept(), 3);
-        assert_eq!(paths(spaces.modules_at(3, 12)), ["sh"]);
+        assert_eq!(paths(spaces.index_at(3, 12).modules()), ["sh"]);
         spaces.exit(3, 13);
         assert_eq!(spaces.kept(), 0);
         assert_eq!(spaces.forked_from.len() + spaces.retiring.len(), 0);
@@ -486,7 +468,7 @@ mod tests {
         spaces.exec(5, 20);
         spaces.add(mapping(5, 21, 0x3000, 0x4000, "new"));
         spaces.exit(5, 10);
-        assert_eq!(paths(spaces.modules_at(5, 30)), ["new"]);
+        assert_eq!(paths(spaces.index_at(5, 30).modules()), ["new"]);
         spaces.exit(5, 30);
         assert_eq!(spaces.kept(), 0);
     }
@@ -498,16 +480,20 @@ mod tests {
         spaces.add(mapping(2, 1, 0x3000, 0x4000, "b"));
         spaces.fork(1, 2, 5);
         spaces.fork(2, 1, 5);
-        assert_eq!(paths(spaces.modules_at(1, 10)), ["b"]);
+        assert_eq!(paths(spaces.index_at(1, 10).modules()), ["b"]);
     }
 
     #[test]
-    fn covered_ranges_merge() {
-        let mut covered = Covered::default();
-        assert!(covered.add(10, 20));
-        assert!(covered.add(30, 40));
-        assert!(!covered.add(12, 18));
-        assert!(covered.add(15, 35));
-        assert_eq!(covered.0.into_iter().collect::<Vec<_>>(), [(10, 40)]);
+    fn uncovered_parts_are_what_no_later_range_covers() {
+        let held: BTreeMap<u64, (u64, u32)> = [(10, (20, 0)), (20, (25, 1)), (30, (40, 2))].into();
+        assert!(uncovered(&held, 12, 18).is_empty());
+        assert!(
+            uncovered(&held, 10, 25).is_empty(),
+            "touching ranges cover together"
+        );
+        assert_eq!(uncovered(&held, 15, 35), [(25, 30)]);
+        assert_eq!(uncovered(&held, 5, 45), [(5, 10), (25, 30), (40, 45)]);
+        assert!(uncovered(&held, 50, 50).is_empty());
+        assert!(uncovered(&held, 60, 50).is_empty());
     }
 }
