@@ -99,20 +99,17 @@ impl Timeline {
     pub(super) fn next_upto(&mut self, at: u64) -> Option<(u64, Happened)> {
         let in_run = self.run.front().map(|&(key, _)| key);
         let in_tree = self.tree.first_key_value().map(|(&key, _)| key);
-        let from_tree = match (in_run, in_tree) {
-            (Some(run), Some(tree)) => tree < run,
-            (run, _) => run.is_none(),
-        };
-        let first = if from_tree { in_tree } else { in_run };
-        if first?.0 > at {
+        // No two keys are equal (their arrivals differ).
+        let first = in_run.into_iter().chain(in_tree).min()?;
+        if first.0 > at {
             return None;
         }
-        let ((time, _, _), slot) = match from_tree {
+        let (_, slot) = match in_tree == Some(first) {
             true => self.tree.pop_first(),
             false => self.run.pop_front(),
         }?;
         self.free.push(slot);
-        Some((time, self.slot(slot).take()?))
+        Some((first.0, self.slot(slot).take()?))
     }
 
     fn make_slot(&mut self) -> u32 {
