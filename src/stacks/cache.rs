@@ -17,6 +17,7 @@
 //! The directory is kept under [`LIMIT`] bytes, the entries used least
 //! recently removed first.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::hash::Hasher;
@@ -24,12 +25,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::ksyms::Ksyms;
+use super::texts::{Texts, Words};
+use crate::private_files::{private_dir, read_owned, write_whole};
 use object::read::ReadCache;
 use object::Object;
-use serde::{Deserialize, Serialize};
-
-use super::ksyms::Ksyms;
-use crate::private_files::{private_dir, read_owned, write_whole};
 
 /// The most the entries take together.
 pub const LIMIT: u64 = 64 << 20;
@@ -41,7 +41,7 @@ pub struct NameCache {
 }
 
 /// One frame as kept: the function, and its source file and line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Named {
     pub function: Option<String>,
     pub file: Option<String>,
@@ -54,9 +54,9 @@ pub(crate) struct Named {
 pub(crate) struct Entry {
     /// Where it is kept; `None` for a cache that is off.
     path: Option<PathBuf>,
+    kept: Kept,
     /// By offset (or kernel address): the frames, caller first.
-    names: BTreeMap<u64, Vec<Named>>,
-    learned: bool,
+    learned: BTreeMap<u64, Vec<Named>>,
 }
 
 impl NameCache {
@@ -139,99 +139,180 @@ impl NameCache {
 
 impl Entry {
     fn read(path: PathBuf) -> Entry {
-        let names = read_owned(&path)
-            .and_then(|data| serde_json::from_slice::<Kept>(&data).ok())
-            .filter(|kept| kept.version == VERSION)
-            .map(Kept::names)
+        let kept = read_owned(&path)
+            .and_then(|data| Kept::from_bytes(&data))
             .unwrap_or_default();
-        if !names.is_empty() {
+        if !kept.offsets.is_empty() {
             used(&path);
         }
         Entry {
             path: Some(path),
-            names,
-            learned: false,
+            kept,
+            learned: BTreeMap::new(),
         }
     }
 
     /// The frames kept for `offset`.
-    pub(crate) fn get(&self, offset: u64) -> Option<&[Named]> {
-        self.names.get(&offset).map(Vec::as_slice)
+    pub(crate) fn get(&self, offset: u64) -> Option<Cow<'_, [Named]>> {
+        match self.learned.get(&offset) {
+            Some(frames) => Some(Cow::Borrowed(frames)),
+            None => self.kept.get(offset).map(Cow::Owned),
+        }
+    }
+
+    /// Whether frames are kept for `offset`.
+    pub(crate) fn has(&self, offset: u64) -> bool {
+        self.learned.contains_key(&offset) || self.kept.offsets.binary_search(&offset).is_ok()
     }
 
     /// Keeps what naming `offset` found.
     pub(crate) fn learn(&mut self, offset: u64, frames: Vec<Named>) {
-        self.names.insert(offset, frames);
-        self.learned = true;
+        self.learned.insert(offset, frames);
     }
 
     /// Writes the entry back if it learned something: whole, into a file
     /// of its own renamed into place, so a reader sees the old or the new.
     pub(crate) fn store(self) {
-        let Some(path) = self.path.filter(|_| self.learned) else {
-            return;
-        };
-        let Ok(data) = serde_json::to_vec(&Kept::of(&self.names)) else {
-            return;
-        };
-        write_whole(&path, &data);
+        if let Some(path) = self.path.filter(|_| !self.learned.is_empty()) {
+            write_whole(&path, &self.kept.with(&self.learned).to_bytes());
+        }
     }
 }
 
-/// The layout of an entry's file; an older one is read as empty. 1 held
-/// each frame's texts in full: an interpreter's entry, the same names at
-/// thousands of offsets, took 1.9 MB, and parsing the entries of a
-/// profiled `python3 -c pass` was most of its fixed cost.
-const VERSION: u32 = 2;
+/// What an entry's file starts with: its layout's version. An older one
+/// is read as empty. Version 1 held each frame's texts in full (an
+/// interpreter's entry, the same names at thousands of offsets, took
+/// 1.9 MB); 2 held each text once, in JSON, but parsing it into a map of
+/// strings, and writing it back, cost `cc1`'s 61,000 offsets 25 ms on
+/// every recording of a build.
+const MAGIC: &[u8; 8] = b"ptnames3";
 
-/// An entry's file: each function's and source file's name once, and by
-/// offset the frames, each `[function, file, line]` as indexes into
-/// `texts` from 1 and the line (0 for none).
-#[derive(Serialize, Deserialize)]
+/// An entry's names as its file holds them, looked up where they lie:
+/// the offsets in order, where each one's frames start, each frame's
+/// function and source file (indexes into `texts` from 1, 0 for none)
+/// and line (0 for none), and each text once.
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Kept {
-    version: u32,
-    texts: Vec<String>,
-    names: Vec<(u64, Vec<[u32; 3]>)>,
+    offsets: Vec<u64>,
+    /// Each offset's first frame, and after the last, the count.
+    starts: Vec<u32>,
+    frames: Vec<[u32; 3]>,
+    texts: Texts,
 }
 
 impl Kept {
-    fn of(names: &BTreeMap<u64, Vec<Named>>) -> Kept {
-        let mut texts: Vec<String> = Vec::new();
-        let mut index: HashMap<String, u32> = HashMap::new();
-        let mut text = |t: &Option<String>| -> u32 {
-            let Some(t) = t else { return 0 };
-            *index.entry(t.clone()).or_insert_with(|| {
-                texts.push(t.clone());
-                texts.len() as u32
-            })
-        };
-        let names = names
-            .iter()
-            .map(|(&offset, frames)| {
-                let frames = frames
-                    .iter()
-                    .map(|f| [text(&f.function), text(&f.file), f.line.unwrap_or(0)]);
-                (offset, frames.collect())
-            })
-            .collect();
-        Kept {
-            version: VERSION,
-            texts,
-            names,
-        }
-    }
-
-    fn names(self) -> BTreeMap<u64, Vec<Named>> {
-        let text = |i: u32| self.texts.get((i as usize).checked_sub(1)?).cloned();
+    fn get(&self, offset: u64) -> Option<Vec<Named>> {
+        let i = self.offsets.binary_search(&offset).ok()?;
+        let frames = self
+            .frames
+            .get(self.starts[i] as usize..self.starts[i + 1] as usize)?;
+        let text = |i: u32| Some(self.texts.get((i as usize).checked_sub(1)?)?.to_owned());
         let named = |&[function, file, line]: &[u32; 3]| Named {
             function: text(function),
             file: text(file),
             line: (line != 0).then_some(line),
         };
-        let names = self.names.iter();
-        names
-            .map(|(offset, frames)| (*offset, frames.iter().map(named).collect()))
-            .collect()
+        Some(frames.iter().map(named).collect())
+    }
+
+    /// These names with `learned`'s merged in, in order, each text still
+    /// once; a name learned again replaces the one kept.
+    fn with(self, learned: &BTreeMap<u64, Vec<Named>>) -> Kept {
+        let Kept {
+            offsets,
+            starts,
+            frames,
+            texts,
+        } = self;
+        let mut index: HashMap<String, u32> = texts.iter().map(str::to_owned).zip(1..).collect();
+        let mut out = Kept {
+            texts,
+            starts: vec![0],
+            ..Kept::default()
+        };
+        let mut new = learned.iter().peekable();
+        for (i, &offset) in offsets.iter().enumerate() {
+            while let Some((&at, named)) = new.next_if(|(&at, _)| at <= offset) {
+                out.push_named(at, named, &mut index);
+            }
+            if out.offsets.last() != Some(&offset) {
+                out.push(offset, &frames[starts[i] as usize..starts[i + 1] as usize]);
+            }
+        }
+        for (&at, named) in new {
+            out.push_named(at, named, &mut index);
+        }
+        out
+    }
+
+    fn push(&mut self, offset: u64, frames: &[[u32; 3]]) {
+        self.offsets.push(offset);
+        self.frames.extend_from_slice(frames);
+        self.starts.push(self.frames.len() as u32);
+    }
+
+    /// Adds `named` at `offset`, its texts found in `index` or added.
+    fn push_named(&mut self, offset: u64, named: &[Named], index: &mut HashMap<String, u32>) {
+        let texts = &mut self.texts;
+        let mut text = |t: &Option<String>| -> u32 {
+            let Some(t) = t else { return 0 };
+            if let Some(&i) = index.get(t) {
+                return i;
+            }
+            texts.push(t);
+            index.insert(t.clone(), texts.len() as u32);
+            texts.len() as u32
+        };
+        let frames: Vec<[u32; 3]> = named
+            .iter()
+            .map(|f| [text(&f.function), text(&f.file), f.line.unwrap_or(0)])
+            .collect();
+        self.push(offset, &frames);
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&(self.offsets.len() as u64).to_le_bytes());
+        self.offsets
+            .iter()
+            .for_each(|o| out.extend_from_slice(&o.to_le_bytes()));
+        self.starts
+            .iter()
+            .for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
+        self.frames
+            .iter()
+            .flatten()
+            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        self.texts.write(&mut out);
+        out
+    }
+
+    /// An entry [`Kept::to_bytes`] wrote; `None` for anything else, or
+    /// anything that does not hold together.
+    fn from_bytes(data: &[u8]) -> Option<Kept> {
+        let mut words = Words::after(data, MAGIC)?;
+        let count = words.count()?;
+        let offsets = words.u64s(count)?;
+        let starts = words.u32s(count.checked_add(1)?)?;
+        let frames: Vec<[u32; 3]> = words
+            .u32s(3 * *starts.last()? as usize)?
+            .chunks_exact(3)
+            .map(|w| [w[0], w[1], w[2]])
+            .collect();
+        let texts = Texts::read(&mut words)?;
+        let whole = offsets.windows(2).all(|w| w[0] < w[1])
+            && starts.first() == Some(&0)
+            && starts.windows(2).all(|w| w[0] <= w[1])
+            && frames
+                .iter()
+                .all(|&[function, file, _]| function.max(file) as usize <= texts.len())
+            && words.is_empty();
+        whole.then_some(Kept {
+            offsets,
+            starts,
+            frames,
+            texts,
+        })
     }
 }
 
@@ -399,23 +480,47 @@ mod tests {
             file: file.map(str::to_owned),
             line,
         };
-        let names: BTreeMap<u64, Vec<Named>> = [
-            (1, vec![frame(Some("f"), Some("a.c"), Some(3))]),
+        let first: BTreeMap<u64, Vec<Named>> = [
+            (3, vec![frame(Some("f"), Some("a.c"), Some(3))]),
             (
-                2,
+                7,
                 vec![
                     frame(Some("f"), None, None),
                     frame(Some("g"), Some("a.c"), Some(9)),
                 ],
             ),
-            (3, Vec::new()),
+            (9, Vec::new()),
         ]
         .into();
-        let kept = Kept::of(&names);
-        assert_eq!(kept.texts, ["f", "a.c", "g"]);
-        let data = serde_json::to_vec(&kept).unwrap();
-        let read: Kept = serde_json::from_slice(&data).unwrap();
-        assert_eq!(read.names(), names);
+        let kept = Kept::default().with(&first);
+        assert_eq!(kept.texts.iter().collect::<Vec<_>>(), ["f", "a.c", "g"]);
+        // A later run's names merge in order, before, between and after,
+        // and one learned again replaces the kept.
+        let second: BTreeMap<u64, Vec<Named>> = [
+            (1, vec![frame(Some("g"), Some("b.c"), Some(1))]),
+            (5, vec![frame(None, Some("a.c"), Some(4))]),
+            (7, vec![frame(Some("h"), None, None)]),
+            (10, vec![frame(Some("f"), None, Some(2))]),
+        ]
+        .into();
+        let bytes = kept.with(&second).to_bytes();
+        let read = Kept::from_bytes(&bytes).unwrap();
+        assert_eq!(
+            read.texts.iter().collect::<Vec<_>>(),
+            ["f", "a.c", "g", "b.c", "h"]
+        );
+        let mut all = first.clone();
+        all.extend(second.clone());
+        assert_eq!(read.offsets, all.keys().copied().collect::<Vec<_>>());
+        for (offset, named) in &all {
+            assert_eq!(read.get(*offset).as_ref(), Some(named), "{offset}");
+        }
+        assert_eq!(read.get(4), None);
+        // Any cut of the file, or anything after it, is not an entry.
+        for len in 0..bytes.len() {
+            assert_eq!(Kept::from_bytes(&bytes[..len]), None, "cut at {len}");
+        }
+        assert_eq!(Kept::from_bytes(&[&bytes[..], b"x"].concat()), None);
     }
 
     #[test]

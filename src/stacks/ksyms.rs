@@ -13,19 +13,19 @@
 use std::fs;
 use std::ops::Range;
 
+use super::texts::{Texts, Words};
+
 /// Symbols by address: each one's start and name.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Ksyms {
     addrs: Vec<u64>,
-    /// Where each name ends in `names`.
-    ends: Vec<u32>,
-    names: String,
+    names: Texts,
     /// The addresses the table answers for; others are not its.
     covers: Range<u64>,
 }
 
 /// What a kept table's file starts with (its layout's version).
-const MAGIC: &[u8; 8] = b"ptksym1\n";
+const MAGIC: &[u8; 8] = b"ptksym2\n";
 
 impl Ksyms {
     /// kallsyms as it is now; empty where it shows no addresses
@@ -60,8 +60,7 @@ impl Ksyms {
 
     fn push(&mut self, addr: u64, name: &str) {
         self.addrs.push(addr);
-        self.names.push_str(name);
-        self.ends.push(self.names.len() as u32);
+        self.names.push(name);
     }
 
     /// Whether the table has no symbol: kallsyms hid its addresses, or
@@ -80,8 +79,7 @@ impl Ksyms {
         let i = after.checked_sub(1)?;
         // The first of the symbols at that address.
         let i = self.addrs[..=i].partition_point(|&a| a < self.addrs[i]);
-        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
-        self.names.get(start..self.ends[i] as usize)
+        self.names.get(i)
     }
 
     /// The symbols of the core kernel's text, `_stext` to `_etext`.
@@ -104,12 +102,11 @@ impl Ksyms {
     }
 
     fn name_at(&self, i: usize) -> &str {
-        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
-        &self.names[start..self.ends[i] as usize]
+        self.names.get(i).unwrap_or_default()
     }
 
-    /// The table as kept: the range it covers, the count, each symbol's
-    /// start and its name's end, then the names.
+    /// The table as kept: the range it covers, each symbol's start, then
+    /// the names.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&self.covers.start.to_le_bytes());
@@ -118,38 +115,22 @@ impl Ksyms {
         self.addrs
             .iter()
             .for_each(|a| out.extend_from_slice(&a.to_le_bytes()));
-        self.ends
-            .iter()
-            .for_each(|e| out.extend_from_slice(&e.to_le_bytes()));
-        out.extend_from_slice(self.names.as_bytes());
+        self.names.write(&mut out);
         out
     }
 
     /// A table [`Ksyms::to_bytes`] wrote; `None` for anything else.
     pub(crate) fn from_bytes(data: &[u8]) -> Option<Ksyms> {
-        let rest = data.strip_prefix(MAGIC)?;
-        let word = |i: usize| -> Option<u64> {
-            let bytes = rest.get(i * 8..i * 8 + 8)?;
-            Some(u64::from_le_bytes(bytes.try_into().ok()?))
-        };
-        let (start, end, count) = (word(0)?, word(1)?, usize::try_from(word(2)?).ok()?);
-        let addrs: Vec<u64> = (3..3 + count).map(word).collect::<Option<_>>()?;
-        let ends_at = (3 + count) * 8;
-        let ends: Vec<u32> = (0..count)
-            .map(|i| {
-                let bytes = rest.get(ends_at + i * 4..ends_at + i * 4 + 4)?;
-                Some(u32::from_le_bytes(bytes.try_into().ok()?))
-            })
-            .collect::<Option<_>>()?;
-        let names = std::str::from_utf8(rest.get(ends_at + count * 4..)?).ok()?;
+        let mut words = Words::after(data, MAGIC)?;
+        let covers = words.u64()?..words.u64()?;
+        let count = words.count()?;
+        let addrs = words.u64s(count)?;
+        let names = Texts::read(&mut words)?;
         let sorted = addrs.windows(2).all(|w| w[0] <= w[1]);
-        let bounded = ends.windows(2).all(|w| w[0] <= w[1])
-            && ends.last().is_none_or(|&e| e as usize == names.len());
-        (sorted && bounded).then(|| Ksyms {
+        (sorted && names.len() == count && words.is_empty()).then_some(Ksyms {
             addrs,
-            ends,
-            names: names.to_owned(),
-            covers: start..end,
+            names,
+            covers,
         })
     }
 }
@@ -188,7 +169,7 @@ ffffffffc0001000 t bpf_prog_1234_handler\t[bpf]
         let bytes = core.to_bytes();
         assert_eq!(Ksyms::from_bytes(&bytes), Some(core));
         assert_eq!(Ksyms::from_bytes(&bytes[..bytes.len() - 1]), None);
-        assert_eq!(Ksyms::from_bytes(b"ptksym1\nshort"), None);
+        assert_eq!(Ksyms::from_bytes(b"ptksym2\nshort"), None);
     }
 
     #[test]

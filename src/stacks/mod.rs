@@ -36,6 +36,8 @@ pub mod symbolize;
 #[cfg(all(test, feature = "recorder"))]
 pub(crate) mod test_support;
 #[cfg(feature = "recorder")]
+mod texts;
+#[cfg(feature = "recorder")]
 pub mod unwind;
 
 pub use profile::Profile;

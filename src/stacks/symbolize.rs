@@ -120,11 +120,7 @@ impl Symbolizer {
         let module = module_name(path);
         let file = (path.to_owned(), Stamp::of(path));
         let entry = self.kept.file(&self.cache, path, file.1);
-        let missing: Vec<u64> = offsets
-            .iter()
-            .copied()
-            .filter(|&o| entry.get(o).is_none())
-            .collect();
+        let missing: Vec<u64> = offsets.iter().copied().filter(|&o| !entry.has(o)).collect();
         if !missing.is_empty() {
             let source = Source::Elf(Elf::new(path));
             let found = symbolize(&self.blaze, &source, Input::FileOffset(&missing), path);
@@ -143,7 +139,7 @@ impl Symbolizer {
         }
         let mut named: Vec<Vec<Frame>> = offsets
             .iter()
-            .map(|&offset| frames(entry.get(offset), &module, offset))
+            .map(|&offset| frames(entry.get(offset).as_deref(), &module, offset))
             .collect();
         self.group_unnamed(file, &mut named);
         named
@@ -179,9 +175,8 @@ impl Symbolizer {
             .iter()
             .map(|&addr| {
                 let cached = (self.kept.kernel(&self.cache).get(addr))
-                    .and_then(|named| named.first())
-                    .filter(|named| !named.function.as_deref().is_some_and(is_jited))
-                    .cloned();
+                    .and_then(|named| named.first().cloned())
+                    .filter(|named| !named.function.as_deref().is_some_and(is_jited));
                 let named = cached.or_else(|| {
                     let name = self.kernel_symbol(addr)?;
                     let named = kept(Some(&name), None);
