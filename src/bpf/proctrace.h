@@ -126,8 +126,9 @@ enum py_flags {
 	PY_LASTI = 2,
 	/* Frames have an `is_entry` byte at `entry_off` (3.11). */
 	PY_IS_ENTRY = 4,
-	/* Frames have an `owner` byte at `owner_off`; from `shim_owner` on,
-	 * it is the entry shim between two native eval calls (3.12+). */
+	/* Frames have an `owner` byte at `owner_off` (3.11+); from
+	 * `shim_owner` on, it is the entry shim between two native eval
+	 * calls (3.12+). */
 	PY_OWNER = 8,
 	/* 3.9, 3.10: every frame is one native eval call. */
 	PY_EVERY_ENTRY = 16,

@@ -26,6 +26,11 @@
  * (the import machinery's) in 3 runs of `python3 -c pass` in 8. */
 #define PY_NEW_CODES_SWITCH 8
 
+/* A frame's owner when a generator or coroutine holds it: the same in
+ * every CPython with an owner byte (3.11 to 3.14, FRAME_OWNED_BY_GENERATOR
+ * in Include/internal/pycore_frame.h). */
+#define PY_GENERATOR_OWNER 1
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
@@ -69,7 +74,8 @@ struct py_scratch {
 	__s32 pid;
 	__u32 n;
 	__u32 budget;
-	__u32 _pad;
+	/* The owner byte of the last frame read (PY_OWNER), 0 without. */
+	__u32 owner;
 	/* The frame that made the innermost eval call, until the walk passes
 	 * it; 0 where there is none to check (see py_first_frame). */
 	__u64 caller;
@@ -300,8 +306,10 @@ __noinline int py_step(__u32 slot)
 		scratch->caller = 0;
 	previous = *(__u64 *)(window + (layout->frame_previous & (PY_FRAME_WINDOW - 8)));
 	n = scratch->n;
-	if ((layout->flags & PY_OWNER) &&
-	    window[layout->owner_off & (PY_FRAME_WINDOW - 1)] >= layout->shim_owner) {
+	scratch->owner = 0;
+	if (layout->flags & PY_OWNER)
+		scratch->owner = window[layout->owner_off & (PY_FRAME_WINDOW - 1)];
+	if ((layout->flags & PY_OWNER) && scratch->owner >= layout->shim_owner) {
 		/* A native eval call's entry: the frame before it ends a
 		 * group, else the call has no frame of its own. */
 		if (n > 0 && n <= PY_FRAMES && !scratch->frames[n - 1].entry) {
@@ -336,6 +344,27 @@ __noinline int py_step(__u32 slot)
 	return 0;
 }
 
+/* Whether a chain that ended was read whole, not from a stale frame
+ * mid-call (py_first_frame): no frames rather than wrong ones. A whole
+ * chain passes the caller's frame, and ends at the entry of the thread's
+ * outermost eval call (3.11's is_entry frame, 3.12's shim; every frame
+ * before 3.11). A frame left unlinked by a call that returned ends a
+ * chain anywhere else: a generator's, linked to the frame that resumed
+ * it only while it runs (its is_entry still set in 3.11), or one the
+ * thread owns. 3.11 showed the last: a generator expression's frame
+ * alone, not the generator's, under the outermost eval call (caller 0). */
+static __always_inline bool py_ended_whole(const struct py_scratch *scratch)
+{
+	__u32 n = scratch->n, last = n - 1;
+
+	if (scratch->caller || scratch->owner == PY_GENERATOR_OWNER)
+		return false;
+	/* Checked itself, not through n: 5.10's verifier loses n's bounds
+	 * in the subtraction. */
+	barrier_var(last);
+	return n == 0 || (last < PY_FRAMES && scratch->frames[last].entry);
+}
+
 /* Walks the Python frames of thread `task` of process `pid` into the
  * slot's scratch, if the process runs an interpreter userspace has seen:
  * its frames[] hold n of them, the innermost first, and frame is not 0
@@ -360,8 +389,7 @@ static __always_inline struct py_scratch *py_walk(__u32 slot, struct task_struct
 	for (i = 0; i < PY_LINKS; i++)
 		if (py_step(slot))
 			break;
-	/* Read mid-call (py_first_frame): no frames rather than wrong ones. */
-	if (scratch->caller && !scratch->frame)
+	if (!scratch->frame && !py_ended_whole(scratch))
 		scratch->n = 0;
 	return scratch;
 }

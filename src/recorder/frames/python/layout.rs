@@ -397,9 +397,10 @@ fn table(minor: u32) -> Option<py_layout> {
             frame_previous: 48,
             frame_instr: 56,
             entry_off: 68,
+            owner_off: 69,
             code_instructions: 184,
             code_firstlineno: 72,
-            flags: cframe | py_flags::PY_IS_ENTRY.0,
+            flags: cframe | owner | py_flags::PY_IS_ENTRY.0,
             ..base
         },
         12 => py_layout {
