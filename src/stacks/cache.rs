@@ -25,11 +25,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::ksyms::Ksyms;
-use super::texts::{Texts, Words};
-use crate::private_files::{private_dir, read_owned, write_whole};
 use object::read::ReadCache;
 use object::Object;
+
+use super::ksyms::Ksyms;
+use super::texts::{put_u32s, put_u64s, Texts, Words};
+use crate::private_files::{private_dir, read_owned, write_whole};
 
 /// The most the entries take together.
 pub const LIMIT: u64 = 64 << 20;
@@ -162,7 +163,7 @@ impl Entry {
 
     /// Whether frames are kept for `offset`.
     pub(crate) fn has(&self, offset: u64) -> bool {
-        self.learned.contains_key(&offset) || self.kept.offsets.binary_search(&offset).is_ok()
+        self.learned.contains_key(&offset) || self.kept.at(offset).is_some()
     }
 
     /// Keeps what naming `offset` found.
@@ -201,11 +202,18 @@ struct Kept {
 }
 
 impl Kept {
+    /// Where `offset` is among the offsets.
+    fn at(&self, offset: u64) -> Option<usize> {
+        self.offsets.binary_search(&offset).ok()
+    }
+
+    /// The frames of the `i`th offset.
+    fn frames_of(&self, i: usize) -> &[[u32; 3]] {
+        &self.frames[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
     fn get(&self, offset: u64) -> Option<Vec<Named>> {
-        let i = self.offsets.binary_search(&offset).ok()?;
-        let frames = self
-            .frames
-            .get(self.starts[i] as usize..self.starts[i + 1] as usize)?;
+        let frames = self.frames_of(self.at(offset)?);
         let text = |i: u32| Some(self.texts.get((i as usize).checked_sub(1)?)?.to_owned());
         let named = |&[function, file, line]: &[u32; 3]| Named {
             function: text(function),
@@ -217,13 +225,8 @@ impl Kept {
 
     /// These names with `learned`'s merged in, in order, each text still
     /// once; a name learned again replaces the one kept.
-    fn with(self, learned: &BTreeMap<u64, Vec<Named>>) -> Kept {
-        let Kept {
-            offsets,
-            starts,
-            frames,
-            texts,
-        } = self;
+    fn with(mut self, learned: &BTreeMap<u64, Vec<Named>>) -> Kept {
+        let texts = std::mem::take(&mut self.texts);
         let mut index: HashMap<String, u32> = texts.iter().map(str::to_owned).zip(1..).collect();
         let mut out = Kept {
             texts,
@@ -231,12 +234,12 @@ impl Kept {
             ..Kept::default()
         };
         let mut new = learned.iter().peekable();
-        for (i, &offset) in offsets.iter().enumerate() {
+        for (i, &offset) in self.offsets.iter().enumerate() {
             while let Some((&at, named)) = new.next_if(|(&at, _)| at <= offset) {
                 out.push_named(at, named, &mut index);
             }
             if out.offsets.last() != Some(&offset) {
-                out.push(offset, &frames[starts[i] as usize..starts[i + 1] as usize]);
+                out.push(offset, self.frames_of(i));
             }
         }
         for (&at, named) in new {
@@ -272,17 +275,10 @@ impl Kept {
 
     fn to_bytes(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&(self.offsets.len() as u64).to_le_bytes());
-        self.offsets
-            .iter()
-            .for_each(|o| out.extend_from_slice(&o.to_le_bytes()));
-        self.starts
-            .iter()
-            .for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
-        self.frames
-            .iter()
-            .flatten()
-            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        put_u64s(&mut out, [self.offsets.len() as u64]);
+        put_u64s(&mut out, self.offsets.iter().copied());
+        put_u32s(&mut out, self.starts.iter().copied());
+        put_u32s(&mut out, self.frames.iter().flatten().copied());
         self.texts.write(&mut out);
         out
     }

@@ -13,7 +13,7 @@
 use std::fs;
 use std::ops::Range;
 
-use super::texts::{Texts, Words};
+use super::texts::{put_u64s, Texts, Words};
 
 /// Symbols by address: each one's start and name.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -109,12 +109,9 @@ impl Ksyms {
     /// the names.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&self.covers.start.to_le_bytes());
-        out.extend_from_slice(&self.covers.end.to_le_bytes());
-        out.extend_from_slice(&(self.addrs.len() as u64).to_le_bytes());
-        self.addrs
-            .iter()
-            .for_each(|a| out.extend_from_slice(&a.to_le_bytes()));
+        let (start, end, count) = (self.covers.start, self.covers.end, self.addrs.len());
+        put_u64s(&mut out, [start, end, count as u64]);
+        put_u64s(&mut out, self.addrs.iter().copied());
         self.names.write(&mut out);
         out
     }

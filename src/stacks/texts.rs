@@ -36,11 +36,9 @@ impl Texts {
     /// Appends the table: the count, each end, the buffer's length and
     /// the buffer.
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.ends.len() as u64).to_le_bytes());
-        self.ends
-            .iter()
-            .for_each(|e| out.extend_from_slice(&e.to_le_bytes()));
-        out.extend_from_slice(&(self.blob.len() as u64).to_le_bytes());
+        put_u64s(out, [self.ends.len() as u64]);
+        put_u32s(out, self.ends.iter().copied());
+        put_u64s(out, [self.blob.len() as u64]);
         out.extend_from_slice(self.blob.as_bytes());
     }
 
@@ -59,6 +57,20 @@ impl Texts {
             ends,
         })
     }
+}
+
+/// Appends `words` little-endian, as [`Words::u64s`] reads them.
+pub(crate) fn put_u64s(out: &mut Vec<u8>, words: impl IntoIterator<Item = u64>) {
+    words
+        .into_iter()
+        .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+}
+
+/// Appends `words` little-endian, as [`Words::u32s`] reads them.
+pub(crate) fn put_u32s(out: &mut Vec<u8>, words: impl IntoIterator<Item = u32>) {
+    words
+        .into_iter()
+        .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
 }
 
 /// A kept file read from the front, little-endian; every read is checked
