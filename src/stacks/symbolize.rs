@@ -8,6 +8,7 @@
 //! them; the perf maps are parsed here, since blazesym reads them only
 //! for a live process.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -139,7 +140,7 @@ impl Symbolizer {
         }
         let mut named: Vec<Vec<Frame>> = offsets
             .iter()
-            .map(|&offset| frames(entry.get(offset).as_deref(), &module, offset))
+            .map(|&offset| frames(entry.get(offset), &module, offset))
             .collect();
         self.group_unnamed(file, &mut named);
         named
@@ -189,7 +190,7 @@ impl Symbolizer {
                     }
                     Some(named)
                 });
-                frame(named.as_ref(), KERNEL, addr)
+                frame(named, KERNEL, addr)
             })
             .collect()
     }
@@ -286,21 +287,23 @@ fn kept(function: Option<&str>, code: Option<&CodeInfo>) -> Named {
 }
 
 /// The frames of `offset` in `module` as kept; one unnamed where none is.
-fn frames(kept: Option<&[Named]>, module: &str, offset: u64) -> Vec<Frame> {
+/// Names read from the cache's file are fresh copies: moved, not copied
+/// again.
+fn frames(kept: Option<Cow<'_, [Named]>>, module: &str, offset: u64) -> Vec<Frame> {
     match kept {
-        Some(named) if !named.is_empty() => named
-            .iter()
+        Some(named) if !named.is_empty() => (named.into_owned().into_iter())
             .map(|n| frame(Some(n), module, offset))
             .collect(),
         _ => vec![frame(None, module, offset)],
     }
 }
 
-fn frame(named: Option<&Named>, module: &str, offset: u64) -> Frame {
+fn frame(named: Option<Named>, module: &str, offset: u64) -> Frame {
+    let (function, file, line) = named.map_or((None, None, None), |n| (n.function, n.file, n.line));
     Frame {
-        function: named.and_then(|n| n.function.clone()),
-        file: named.and_then(|n| n.file.clone()),
-        line: named.and_then(|n| n.line),
+        function,
+        file,
+        line,
         module: module.to_owned(),
         offset,
     }
