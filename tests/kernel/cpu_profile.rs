@@ -171,34 +171,37 @@ fn stacks_without_frame_pointers_reach_main_and_match_perf() {
             .sum();
         assert!(sampled > 0, "child {child} was not sampled");
     }
-    // Shares of the two hot functions' samples: on a loaded machine each
-    // tool also samples more of the rest (interrupts, the scheduler, the
-    // clock reads), and more so in one run than in the other.
-    let ours = hot_shares(&leaf_shares(&stacks));
-    // perf is the oracle only where it sees the known answer itself: on
-    // a machine loaded by the tests beside this one, one perf run in a few
-    // came out 4 points past it (79% for spin_a, ours 74%).
-    let perf = (0..3)
-        .map(|_| hot_shares(&perf_shares(hot.to_str().unwrap(), args)))
-        .find(|perf| (perf["spin_a"] - 75.0).abs() < 3.0)
-        .expect("perf's own shares off the known 75:25 three times");
-    // Ours is as noisy on such a machine (71% for spin_a, perf 77%, in
-    // a full run of the suite): up to three recordings, one must agree.
-    let agrees = |ours: &BTreeMap<&str, f64>| {
-        ["spin_a", "spin_b"]
-            .iter()
-            .all(|f| (ours[f] - perf[f]).abs() < 5.0)
-    };
+    // spin_a's share of the two hot functions' samples (spin_b's is the
+    // rest): on a loaded machine each tool also samples more of the rest
+    // (interrupts, the scheduler, the clock reads), and more so in one
+    // run than in the other.
+    let share_a = |stacks: &BTreeMap<String, u64>| hot_shares(&leaf_shares(stacks))["spin_a"];
+    let ours = share_a(&stacks);
+    // perf is as noisy: beside the other tests, six runs of each tool
+    // gave spin_a 72.0-74.9% (perf) and 71.4-75.8% (ours). The oracle
+    // is the median of three perf runs, not the first run near the known
+    // answer: that one could sit 3 points off perf's own mean, and ours
+    // then 5 past it on the other side.
+    let mut perf: Vec<f64> = (0..3)
+        .map(|_| hot_shares(&perf_shares(hot.to_str().unwrap(), args))["spin_a"])
+        .collect();
+    perf.sort_by(f64::total_cmp);
+    let perf = perf[1];
+    assert!(
+        (perf - 75.0).abs() < 4.0,
+        "perf's own median off 75%: {perf}"
+    );
+    // Up to three recordings of ours; one must agree.
     let mut tried = vec![ours];
-    while !agrees(tried.last().unwrap()) && tried.len() < 3 {
+    while (tried.last().unwrap() - perf).abs() >= 5.0 && tried.len() < 3 {
         let again = record_with(&opts, &[&[hot.to_str().unwrap()], args].concat());
         assert_eq!(again.code(), 0, "{}", again.stderr);
-        tried.push(hot_shares(&leaf_shares(&folded(&again))));
+        tried.push(share_a(&folded(&again)));
     }
-    let ours = tried.last().unwrap();
-    assert!(agrees(ours), "ours: {tried:?}\nperf: {perf:?}");
+    let ours = *tried.last().unwrap();
+    assert!((ours - perf).abs() < 5.0, "ours: {tried:?}, perf: {perf}");
     // The program is known: three quarters and one quarter.
-    assert!((ours["spin_a"] - 75.0).abs() < 8.0, "{ours:?}");
+    assert!((ours - 75.0).abs() < 8.0, "{ours}");
 }
 
 /// The stacks of `spin` in a profile of `deep DEPTH 300` at 999 Hz
