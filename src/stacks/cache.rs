@@ -2,10 +2,13 @@
 //! file offset of each file, and of each kernel address of this boot.
 //!
 //! Naming is most of what a profile costs after its command: a library
-//! with debug information is inflated and its DWARF parsed on every run
-//! (libc's, where its debug package is installed), and kallsyms is read
-//! whole. A suite runs the same code run after run, so the same offsets
-//! come back; the fifteen `cc1` of a build are one file. Each file's
+//! with debug information has its DWARF parsed on every run (libc's,
+//! where its debug package is installed), and kallsyms is read whole.
+//! Debug files with compressed DWARF are kept here inflated as well (see
+//! the `inflated` module).
+//!
+//! A suite runs the same code run after run, so the same offsets come
+//! back; the fifteen `cc1` of a build are one file. Each file's
 //! names are kept under the identity of its contents, never its path: its
 //! GNU build id, or where it has none its device, inode, size and
 //! modification time, so a file replaced at the same path starts afresh.
@@ -30,7 +33,7 @@ use object::Object;
 
 use super::ksyms::Ksyms;
 use super::texts::{put_u32s, put_u64s, Texts, Words};
-use crate::private_files::{private_dir, read_owned, write_whole};
+use crate::private_files::{open_owned, private_dir, read_owned, write_whole};
 
 /// The most the entries take together.
 pub const LIMIT: u64 = 64 << 20;
@@ -111,6 +114,22 @@ impl NameCache {
         if let (Some(dir), Some(key)) = (&self.dir, kernel_text_key()) {
             write_whole(&dir.join(key), &table.to_bytes());
         }
+    }
+
+    /// The path of the kept file `name`, made from what `make` gives
+    /// where it is not kept yet; `None` where the cache is off, or there
+    /// is nothing to keep.
+    pub(crate) fn keep(
+        &self,
+        name: &str,
+        make: impl FnOnce() -> Option<Vec<u8>>,
+    ) -> Option<PathBuf> {
+        let path = self.dir.as_ref()?.join(name);
+        if open_owned(&path).is_some() {
+            used(&path);
+            return Some(path);
+        }
+        write_whole(&path, &make()?).then_some(path)
     }
 
     /// Removes the entries used least recently until all of them fit in
@@ -370,7 +389,7 @@ fn boot_id() -> Option<String> {
     Some(boot.trim().to_owned())
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -27,6 +27,8 @@ mod bounds;
 pub mod cache;
 pub mod folded;
 #[cfg(feature = "recorder")]
+mod inflated;
+#[cfg(feature = "recorder")]
 mod ksyms;
 #[cfg(feature = "recorder")]
 mod plt;

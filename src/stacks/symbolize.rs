@@ -18,6 +18,7 @@ use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized};
 
 use super::bounds::Functions;
 use super::cache::{Entries, NameCache, Named, Stamp};
+use super::inflated::Inflated;
 use super::ksyms::Ksyms;
 use super::plt::Plt;
 
@@ -66,6 +67,8 @@ pub struct Symbolizer {
     /// By file, as it was when read (see [`Stamp`]).
     plts: HashMap<(PathBuf, Option<Stamp>), Plt>,
     functions: HashMap<(PathBuf, Option<Stamp>), Functions>,
+    /// Where a file's DWARF is kept inflated, once looked for.
+    inflated: HashMap<(PathBuf, Option<Stamp>), Option<Inflated>>,
     cache: NameCache,
     kept: Entries,
     /// The kernel's core text as kept this boot, once looked at.
@@ -99,6 +102,7 @@ impl Symbolizer {
             perf_maps: HashMap::new(),
             plts: HashMap::new(),
             functions: HashMap::new(),
+            inflated: HashMap::new(),
             cache,
             kept: Entries::default(),
             core_text: None,
@@ -123,14 +127,15 @@ impl Symbolizer {
         let entry = self.kept.file(&self.cache, path, file.1);
         let missing: Vec<u64> = offsets.iter().copied().filter(|&o| !entry.has(o)).collect();
         if !missing.is_empty() {
-            let source = Source::Elf(Elf::new(path));
-            let found = symbolize(&self.blaze, &source, Input::FileOffset(&missing), path);
+            let inflated = (self.inflated.entry(file.clone()))
+                .or_insert_with(|| Inflated::find(&self.cache, path));
+            let found = look_up(&self.blaze, path, inflated.as_ref(), &missing);
             let plt = self
                 .plts
                 .entry(file.clone())
                 .or_insert_with(|| Plt::read(path));
             for (i, &offset) in missing.iter().enumerate() {
-                let named = match (plt.name(offset), found.get(i)) {
+                let named = match (plt.name(offset), found.get(i).and_then(Option::as_ref)) {
                     (Some(stub), _) => vec![kept(Some(&stub), None)],
                     (None, Some(Symbolized::Sym(sym))) => chain(sym),
                     _ => vec![kept(None, None)],
@@ -233,6 +238,30 @@ impl Symbolizer {
             .map(|&addr| map.name(addr).map(str::to_owned))
             .collect()
     }
+}
+
+/// blazesym's answers for `offsets` of the file at `path`, one each:
+/// looked up by address in its DWARF kept inflated where there is such a
+/// copy and it can be read, else in the file (and its debug file).
+fn look_up<'b>(
+    blaze: &'b blazesym::symbolize::Symbolizer,
+    path: &Path,
+    inflated: Option<&Inflated>,
+    offsets: &[u64],
+) -> Vec<Option<Symbolized<'b>>> {
+    if let Some(inflated) = inflated {
+        let addrs: Vec<Option<u64>> = offsets.iter().map(|&o| inflated.address(o)).collect();
+        let placed: Vec<u64> = addrs.iter().flatten().copied().collect();
+        let source = Source::Elf(Elf::new(inflated.path()));
+        let mut found = symbolize(blaze, &source, Input::VirtOffset(&placed), inflated.path());
+        if found.len() == placed.len() {
+            found.reverse();
+            return addrs.iter().map(|a| a.and_then(|_| found.pop())).collect();
+        }
+    }
+    let source = Source::Elf(Elf::new(path));
+    let found = symbolize(blaze, &source, Input::FileOffset(offsets), path);
+    found.into_iter().map(Some).collect()
 }
 
 /// blazesym's answer, one per input; empty if it failed as a whole (the
