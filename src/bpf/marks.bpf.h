@@ -5,7 +5,8 @@
  * it after. A uprobe on setenv and one on unsetenv, for all processes,
  * send the tree's changes of the variables userspace names; every other
  * call returns here. They need no cookie, so they load on every kernel
- * that has uprobes. */
+ * that has uprobes; where the kernel has uprobe.multi links, one program
+ * with a cookie stands for both. */
 #ifndef PROCTRACE_MARKS_BPF_H
 #define PROCTRACE_MARKS_BPF_H
 
@@ -80,6 +81,15 @@ SEC("uprobe")
 int mark_unsetenv(struct pt_regs *ctx)
 {
 	return on_mark(ctx, false);
+}
+
+/* Both, as one uprobe.multi link (6.6+), whose cookie says which: 1 on
+ * setenv. A link is no perf event: closing it waits out one grace
+ * period for both, under no lock the next recording's uprobes take. */
+SEC("uprobe.multi")
+int mark_multi(struct pt_regs *ctx)
+{
+	return on_mark(ctx, bpf_get_attach_cookie(ctx) == 1);
 }
 
 #endif /* PROCTRACE_MARKS_BPF_H */

@@ -37,6 +37,10 @@ pub struct RecordArgs {
     /// hooked by fexit.
     #[arg(long, hide = true, conflicts_with = "raw_tracepoints")]
     btf_tracepoints: bool,
+    /// Arm the test marks as two perf-event uprobes even where the kernel
+    /// has uprobe.multi links.
+    #[arg(long, hide = true)]
+    no_uprobe_multi: bool,
     /// How to see setsid and setpgid: auto takes the cheapest the kernel allows (fexit,
     /// else the syscall tracepoints, else sys-exit, which every syscall pays for).
     // The path spelled out keeps clap from reading `Option` as "may be
@@ -223,6 +227,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             _ => HookChoice::Auto,
         })
         .syscall_hook(args.syscall_hook)
+        .uprobe_multi(!args.no_uprobe_multi)
         .detach_in_child(true)
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)

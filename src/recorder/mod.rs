@@ -136,6 +136,14 @@ impl Recorder {
         self
     }
 
+    /// Whether the test marks may be one uprobe.multi link where the
+    /// kernel has them (the default): off, they are two perf-event
+    /// uprobes, as on kernels before 6.6.
+    pub fn uprobe_multi(mut self, on: bool) -> Self {
+        self.kernel.uprobe_multi = on;
+        self
+    }
+
     /// Forces how setsid and setpgid are hooked; `None` takes the cheapest
     /// this kernel allows (fexit, else the syscall tracepoints, else the
     /// raw sys_exit).

@@ -193,12 +193,21 @@ fn a_pytest_suites_hits_and_samples_are_split_by_test() {
 /// that names its first test at once has it named, even while another
 /// process registers uprobes on libc, which holds up theirs (250 to
 /// 300 ms here, when pytest had run two tests before they armed).
+/// Both ways of arming them: one uprobe.multi link (6.6+), and two
+/// perf-event uprobes, as before 6.6.
 #[test]
 fn a_test_named_at_a_commands_first_instruction_is_split_out() {
+    for arming in [&[][..], &["--no-uprobe-multi"]] {
+        first_test_is_split_out(arming);
+    }
+}
+
+fn first_test_is_split_out(arming: &[&str]) {
     let libc = proctrace::recorder::probes::runner::TestMarks::find().expect("this machine's libc");
     let churn = uprobe_churn(&libc.file, libc.setenv);
     let mut opts = Opts::new(Mode::Ring);
-    opts.args = strings(&["--no-probe-stacks", "--probe", "uprobe:libc:getppid"]);
+    let probe = ["--no-probe-stacks", "--probe", "uprobe:libc:getppid"];
+    opts.args = strings(&[&probe[..], arming].concat());
     let marks = workload("marks");
     let run = record_with(&opts, &strings(&[marks.to_str().unwrap(), "3", "5"]));
     drop(churn);
@@ -212,7 +221,7 @@ fn a_test_named_at_a_commands_first_instruction_is_split_out() {
         (Some("t.py::test_first".to_owned()), 3),
         (Some("t.py::test_second".to_owned()), 5),
     ]);
-    assert_eq!(getppid, expected, "{}", run.stderr);
+    assert_eq!(getppid, expected, "{arming:?}\n{}", run.stderr);
 }
 
 /// Three processes that register and unregister a uprobe on `file` in a

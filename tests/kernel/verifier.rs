@@ -30,6 +30,7 @@ const BUDGET: &[(&str, u32)] = &[
     ("sys_exit_btf", 2_200),
     ("mark_setenv", 200),
     ("mark_unsetenv", 150),
+    ("mark_multi", 200),
     ("offcpu_switch", 12_000),
     ("offcpu_waking", 3_000),
     ("offcpu_wakeup_n", 120),

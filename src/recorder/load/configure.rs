@@ -174,8 +174,13 @@ fn choose_programs(
     let (btf_hooks, looped) = (settings.btf_hooks, settings.bpf_loop);
     progs.cpu_sample.set_autoload(config.cpu_profile.is_some());
     let marking = config.test_marks.is_some();
-    progs.mark_setenv.set_autoload(marking);
-    progs.mark_unsetenv.set_autoload(marking);
+    let (apart, multi) = (
+        marking && !settings.uprobe_multi,
+        marking && settings.uprobe_multi,
+    );
+    progs.mark_setenv.set_autoload(apart);
+    progs.mark_unsetenv.set_autoload(apart);
+    progs.mark_multi.set_autoload(multi);
     for (btf, raw, wanted) in [
         (&mut progs.fork_btf, &mut progs.fork_raw, true),
         (&mut progs.exec_btf, &mut progs.exec_raw, !looped),

@@ -129,6 +129,9 @@ pub struct KernelConfig {
     /// variable), followed when stacks or hits are counted, to split them
     /// by test.
     pub test_marks: Option<TestMarks>,
+    /// Arm the test marks as one uprobe.multi link where the kernel has
+    /// them (6.6+); else, or off, as two perf-event uprobes.
+    pub uprobe_multi: bool,
     /// Follow the tree's waits (`--off-cpu`), keeping the stacks of those
     /// of at least this many nanoseconds; `None`: not followed.
     pub off_cpu: Option<u64>,
@@ -169,6 +172,7 @@ impl Default for KernelConfig {
             probe_stacks: true,
             name_cache: true,
             test_marks: None,
+            uprobe_multi: true,
             off_cpu: None,
         }
     }
@@ -314,6 +318,9 @@ fn settle(config: &KernelConfig) -> Result<(Settings, bool), RecordError> {
         bpf_loop: has_bpf_loop(),
         tracked_flags: tracked_map_flags(),
         cookies,
+        uprobe_multi: config.uprobe_multi
+            && config.test_marks.is_some()
+            && marks::kernel_has_uprobe_multi(),
     };
     if settings.buffer == BufferKind::Ring {
         memory::check_ring_size(config.ring_bytes)?;
@@ -341,6 +348,9 @@ pub(super) struct Settings {
     /// With probes, the kernel has BPF cookies (5.15+) to tell them apart
     /// by; else each uprobe has a copy of the program of its own.
     cookies: bool,
+    /// With test marks, the kernel has uprobe.multi links (6.6+), which
+    /// hold both marks as one link (see `marks`).
+    uprobe_multi: bool,
 }
 
 impl Settings {
@@ -482,18 +492,18 @@ fn attach(
     // After the tracepoints: the child's uprobes hold the kernel's
     // event_mutex through an RCU grace period (~20 ms here), which the
     // tracepoints' perf_event_open would wait out.
-    let marks = match config
-        .test_marks
-        .as_ref()
-        .map(|m| marks::attach_apart(skel, m))
-    {
-        Some(Ok(child)) => Some(child),
-        Some(Err(reason)) => {
-            warnings.push(Degraded::TestMarks { reason });
+    let marks = match config.test_marks.as_ref() {
+        Some(m) if settings.uprobe_multi => marks::attach_multi(skel, m).map(|link| {
+            slow_links.push(link);
             None
-        }
-        None => None,
+        }),
+        Some(m) => marks::attach_apart(skel, m).map(Some),
+        None => Ok(None),
     };
+    let marks = marks.unwrap_or_else(|reason| {
+        warnings.push(Degraded::TestMarks { reason });
+        None
+    });
     let syscall_hook = match attached {
         Ok(syscall_links) if hook == SyscallHook::Tracepoint => {
             slow_links.extend(syscall_links);
@@ -580,6 +590,7 @@ mod tests {
             bpf_loop: false,
             tracked_flags: 0,
             cookies: false,
+            uprobe_multi: false,
         };
         let preload = Preload::make(&KernelConfig::default(), &settings, false).unwrap();
         let cut = preload.cut.expect("the kernel's BTF cut down");
