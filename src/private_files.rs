@@ -3,7 +3,8 @@
 //! does not check out (a directory or file another user could have
 //! written, a symlink) is passed over, and an entry is always written
 //! whole into a file of its own and renamed into place, so that a reader
-//! sees the old one or the new one.
+//! sees the old one or the new one. A count a reader may find torn is
+//! written in place instead.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
@@ -19,11 +20,26 @@ pub(crate) fn private_dir(dir: &Path) -> Option<PathBuf> {
 
 /// The file at `path` opened for reading, if it is this user's alone.
 pub(crate) fn open_owned(path: &Path) -> Option<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
+    open_ours(OpenOptions::new().read(true), path)
+}
+
+/// The file at `path` opened to be read and written in place, made empty
+/// where it is missing, if it is this user's alone.
+pub(crate) fn open_owned_rw(path: &Path) -> Option<File> {
+    open_ours(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600),
+        path,
+    )
+}
+
+/// The file at `path` opened with `options`, never through a symlink, if
+/// it is this user's alone.
+fn open_ours(options: &mut OpenOptions, path: &Path) -> Option<File> {
+    let file = options.custom_flags(libc::O_NOFOLLOW).open(path).ok()?;
     let meta = file.metadata().ok()?;
     (meta.is_file() && owned_by_us(&meta)).then_some(file)
 }

@@ -18,13 +18,17 @@
 //! `~/.cache/proctrace/names`), in a directory only this user can write;
 //! an entry that is not this user's, or does not parse, is passed over.
 //! The directory is kept under [`LIMIT`] bytes, the entries used least
-//! recently removed first.
+//! recently removed first. Pruning stats every entry, slow where their
+//! inodes are no longer cached, so it waits until the entries have grown
+//! by [`PRUNE_AFTER`] since the last prune, a count kept in the file
+//! `.grown`: the directory never holds more than the two together.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::hash::Hasher;
-use std::os::unix::fs::MetadataExt;
+use std::io::Read;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -33,10 +37,17 @@ use object::Object;
 
 use super::ksyms::Ksyms;
 use super::texts::{put_u32s, put_u64s, Texts, Words};
-use crate::private_files::{open_owned, private_dir, read_owned, write_whole};
+use crate::private_files::{open_owned, open_owned_rw, private_dir, read_owned, write_whole};
 
 /// The most the entries take together.
 pub const LIMIT: u64 = 64 << 20;
+
+/// How much the entries grow before they are pruned again.
+pub const PRUNE_AFTER: u64 = LIMIT / 16;
+
+/// The file that counts the bytes the entries grew by since the last
+/// prune: eight little-endian bytes, written in place.
+const GROWN: &str = ".grown";
 
 /// Where names are kept; a cache that is off keeps nothing.
 #[derive(Debug, Clone, Default)]
@@ -59,6 +70,8 @@ pub(crate) struct Entry {
     /// Where it is kept; `None` for a cache that is off.
     path: Option<PathBuf>,
     kept: Kept,
+    /// The size of the file `kept` was read from.
+    kept_len: u64,
     /// By offset (or kernel address): the frames, caller first.
     learned: BTreeMap<u64, Vec<Named>>,
 }
@@ -112,7 +125,10 @@ impl NameCache {
     /// Keeps `table`, the symbols of the kernel's core text, for the boot.
     pub(crate) fn keep_kernel_text(&self, table: &Ksyms) {
         if let (Some(dir), Some(key)) = (&self.dir, kernel_text_key()) {
-            write_whole(&dir.join(key), &table.to_bytes());
+            let bytes = table.to_bytes();
+            if write_whole(&dir.join(key), &bytes) {
+                self.grew(bytes.len() as u64);
+            }
         }
     }
 
@@ -129,7 +145,37 @@ impl NameCache {
             used(&path);
             return Some(path);
         }
-        write_whole(&path, &make()?).then_some(path)
+        let bytes = make()?;
+        if !write_whole(&path, &bytes) {
+            return None;
+        }
+        self.grew(bytes.len() as u64);
+        Some(path)
+    }
+
+    /// Counts `bytes` more kept, and prunes once the entries have grown
+    /// by [`PRUNE_AFTER`] since the last prune, or where there is no
+    /// count (a cache an older proctrace kept). Two recordings that end
+    /// at once may each miss the other's growth: the count is a bound
+    /// kept cheaply, not a ledger.
+    pub(crate) fn grew(&self, bytes: u64) {
+        let Some(dir) = &self.dir else { return };
+        if bytes == 0 {
+            return;
+        }
+        let Some(mut count) = open_owned_rw(&dir.join(GROWN)) else {
+            return self.prune();
+        };
+        let mut word = [0u8; 8];
+        let counted = count.read_exact(&mut word).is_ok();
+        let grown = u64::from_le_bytes(word).saturating_add(bytes);
+        let grown = if counted && grown < PRUNE_AFTER {
+            grown
+        } else {
+            self.prune();
+            0
+        };
+        let _ = count.write_all_at(&grown.to_le_bytes(), 0);
     }
 
     /// Removes the entries used least recently until all of them fit in
@@ -139,7 +185,7 @@ impl NameCache {
         let Ok(read) = fs::read_dir(dir) else { return };
         let mut entries: Vec<(SystemTime, u64, PathBuf)> = read
             .filter_map(|e| {
-                let e = e.ok()?;
+                let e = e.ok().filter(|e| e.file_name() != GROWN)?;
                 let meta = e.metadata().ok()?;
                 Some((meta.modified().ok()?, meta.len(), e.path()))
             })
@@ -159,15 +205,15 @@ impl NameCache {
 
 impl Entry {
     fn read(path: PathBuf) -> Entry {
-        let kept = read_owned(&path)
-            .and_then(|data| Kept::from_bytes(&data))
-            .unwrap_or_default();
+        let data = read_owned(&path).unwrap_or_default();
+        let kept = Kept::from_bytes(&data).unwrap_or_default();
         if !kept.offsets.is_empty() {
             used(&path);
         }
         Entry {
             path: Some(path),
             kept,
+            kept_len: data.len() as u64,
             learned: BTreeMap::new(),
         }
     }
@@ -192,9 +238,17 @@ impl Entry {
 
     /// Writes the entry back if it learned something: whole, into a file
     /// of its own renamed into place, so a reader sees the old or the new.
-    pub(crate) fn store(self) {
-        if let Some(path) = self.path.filter(|_| !self.learned.is_empty()) {
-            write_whole(&path, &self.kept.with(&self.learned).to_bytes());
+    /// Returns how many bytes the entry grew by.
+    pub(crate) fn store(self) -> u64 {
+        let Some(path) = self.path.filter(|_| !self.learned.is_empty()) else {
+            return 0;
+        };
+        let bytes = self.kept.with(&self.learned).to_bytes();
+        let len = bytes.len() as u64;
+        if write_whole(&path, &bytes) {
+            len.saturating_sub(self.kept_len)
+        } else {
+            0
         }
     }
 }
@@ -444,12 +498,14 @@ impl Entries {
         self.kernel.get_or_insert_with(|| cache.kernel())
     }
 
-    /// Writes back every entry that learned something.
-    pub(crate) fn store(self) {
+    /// Writes back every entry that learned something; returns how many
+    /// bytes they grew by.
+    pub(crate) fn store(self) -> u64 {
         self.files
             .into_values()
             .chain(self.kernel)
-            .for_each(Entry::store);
+            .map(Entry::store)
+            .sum()
     }
 }
 
@@ -622,6 +678,37 @@ mod tests {
         cache.prune();
         assert!(!dir.path().join("old").exists());
         assert!(dir.path().join("new").exists());
+    }
+
+    #[test]
+    fn the_cache_is_pruned_once_it_grew_by_a_sixteenth_of_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = NameCache::within(dir.path());
+        let big = vec![b'x'; (LIMIT / 2 + 1) as usize];
+        let write = |name: &str, age: u64| {
+            fs::write(dir.path().join(name), &big).unwrap();
+            let file = File::open(dir.path().join(name)).unwrap();
+            let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(age);
+            file.set_modified(at).unwrap();
+        };
+        write("first", 1);
+        write("second", 2);
+        // No count yet (a cache an older proctrace kept): pruned at once.
+        cache.grew(1);
+        assert!(!dir.path().join("first").exists());
+        write("third", 3);
+        cache.grew(PRUNE_AFTER - 1);
+        assert!(
+            dir.path().join("second").exists(),
+            "pruned before it was due"
+        );
+        cache.grew(1);
+        assert!(!dir.path().join("second").exists());
+        assert!(dir.path().join("third").exists());
+        assert_eq!(
+            fs::read(dir.path().join(GROWN)).unwrap(),
+            0u64.to_le_bytes()
+        );
     }
 
     #[test]

@@ -111,9 +111,9 @@ impl Symbolizer {
     }
 
     /// Keeps what was learned in the cache, for the next recordings.
-    pub fn save(self) {
-        self.kept.store();
-        self.cache.prune();
+    pub fn save(&mut self) {
+        let grown = std::mem::take(&mut self.kept).store();
+        self.cache.grew(grown);
     }
 
     /// The frames at `offsets`, file offsets in the ELF file at `path`
