@@ -3,12 +3,13 @@
 //! does not check out (a directory or file another user could have
 //! written, a symlink) is passed over, and an entry is always written
 //! whole into a file of its own and renamed into place, so that a reader
-//! sees the old one or the new one. A count a reader may find torn is
-//! written in place instead.
+//! sees the old one or the new one. What tells by itself whether it was
+//! read whole (an entry with its checksum), or does no harm torn (a
+//! count), is written in place instead: see [`overwrite`].
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// `dir`, made if needed, if only this user can write it.
@@ -52,6 +53,23 @@ pub(crate) fn read_owned(path: &Path) -> Option<Vec<u8>> {
     Some(data)
 }
 
+/// Writes `data` over the file at `path`, in place where it is this user's
+/// alone (else as [`write_whole`] does): replacing the file would free its
+/// blocks, which on a filesystem mounted `-o discard` waits for the disk,
+/// about a millisecond a file. A reader may see the file torn: what is
+/// written this way must say whether it is whole.
+pub(crate) fn overwrite(path: &Path, data: &[u8]) -> bool {
+    let Some(file) = open_ours(OpenOptions::new().write(true), path) else {
+        return write_whole(path, data);
+    };
+    if file.write_all_at(data, 0).is_err() {
+        return false;
+    }
+    let len = data.len() as u64;
+    let longer = file.metadata().map_or(true, |meta| meta.len() > len);
+    !longer || file.set_len(len).is_ok()
+}
+
 /// Writes `data` to `path` whole: into a file of its own, then renamed
 /// into place; false where it could not be.
 pub(crate) fn write_whole(path: &Path, data: &[u8]) -> bool {
@@ -74,4 +92,22 @@ fn owned_by_us(meta: &fs::Metadata) -> bool {
     // SAFETY: a plain system call without arguments.
     let uid = unsafe { libc::geteuid() };
     meta.uid() == uid && meta.mode() & 0o022 == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_written_over_holds_just_the_new_bytes_and_keeps_its_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        assert!(overwrite(&path, b"made where it was missing"));
+        let inode = fs::metadata(&path).unwrap().ino();
+        for data in [&b"longer than what it writes over"[..], b"short", b""] {
+            assert!(overwrite(&path, data));
+            assert_eq!(fs::read(&path).unwrap(), data);
+        }
+        assert_eq!(fs::metadata(&path).unwrap().ino(), inode);
+    }
 }

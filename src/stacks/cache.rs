@@ -37,7 +37,9 @@ use object::Object;
 
 use super::ksyms::Ksyms;
 use super::texts::{put_u32s, put_u64s, Texts, Words};
-use crate::private_files::{open_owned, open_owned_rw, private_dir, read_owned, write_whole};
+use crate::private_files::{
+    open_owned, open_owned_rw, overwrite, private_dir, read_owned, write_whole,
+};
 
 /// The most the entries take together.
 pub const LIMIT: u64 = 64 << 20;
@@ -236,8 +238,8 @@ impl Entry {
         self.learned.insert(offset, frames);
     }
 
-    /// Writes the entry back if it learned something: whole, into a file
-    /// of its own renamed into place, so a reader sees the old or the new.
+    /// Writes the entry back if it learned something, over the old one
+    /// (an entry read torn fails its checksum, and is read as empty).
     /// Returns how many bytes the entry grew by.
     pub(crate) fn store(self) -> u64 {
         let Some(path) = self.path.filter(|_| !self.learned.is_empty()) else {
@@ -245,7 +247,7 @@ impl Entry {
         };
         let bytes = self.kept.with(&self.learned).to_bytes();
         let len = bytes.len() as u64;
-        if write_whole(&path, &bytes) {
+        if overwrite(&path, &bytes) {
             len.saturating_sub(self.kept_len)
         } else {
             0
@@ -258,8 +260,9 @@ impl Entry {
 /// interpreter's entry, the same names at thousands of offsets, took
 /// 1.9 MB); 2 held each text once, in JSON, but parsing it into a map of
 /// strings, and writing it back, cost `cc1`'s 61,000 offsets 25 ms on
-/// every recording of a build.
-const MAGIC: &[u8; 8] = b"ptnames3";
+/// every recording of a build; 3 was renamed into place whole, where 4
+/// is written over the old entry and ends with the CRC-32 of the rest.
+const MAGIC: &[u8; 8] = b"ptnames4";
 
 /// An entry's names as its file holds them, looked up where they lie:
 /// the offsets in order, where each one's frames start, each frame's
@@ -353,12 +356,18 @@ impl Kept {
         put_u32s(&mut out, self.starts.iter().copied());
         put_u32s(&mut out, self.frames.iter().flatten().copied());
         self.texts.write(&mut out);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
     /// An entry [`Kept::to_bytes`] wrote; `None` for anything else, or
     /// anything that does not hold together.
     fn from_bytes(data: &[u8]) -> Option<Kept> {
+        let (data, crc) = data.split_last_chunk::<4>()?;
+        if crc32fast::hash(data) != u32::from_le_bytes(*crc) {
+            return None;
+        }
         let mut words = Words::after(data, MAGIC)?;
         let count = words.count()?;
         let offsets = words.u64s(count)?;
@@ -565,6 +574,7 @@ mod tests {
         .into();
         let kept = Kept::default().with(&first);
         assert_eq!(kept.texts.iter().collect::<Vec<_>>(), ["f", "a.c", "g"]);
+        let old = kept.to_bytes();
         // A later run's names merge in order, before, between and after,
         // and one learned again replaces the kept.
         let second: BTreeMap<u64, Vec<Named>> = [
@@ -592,6 +602,13 @@ mod tests {
             assert_eq!(Kept::from_bytes(&bytes[..len]), None, "cut at {len}");
         }
         assert_eq!(Kept::from_bytes(&[&bytes[..], b"x"].concat()), None);
+        // Nor is one read while it was written over the last, the new
+        // entry's start then the old one's rest, unless that is the old.
+        for len in 0..old.len() {
+            let torn = [&bytes[..len], &old[len..]].concat();
+            let read = Kept::from_bytes(&torn);
+            assert!(torn == old || read.is_none(), "torn at {len}");
+        }
     }
 
     #[test]

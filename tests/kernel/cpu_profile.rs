@@ -705,10 +705,14 @@ fn frame_names_are_kept_between_recordings_unless_no_cache() {
     let file_name = kept.file_name().unwrap().to_string_lossy().into_owned();
     assert!(file_name.starts_with("b-"), "kept by build id: {file_name}");
     // Each text is kept once, whole: a name of the same length in its
-    // place is read back as hot's.
+    // place, with the entry's checksum (its last 4 bytes) made again, is
+    // read back as hot's.
     let mut data = std::fs::read(kept).unwrap();
     let at = spin_a(&data).unwrap();
     data[at..at + 6].copy_from_slice(b"kept_a");
+    let body = data.len() - 4;
+    let crc = crc32fast::hash(&data[..body]);
+    data[body..].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(kept, data).unwrap();
 
     // (An offset the first recording did not sample is named afresh.)
