@@ -228,7 +228,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         })
         .syscall_hook(args.syscall_hook)
         .uprobe_multi(!args.no_uprobe_multi)
-        .detach_in_child(true)
+        .exits_after(true)
         .keep_root(args.keep_root)
         .max_processes(args.max_processes)
         .ring_bytes(

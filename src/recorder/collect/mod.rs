@@ -146,6 +146,9 @@ pub(crate) struct Setup {
     /// Whether the perf maps the tree's Node processes write are there
     /// because proctrace asked for them, to be removed once read.
     pub node_perf_maps_ours: bool,
+    /// The process exits when the recording ends (see
+    /// [`crate::recorder::Recorder::exits_after`]).
+    pub exits_after: bool,
 }
 
 /// The kernel's `python_processes` and `python_binaries` maps.
@@ -353,7 +356,7 @@ impl Collecting {
             backlog,
             announcers: Vec::new(),
             start: setup.start,
-            frames: Frames::new(setup.names, setup.own_code),
+            frames: Frames::new(setup.names, setup.own_code, setup.exits_after),
             timeline: Timeline::default(),
             tally: Tally::default(),
             calls: Calls::new(setup.pairs),

@@ -164,6 +164,7 @@ fn collector(
             .flatten(),
         first_programs: target.first_programs(),
         node_perf_maps_ours: target.node_perf_maps_ours(),
+        exits_after: config.exits_after,
     };
     Collector::start(setup, events.clone())
         .map(Some)

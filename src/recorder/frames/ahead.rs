@@ -8,12 +8,14 @@
 //! collector's reading of new mappings, and a short Python child that
 //! started meanwhile had its first samples without their Python frames.
 //! Here one symbolizer (not `Send`: made on this thread) serves the whole
-//! recording, so the end names only what the last stacks added.
+//! recording, so the end names only what the last stacks added. Its
+//! parsed files are freed after it has handed the names over (tens of
+//! milliseconds for libc's DWARF, which no one needs to wait for), or
+//! not at all in a process that exits next.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 
 use super::{kernel, native, Modules, Names, Naming, Place, Source};
 use crate::stacks::cache::NameCache;
@@ -28,14 +30,16 @@ struct Batch {
 /// The thread that names the places named from files alone.
 pub(crate) struct Ahead {
     to: Sender<Batch>,
-    thread: JoinHandle<Names>,
+    named: Receiver<Names>,
 }
 
 impl Ahead {
-    /// Starts the thread, its names first looked up in `cache`.
-    pub(crate) fn start(cache: NameCache) -> std::io::Result<Ahead> {
+    /// Starts the thread, its names first looked up in `cache`; what it
+    /// parsed is left to the process's exit if it `exits_after`.
+    pub(crate) fn start(cache: NameCache, exits_after: bool) -> std::io::Result<Ahead> {
         let (to, batches) = crossbeam_channel::unbounded::<Batch>();
-        let thread = std::thread::Builder::new()
+        let (done, named) = crossbeam_channel::bounded(1);
+        std::thread::Builder::new()
             .name("proctrace-names".into())
             .spawn(move || {
                 let mut symbolizer = Symbolizer::with_cache(cache);
@@ -58,9 +62,12 @@ impl Ahead {
                     }
                 }
                 symbolizer.save();
-                names
+                let _ = done.send(names);
+                if exits_after {
+                    std::mem::forget(symbolizer);
+                }
             })?;
-        Ok(Ahead { to, thread })
+        Ok(Ahead { to, named })
     }
 
     /// Names the native and kernel places among `places`, in time.
@@ -75,6 +82,6 @@ impl Ahead {
     pub(crate) fn finish(self, places: Vec<Place>, modules: &Modules) -> Option<Names> {
         self.name(places, modules);
         drop(self.to);
-        self.thread.join().ok()
+        self.named.recv().ok()
     }
 }

@@ -150,6 +150,9 @@ pub(crate) struct Frames {
     unnamed_python: u64,
     /// What names the places named from files, once there are any.
     ahead: Option<ahead::Ahead>,
+    /// The process exits when the recording ends: what naming parsed is
+    /// left to the exit.
+    exits_after: bool,
     /// The places of the last sample, the buffer kept from one to the
     /// next: the collector allocates nothing for a sample it has seen.
     places: Vec<Place>,
@@ -161,10 +164,11 @@ pub(crate) struct Frames {
 impl Frames {
     /// Native code, the kernel's, then code of no file; names first
     /// looked up in `cache`.
-    pub(crate) fn new(cache: NameCache, own_code: Vec<Range<u64>>) -> Frames {
+    pub(crate) fn new(cache: NameCache, own_code: Vec<Range<u64>>, exits_after: bool) -> Frames {
         Frames {
             cache,
             own_code,
+            exits_after,
             spaces: AddressSpaces::new(),
             unwinder: Unwinder::new(),
             modules: Modules::default(),
@@ -307,7 +311,7 @@ impl Frames {
             return;
         }
         if self.ahead.is_none() {
-            match ahead::Ahead::start(self.cache.clone()) {
+            match ahead::Ahead::start(self.cache.clone(), self.exits_after) {
                 Ok(ahead) => self.ahead = Some(ahead),
                 // Named at the end instead, on this thread.
                 Err(err) => return log::debug!("cannot name frames ahead: {err}"),

@@ -113,9 +113,10 @@ pub struct KernelConfig {
     /// The environment variables kept at exec; the kernel copies the
     /// environment only when there are some.
     pub env_names: Vec<String>,
-    /// Hand the links that are slow to detach to a child process at the
-    /// end (see [`detach_in_child`]), for a process about to exit.
-    pub detach_in_child: bool,
+    /// The process exits when the recording ends: the links that are
+    /// slow to detach go to a child process (see [`detach_in_child`]),
+    /// and the names' parsed files are not freed.
+    pub exits_after: bool,
     /// Samples per second of the CPU profile; `None`: no profile.
     pub cpu_profile: Option<u32>,
     /// The probes to attach (`--probe`), resolved.
@@ -166,7 +167,7 @@ impl Default for KernelConfig {
                 .iter()
                 .map(|n| n.to_string())
                 .collect(),
-            detach_in_child: false,
+            exits_after: false,
             cpu_profile: None,
             probes: Vec::new(),
             probe_stacks: true,
@@ -443,7 +444,7 @@ fn load_with<'obj>(
         _links: links,
         slow_links: attached.slow_links,
         marks: attached.marks,
-        detach_in_child: config.detach_in_child,
+        detach_in_child: config.exits_after,
     })
 }
 
