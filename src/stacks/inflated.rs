@@ -59,7 +59,7 @@ impl Inflated {
         };
         let key = format!("d-{}", hex(build_id));
         let copy = cache.keep(&key, || {
-            compressed(holder).then(|| inflated_copy(holder, crc))?
+            worth_inflating(holder, MOST).then(|| inflated_copy(holder, crc))?
         })?;
         Some(Inflated { copy, segments })
     }
@@ -88,9 +88,11 @@ fn debug_file(build_id: &[u8]) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-/// Whether the file at `path` has its DWARF zlib-compressed: read from
-/// its headers alone.
-fn compressed(path: &Path) -> bool {
+/// Whether the file at `path` has its DWARF zlib-compressed, and its
+/// sections inflated take at most `most` bytes: read from its headers
+/// alone, so that a file too big to keep is not read whole, and its CRC
+/// computed, on every recording that names a new offset of it.
+fn worth_inflating(path: &Path, most: u64) -> bool {
     let Ok(file) = File::open(path) else {
         return false;
     };
@@ -98,9 +100,14 @@ fn compressed(path: &Path) -> bool {
     let Ok(elf) = object::File::parse(&data) else {
         return false;
     };
-    let info = elf.section_by_name(".debug_info");
-    info.and_then(|s| s.compressed_file_range().ok())
-        .is_some_and(|range| range.format == CompressionFormat::Zlib)
+    let inflated = |s: &object::Section<'_, '_, _>| s.compressed_file_range().ok();
+    let zlib = (elf.section_by_name(".debug_info").as_ref())
+        .and_then(inflated)
+        .is_some_and(|range| range.format == CompressionFormat::Zlib);
+    let size: u64 = (elf.sections().filter_map(|s| inflated(&s)))
+        .map(|range| range.uncompressed_size)
+        .sum();
+    zlib && size <= most
 }
 
 /// The file at `path` with its sections inflated, if its bytes match
@@ -378,6 +385,17 @@ mod tests {
         assert!(
             inflate_elf(&packed, copy.section_by_name(".debug_info").unwrap().size()).is_none()
         );
+    }
+
+    #[test]
+    fn a_file_too_big_to_keep_is_told_from_its_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, packed) = programs(dir.path());
+        let copy = inflate_elf(&fs::read(&packed).unwrap(), MOST).unwrap();
+        assert!(worth_inflating(&packed, MOST));
+        assert!(worth_inflating(&packed, copy.len() as u64));
+        assert!(!worth_inflating(&packed, 4096));
+        assert!(!worth_inflating(&plain, MOST), "nothing to inflate");
     }
 
     #[test]
