@@ -1,11 +1,12 @@
 //! Files kept between recordings in a directory only this user can write:
 //! the cut of the kernel's BTF, the names frames were given. Anything that
 //! does not check out (a directory or file another user could have
-//! written, a symlink) is passed over, and an entry is always written
-//! whole into a file of its own and renamed into place, so that a reader
-//! sees the old one or the new one. What tells by itself whether it was
-//! read whole (an entry with its checksum), or does no harm torn (a
-//! count), is written in place instead: see [`overwrite`].
+//! written, a symlink) is passed over. A reader never trusts a torn file:
+//! a file that cannot tell by itself whether it was read whole is written
+//! into a file of its own and renamed into place, so that a reader sees
+//! the old one or the new one; one that can (an entry with its checksum),
+//! or that does no harm torn (a count), is written in place: see
+//! [`overwrite`].
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};

@@ -215,6 +215,9 @@ impl Entry {
         Entry {
             path: Some(path),
             kept,
+            // The file's size, even where it did not parse (an older
+            // layout, or torn): the growth counted at the next store is
+            // then what the file grew by, which is what prunes the cache.
             kept_len: data.len() as u64,
             learned: BTreeMap::new(),
         }

@@ -100,11 +100,11 @@ fn worth_inflating(path: &Path, most: u64) -> bool {
     let Ok(elf) = object::File::parse(&data) else {
         return false;
     };
-    let inflated = |s: &object::Section<'_, '_, _>| s.compressed_file_range().ok();
+    let range = |s: &object::Section<'_, '_, _>| s.compressed_file_range().ok();
     let zlib = (elf.section_by_name(".debug_info").as_ref())
-        .and_then(inflated)
+        .and_then(range)
         .is_some_and(|range| range.format == CompressionFormat::Zlib);
-    let size: u64 = (elf.sections().filter_map(|s| inflated(&s)))
+    let size: u64 = (elf.sections().filter_map(|s| range(&s)))
         .map(|range| range.uncompressed_size)
         .sum();
     zlib && size <= most
