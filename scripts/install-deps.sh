@@ -43,9 +43,9 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest python3-pytest-xdist git tmux groff-base
     golang-go python3-venv libpython3-dev linux-perf systemtap-sdt-dev qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
-# W6 (Debian's python3 ships without them), perf as the peer of W8, and the guest
-# W5's qemu, busybox and static build.
-bench_packages=(strace time "libpython3.$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)-testsuite"
+# W6 (Debian's python3 ships without them), perf as the peer of W8, curl for
+# zlib's sources (below), and the guest W5's qemu, busybox and static build.
+bench_packages=(strace time curl ca-certificates "libpython3.$(python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null || echo 11)-testsuite"
     linux-perf qemu-system-x86 busybox-static cpio gzip debian-archive-keyring)
 case "$mode" in
 "") ;;
@@ -137,7 +137,28 @@ fetch_kernels() {
     as_root "$repo/scripts/cross-root.sh" >/dev/null
 }
 
+# zlib's sources for W8's build of `libz.a`, the build issue #50's budget
+# is set on: crates.io is reachable where zlib's own site may not be, and
+# libz-sys carries zlib 1.3.1's sources (without its configure script).
+fetch_zlib() {
+    local dir=$repo/bench/.zlib crate=libz-sys-1.1.22
+    local sum=8b70e7a7df205e92a1a4cd9aaae7898dac0aa555503cc0a649494d0d60e7651d
+    [ -f "$dir/zlib.h" ] && return 0
+    echo "install-deps: fetching zlib's sources ($crate) into $dir" >&2
+    local tmp
+    tmp=$(mktemp -d)
+    curl -fsSL -o "$tmp/$crate.crate" "https://static.crates.io/crates/libz-sys/$crate.crate"
+    echo "$sum  $tmp/$crate.crate" | sha256sum -c --quiet
+    tar -xzf "$tmp/$crate.crate" -C "$tmp"
+    mkdir -p "$dir"
+    cp "$tmp/$crate"/src/zlib/*.[ch] "$dir/"
+    rm -rf "$tmp"
+}
+
 install_packages "${packages[@]}"
+if [ "$mode" = --bench ]; then
+    fetch_zlib
+fi
 if [ "$mode" = --test ]; then
     install_node_tools
     install_python_tools
