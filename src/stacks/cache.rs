@@ -32,6 +32,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use memmap2::Mmap;
 use object::read::ReadCache;
 use object::Object;
 
@@ -119,7 +120,11 @@ impl NameCache {
     /// [`Ksyms`]).
     pub(crate) fn kernel_text(&self) -> Option<Ksyms> {
         let path = self.dir.as_ref()?.join(kernel_text_key()?);
-        let table = Ksyms::from_bytes(&read_owned(&path)?)?;
+        // Mapped, not read: 4 MB copied once less. It is only ever
+        // replaced whole (`keep_kernel_text`), never changed in place.
+        // SAFETY: read-only, of a file no one truncates; see above.
+        let data = unsafe { Mmap::map(&open_owned(&path)?) }.ok()?;
+        let table = Ksyms::from_bytes(&data)?;
         used(&path);
         Some(table)
     }

@@ -14,13 +14,13 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use framehop::{ExplicitModuleSectionInfo, Unwinder as _};
+use memmap2::Mmap;
 use object::read::elf::ElfFile64;
-use object::read::ReadCache;
 use object::{CompressionFormat, Endianness, Object, ObjectSection, ObjectSegment};
 
 /// One executable mapping of a file in a sampled process.
@@ -76,8 +76,21 @@ pub struct Regs {
     pub lr: u64,
 }
 
-/// Section bytes shared by every process that maps the file.
-type Bytes = Arc<[u8]>;
+/// A section's bytes in its file, mapped once and shared by every process
+/// that maps the file.
+#[derive(Clone)]
+struct Bytes {
+    file: Arc<Mmap>,
+    range: Range<usize>,
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.file[self.range.clone()]
+    }
+}
 
 #[cfg(target_arch = "x86_64")]
 mod native {
@@ -433,7 +446,14 @@ fn place(file: &ElfFile, module: &Module) -> Option<framehop::Module<Bytes>> {
         eh_frame_hdr_svma: file.eh_frame_hdr.as_ref().map(|s| s.svma.clone()),
         eh_frame_hdr: file.eh_frame_hdr.as_ref().map(|s| s.data.clone()),
         debug_frame: file.debug_frame.clone(),
-        ..Default::default()
+        // Mach-O's, and the code itself, which only a file without unwind
+        // sections needs (framehop's prologue analysis).
+        text: None,
+        stubs_svma: None,
+        stub_helper_svma: None,
+        unwind_info: None,
+        text_segment_svma: None,
+        text_segment: None,
     };
     let name = module.path.to_string_lossy().into_owned();
     Some(framehop::Module::new(
@@ -483,10 +503,15 @@ fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
         path: path.to_owned(),
         source,
     };
-    // Read on demand, not mapped: a file truncated under a mapping would
-    // kill the recorder with SIGBUS.
-    let data = ReadCache::new(File::open(path).map_err(io)?);
-    let file = ElfFile64::<Endianness, _>::parse(&data).map_err(elf)?;
+    // Mapped, not copied: an unwinding reads a few pages of a section
+    // (the index's binary search, one entry's rules), and a process maps
+    // files of tens of megabytes it is never sampled in (libLLVM under
+    // `ar`: 10 ms and 5 MB to copy). A file truncated under the mapping
+    // would kill the recorder with SIGBUS, as it would blazesym, which
+    // maps the same files to name their frames.
+    // SAFETY: read-only; see above for a file changed in place.
+    let map = Arc::new(unsafe { Mmap::map(&File::open(path).map_err(io)?) }.map_err(io)?);
+    let file = ElfFile64::<Endianness, _>::parse(&map[..]).map_err(elf)?;
     if let Some(want) = build_id {
         if file.build_id().map_err(elf)? != Some(want) {
             return Err(LoadError::Replaced {
@@ -494,17 +519,18 @@ fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
             });
         }
     }
-    let eh_frame = section(&file, ".eh_frame");
+    let section = |name| section(&file, &map, name);
+    let eh_frame = section(".eh_frame");
     Ok(ElfFile {
         segments: segments(&file),
         // framehop uses .debug_frame only without .eh_frame: read it only
         // then (it is large in unstripped files).
         debug_frame: match eh_frame {
             Some(_) => None,
-            None => section(&file, ".debug_frame").map(|s| s.data),
+            None => section(".debug_frame").map(|s| s.data),
         },
         eh_frame,
-        eh_frame_hdr: section(&file, ".eh_frame_hdr"),
+        eh_frame_hdr: section(".eh_frame_hdr"),
         text: svma(&file, ".text"),
         got: svma(&file, ".got"),
     })
@@ -535,18 +561,24 @@ fn svma<'data, R: object::ReadRef<'data>>(
     Some(section.address()..section.address().saturating_add(section.size()))
 }
 
-/// A section's bytes, if present, stored and uncompressed (a compressed
-/// `.debug_frame` is left out: rare, and frame pointers remain).
-fn section<'data, R: object::ReadRef<'data>>(
-    file: &ElfFile64<'data, Endianness, R>,
-    name: &str,
-) -> Option<Section> {
+/// A section's bytes in `map`, the file `file` was parsed from, if
+/// present, stored and uncompressed (a compressed `.debug_frame` is left
+/// out: rare, and frame pointers remain).
+fn section(file: &ElfFile64<'_, Endianness>, map: &Arc<Mmap>, name: &str) -> Option<Section> {
     let section = file.section_by_name(name)?;
-    let stored = section.compressed_file_range().ok()?.format == CompressionFormat::None;
-    let data = section.data().ok().filter(|d| stored && !d.is_empty())?;
+    let stored = section.compressed_file_range().ok()?;
+    let (offset, size) = section.file_range()?;
+    let start = usize::try_from(offset).ok()?;
+    let range = start..start.checked_add(usize::try_from(size).ok()?)?;
+    if stored.format != CompressionFormat::None || range.is_empty() || range.end > map.len() {
+        return None;
+    }
     Some(Section {
         svma: section.address()..section.address().saturating_add(section.size()),
-        data: Arc::from(data),
+        data: Bytes {
+            file: Arc::clone(map),
+            range,
+        },
     })
 }
 
