@@ -566,10 +566,11 @@ fn svma<'data, R: object::ReadRef<'data>>(
 /// out: rare, and frame pointers remain).
 fn section(file: &ElfFile64<'_, Endianness>, map: &Arc<Mmap>, name: &str) -> Option<Section> {
     let section = file.section_by_name(name)?;
+    // Where the section is not compressed, this is its file range; where
+    // it has none (no bytes in the file), an empty one.
     let stored = section.compressed_file_range().ok()?;
-    let (offset, size) = section.file_range()?;
-    let start = usize::try_from(offset).ok()?;
-    let range = start..start.checked_add(usize::try_from(size).ok()?)?;
+    let start = usize::try_from(stored.offset).ok()?;
+    let range = start..start.checked_add(usize::try_from(stored.compressed_size).ok()?)?;
     if stored.format != CompressionFormat::None || range.is_empty() || range.end > map.len() {
         return None;
     }
