@@ -25,6 +25,8 @@ const volatile bool capture_env = false;
 
 /* include/linux/sched/signal.h; not in BTF because it is a macro. */
 #define SIGNAL_GROUP_EXIT 0x00000004
+/* include/uapi/asm-generic/errno-base.h; a macro as well. */
+#define EEXIST 17
 
 /* Processes the kernel side started and stopped following. With the seeds
  * userspace counts itself, they tell exactly when the tree is gone; the
@@ -88,7 +90,15 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 		return 0;
 	/* The child has not run yet: nothing it does can be missed. */
 	if (tracked_parent) {
-		if (bpf_map_update_elem(&tracked, &child_pid, &one, BPF_ANY))
+		long err = bpf_map_update_elem(&tracked, &child_pid, &one, BPF_NOEXIST);
+
+		/* Already seeded: attaching to a running tree read the child
+		 * from its parent's children list between its fork and this
+		 * tracepoint. Userspace counted it and tells it as attached;
+		 * counted twice, its one exit would never end the recording. */
+		if (err == -EEXIST)
+			return 0;
+		if (err)
 			count_loss(LOSS_TRACKING_FULL);
 		else
 			__sync_fetch_and_add(&forked, 1);

@@ -282,11 +282,12 @@ impl Drain<'_, '_> {
             reap::become_subreaper()?;
         }
         let seed = |pid| {
-            self.probe.track(pid)?;
+            let seeded = self.probe.track(pid)?;
             if self.probe.off_cpu.is_some() {
                 self.probe.follow_threads(pid)?;
             }
-            self.watch_mappings(pid)
+            self.watch_mappings(pid)?;
+            Ok(seeded)
         };
         let untrack = |pid| self.probe.untrack(pid);
         let mut warnings = self.probe.warnings.clone();

@@ -83,13 +83,14 @@ pub(crate) enum Prepared {
 
 impl Prepared {
     /// Starts following the target at time `at`, `seed` putting each
-    /// first process into the kernel's tracked map (and `untrack` taking
-    /// out a process attached to that turned out gone); returns the root
-    /// pid and the processes attached to, which were running already.
+    /// first process into the kernel's tracked map (`false` where the
+    /// kernel had put it there at its fork), and `untrack` taking out a
+    /// process attached to that turned out gone; returns the root pid and
+    /// the processes attached to, which were running already.
     pub(crate) fn start(
         &self,
         at: u64,
-        seed: impl Fn(Pid) -> Result<(), RecordError>,
+        seed: impl Fn(Pid) -> Result<bool, RecordError>,
         untrack: impl Fn(Pid),
     ) -> Result<(Pid, Vec<Attached>), RecordError> {
         match self {
@@ -191,7 +192,7 @@ impl Launch {
     /// before exec, then lets it exec. Returns once the exec has happened.
     pub fn start(
         &self,
-        seed: impl FnOnce(Pid) -> Result<(), RecordError>,
+        seed: impl FnOnce(Pid) -> Result<bool, RecordError>,
     ) -> Result<Pid, RecordError> {
         if let Some(redirect) = &self.redirect {
             // Emptied now that nothing but the fork stands before the

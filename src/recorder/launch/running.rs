@@ -53,20 +53,26 @@ impl Attach {
     pub fn start(
         &self,
         at: u64,
-        track: impl Fn(Pid) -> Result<(), RecordError>,
+        track: impl Fn(Pid) -> Result<bool, RecordError>,
         untrack: impl Fn(Pid),
     ) -> Result<Vec<Attached>, RecordError> {
         let mut queue: VecDeque<Pid> = self.pids.iter().copied().collect();
-        let mut seeded = HashSet::new();
+        let mut listed = HashSet::new();
+        let mut seeded = Vec::new();
         let mut found = Vec::new();
         while let Some(pid) = queue.pop_front() {
-            if !seeded.insert(pid) {
+            if !listed.insert(pid) {
                 continue;
             }
             // Read before the kernel follows it: an exec after that is
             // an event of its own.
             found.extend(attached(pid, at));
-            track(pid)?;
+            // A child listed between its fork and the kernel's seeing it
+            // is followed from its fork, and told by its Fork.
+            match track(pid)? {
+                true => seeded.push(pid),
+                false => found.retain(|a| a.pid != pid),
+            }
             queue.extend(children(pid));
         }
         // A seed whose exit already ran in the kernel before it was seeded
@@ -75,7 +81,7 @@ impl Attach {
         // longer than the settling time.
         let deadline = Instant::now() + EXITING_WAIT;
         std::thread::sleep(EXIT_SETTLE);
-        let mut left: Vec<Pid> = seeded.into_iter().collect();
+        let mut left = seeded;
         loop {
             left.retain(|&pid| match life(pid) {
                 Life::Running => false,

@@ -40,15 +40,19 @@ impl<'obj> Counters<'obj> {
 }
 
 impl Probe<'_> {
-    /// Starts following `pid` and everything it creates from now on.
-    pub fn track(&self, pid: Pid) -> Result<(), RecordError> {
-        self.skel
-            .maps
-            .tracked
-            .update(&pid.to_ne_bytes(), &[1], MapFlags::ANY)
-            .map_err(RecordError::bpf(format!("tracking pid {pid}")))?;
-        self.counters.seeded.fetch_add(1, Ordering::SeqCst);
-        Ok(())
+    /// Starts following `pid` and everything it creates from now on;
+    /// `false` where the kernel follows it already, having seen its fork
+    /// (see `on_fork`): then it was counted there, and its Fork tells it.
+    pub fn track(&self, pid: Pid) -> Result<bool, RecordError> {
+        let tracked = &self.skel.maps.tracked;
+        match tracked.update(&pid.to_ne_bytes(), &[1], MapFlags::NO_EXIST) {
+            Ok(()) => {
+                self.counters.seeded.fetch_add(1, Ordering::SeqCst);
+                Ok(true)
+            }
+            Err(err) if err.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(false),
+            Err(err) => Err(RecordError::bpf(format!("tracking pid {pid}"))(err)),
+        }
     }
 
     /// Stops following `pid` (a seed that turned out to be gone already).
