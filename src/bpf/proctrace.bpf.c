@@ -92,6 +92,7 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 	if (tracked_parent) {
 		long err = bpf_map_update_elem(&tracked, &child_pid, &one, BPF_NOEXIST);
 
+		inherit_python(parent_pid, child_pid);
 		/* Already seeded: attaching to a running tree read the child
 		 * from its parent's children list between its fork and this
 		 * tracepoint. Userspace counted it and tells it as attached;
@@ -102,7 +103,6 @@ static __always_inline int on_fork(void *ctx, struct task_struct *parent,
 			count_loss(LOSS_TRACKING_FULL);
 		else
 			__sync_fetch_and_add(&forked, 1);
-		inherit_python(parent_pid, child_pid);
 	}
 
 	fill_header(&event.header, EVENT_FORK, child_pid);
