@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::*;
-use proctrace::event::Pid;
+use proctrace::event::{Pid, Record};
 
 const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 const TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
@@ -23,19 +23,7 @@ fn a_real_run_is_one_trace_the_otlp_schema_accepts() {
     // leaves its child behind.
     let script = "/bin/true; /bin/false; (sleep 0.1 &); wait";
     let run = record(Mode::Ring, &["sh", "-c", script]);
-    let input = run.dir.path().join("rec.ndjson");
-    let export = run.dir.path().join("rec.otlp");
-    let status = Command::new(proctrace_bin())
-        .args(["render", "-d", "otlp", "-i"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&export)
-        .env("TRACEPARENT", TRACEPARENT)
-        .status()
-        .unwrap();
-    assert!(status.success());
-
-    let spans = otlp_schema_spans(&export);
+    let spans = exported_spans(&run, &[("TRACEPARENT", TRACEPARENT)]);
     let by_pid: HashMap<Pid, &Value> = spans
         .iter()
         .map(|s| (s["pid"].as_i64().unwrap() as Pid, s))
@@ -67,6 +55,81 @@ fn a_real_run_is_one_trace_the_otlp_schema_accepts() {
         .iter()
         .find(|s| s["span_id"] == sleep["parent_span_id"]);
     assert_eq!(subshell.expect("the subshell's span")["name"], "<fork> sh");
+}
+
+/// The spans `render -d otlp` makes of `run`'s recording, through the
+/// official schema, with `env` set.
+fn exported_spans(run: &Run, env: &[(&str, &str)]) -> Vec<Value> {
+    let export = run.dir.path().join("rec.otlp");
+    let status = Command::new(proctrace_bin())
+        .args(["render", "-d", "otlp", "-i"])
+        .arg(run.dir.path().join("rec.ndjson"))
+        .arg("-o")
+        .arg(&export)
+        .envs(env.iter().copied())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    otlp_schema_spans(&export)
+}
+
+/// A hang after pids wrapped, so that a child has a lower pid than the
+/// root: the root still comes first in the snapshot, and its span has the
+/// hang's answers. Run in a PID namespace whose next pid is near pid_max,
+/// so the rest of the machine's pids do not move.
+#[test]
+fn a_hang_after_pids_wrapped_is_told_on_the_roots_span() {
+    if !have_otlp_schema() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The root creates children until one's pid is below its own.
+    let command = [
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 2000 ]; do /bin/true & p=$!; wait $p; \
+         [ $p -lt $$ ] && break; i=$((i + 1)); done; sleep 1000 & wait",
+    ];
+    let script = r#"
+        max=$(cat /proc/sys/kernel/pid_max)
+        echo $((max - 300)) > /proc/sys/kernel/ns_last_pid || exit 90
+        d=$1; shift
+        "$0" record --timeout 5s -o "$d/rec.ndjson" -- "$@" 2> "$d/stderr""#;
+    let mut child = Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", "--mount-proc"])
+        .args(["sh", "-c", script, recorder_bin()])
+        .arg(d)
+        .args(command)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = wait_bounded(&mut child, "the PID namespace");
+    let stderr = std::fs::read_to_string(d.join("stderr")).unwrap_or_default();
+    assert_eq!(status.code(), Some(124), "{stderr}");
+    let input = d.join("rec.ndjson");
+    let mut run = crate::common::terminal::finished_run(dir, &input, &command);
+    run.status = status;
+    run.check();
+    let root = run.root();
+    let sleep = run.all_execs().into_iter().find(|e| e.argv[0] == "sleep");
+    let sleep = sleep.expect("the sleep ran").pid;
+    assert!(sleep < root, "pids did not wrap: {sleep} after {root}");
+    let first = run.records.iter().find_map(|r| match r {
+        Record::Snapshot(s) => Some(s.pid),
+        _ => None,
+    });
+    assert_eq!(first, Some(root), "{}", run.text);
+
+    let spans = exported_spans(&run, &[]);
+    let hang = |pid: Pid| {
+        let span = spans.iter().find(|s| s["pid"] == pid).unwrap();
+        span["events"]
+            .as_array()
+            .unwrap()
+            .contains(&"proctrace.hang".into())
+    };
+    assert!(hang(root) && !hang(sleep), "{spans:?}");
 }
 
 /// The environment of a GitHub Actions job.

@@ -44,12 +44,17 @@ pub(super) struct Tree<'a> {
 
 impl Tree<'_> {
     /// Every process of the tree known to run: those the released events
-    /// say run, and the children of forks not yet released.
+    /// say run, and the children of forks not yet released; the root
+    /// first, where it runs (the views' answers and the command's output
+    /// go on a snapshot's first record), then by pid, which wraps.
     fn live(&self) -> Vec<Pid> {
         let mut pids = self.lineage.alive();
         pids.extend(self.router.forked());
         pids.sort_unstable();
         pids.dedup();
+        if let Some(root) = pids.iter().position(|&pid| pid == self.root) {
+            pids[..=root].rotate_right(1);
+        }
         pids
     }
 }

@@ -521,11 +521,12 @@ impl<'a> Trace<'a> {
     }
 
     /// Each snapshot of the live tree as events: one on every process it
-    /// found alive (its state, what it was blocked in), and on the first
-    /// (the root) the wait-for chains, culprits and deadlocks of `render -d
+    /// found alive (its state, what it was blocked in), and on the root's
+    /// (else the first's) the wait-for chains, culprits and deadlocks of `render -d
     /// hang`; each culprit's and deadlocked process's span says it is one,
     /// so a trace view finds them.
     fn hang_events(&self, spans: &mut [Span<'a>]) {
+        let root = self.processes.roots().next();
         for snapshot in self.processes.snapshots() {
             let Some(&(first, taken)) = snapshot.first() else {
                 continue;
@@ -564,7 +565,12 @@ impl<'a> Trace<'a> {
                 .filter(|l| !l.starts_with("culprit: ") && !l.starts_with("deadlock: "))
                 .map(String::as_str)
                 .collect();
-            spans[first].events.push(Event {
+            // A recording from before the root came first in its
+            // snapshots has it anywhere, where pids wrapped.
+            let on = (snapshot.iter().map(|&(i, _)| i))
+                .find(|&i| Some(i) == root)
+                .unwrap_or(first);
+            spans[on].events.push(Event {
                 time_unix_nano: at,
                 name: "proctrace.hang",
                 attributes: vec![
