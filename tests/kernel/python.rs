@@ -180,7 +180,7 @@ fn python_frames_nest_as_the_calls_do_while_calls_enter_and_return() {
         let args = [python.to_str().unwrap(), script.to_str().unwrap(), "10000"];
         let run = record_with(&opts, &args);
         assert_eq!(run.code(), 0, "{}", run.stderr);
-        let mut sampled = 0;
+        let (mut sampled, mut cut) = (0, 0);
         for (stack, count) in folded(&run) {
             let frames: Vec<&str> = stack.split(';').collect();
             let ours = |f: &&str| f.contains(" (pycalls.py:");
@@ -188,6 +188,11 @@ fn python_frames_nest_as_the_calls_do_while_calls_enter_and_return() {
                 continue;
             };
             sampled += count;
+            // A walk that could not read a frame says where it stopped.
+            if frames.contains(&"[stack cut short]") {
+                cut += count;
+                continue;
+            }
             let first = frames.iter().position(ours).unwrap();
             assert!(
                 frames[first].starts_with("<module> (pycalls.py:"),
@@ -199,6 +204,42 @@ fn python_frames_nest_as_the_calls_do_while_calls_enter_and_return() {
             );
         }
         assert!(sampled >= 100, "{python:?}: {sampled} samples");
+        assert!(cut * 4 <= sampled, "{python:?}: {cut} of {sampled} cut");
+    }
+}
+
+/// Recursion deeper than the frames the kernel walks: a sample keeps the
+/// innermost, and the cut stands where the outer ones were, between them
+/// and the eval calls that ran them.
+#[test]
+fn a_python_stack_deeper_than_the_walk_says_where_it_was_cut() {
+    require_root();
+    let code = "def down(n):\n    return spin() if n == 0 else down(n - 1)\n\n\
+                def spin():\n    t = 0\n    for i in range(2000000):\n        t += i\n\n\
+                for _ in range(4):\n    down(150)\n";
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    for python in interpreters() {
+        let run = record_with(&opts, &[python.to_str().unwrap(), "-c", code]);
+        assert_eq!(run.code(), 0, "{}", run.stderr);
+        let mut sampled = 0;
+        for (stack, count) in folded(&run) {
+            let frames: Vec<&str> = stack.split(';').collect();
+            let Some(spin) = frames.iter().position(|f| f.starts_with("spin (")) else {
+                continue;
+            };
+            sampled += count;
+            let cut = frames.iter().rposition(|f| *f == "[stack cut short]");
+            let cut = cut.unwrap_or_else(|| panic!("{python:?}: not cut: {stack}"));
+            // Before 3.11 native calls stand between the Python ones.
+            let walked = &frames[cut + 1..spin];
+            assert!(
+                walked.first().is_some_and(|f| f.starts_with("down ("))
+                    && !walked.contains(&"_PyEval_EvalFrameDefault"),
+                "{python:?}: {stack}"
+            );
+        }
+        assert!(sampled >= 50, "{python:?}: {sampled} samples");
     }
 }
 

@@ -281,6 +281,11 @@ impl Frames {
             if groups.any() && is_eval(native) {
                 if unpaired == 0 {
                     groups.next(places);
+                    // The Python frames the walk did not reach were this
+                    // call's and its callers'.
+                    if sample.python_cut && !groups.any() {
+                        places.push(Place::Gap(Gap::Cut));
+                    }
                     continue;
                 }
                 unpaired -= 1;
@@ -297,8 +302,9 @@ impl Frames {
         }
         // Python frames no eval frame was found for are its callers'; a
         // cut stays the outermost frame.
+        let rest = groups.any();
         groups.rest(places);
-        if unwound.cut {
+        if unwound.cut || (sample.python_cut && rest) {
             places.push(Place::Gap(Gap::Cut));
         }
         places
