@@ -33,7 +33,8 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 #   linux-perf: perf, the oracle the CPU profile's shares and the
 #   off-CPU wait totals (perf sched) are checked against;
 #   systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of the --probe tests'
-#   workload;
+#   workload; libc6-dbg: libc's compressed DWARF, named from one unit
+#   and checked against blazesym;
 #   python3-venv: tests/.venv, where opentelemetry-proto checks
 #   `render -d otlp` against the real schema and rotel receives what
 #   `export otlp` sends; libpython3-dev: rotel's binary links the default
@@ -41,7 +42,7 @@ static_packages=(autoconf automake autopoint libtool flex bison gawk)
 # - the kernel matrix: qemu for both architectures, the guest's static
 #   busybox, cpio, the static build, and the key of Debian's kernel packages.
 test_packages=(chromium nodejs npm util-linux procps bats python3-pytest python3-pytest-xdist git tmux groff-base
-    golang-go python3-venv libpython3-dev linux-perf systemtap-sdt-dev qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
+    golang-go python3-venv libpython3-dev linux-perf systemtap-sdt-dev libc6-dbg qemu-system-x86 qemu-system-arm busybox-static cpio gzip debian-archive-keyring)
 # The benchmarks: strace as the peer of W0 and W1, time for W4, CPython's own tests for
 # W6 (Debian's python3 ships without them), perf as the peer of W8, curl for
 # zlib's sources (below), and the guest W5's qemu, busybox and static build.

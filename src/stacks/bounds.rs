@@ -92,11 +92,7 @@ mod tests {
     /// says, and each address inside it maps to that start.
     #[test]
     fn libc_functions_begin_where_their_symbols_do() {
-        let libc = crate::stacks::test_support::self_modules()
-            .into_iter()
-            .map(|m| m.path)
-            .find(|p| p.file_name().is_some_and(|n| n == "libc.so.6"))
-            .unwrap();
+        let libc = crate::stacks::test_support::self_libc();
         let functions = Functions::read(&libc);
         assert!(functions.ranges.len() > 1000, "{}", functions.ranges.len());
         let data = std::fs::read(&libc).unwrap();

@@ -40,6 +40,8 @@ pub(crate) mod test_support;
 #[cfg(feature = "recorder")]
 mod texts;
 #[cfg(feature = "recorder")]
+mod units;
+#[cfg(feature = "recorder")]
 pub mod unwind;
 
 pub use profile::Profile;

@@ -21,6 +21,7 @@ use super::cache::{Entries, NameCache, Named, Stamp};
 use super::inflated::Inflated;
 use super::ksyms::Ksyms;
 use super::plt::Plt;
+use super::units::{self, Found};
 
 /// One frame of a stack, named as far as the files allow.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -129,15 +130,15 @@ impl Symbolizer {
         if !missing.is_empty() {
             let inflated = (self.inflated.entry(file.clone()))
                 .or_insert_with(|| Inflated::find(&self.cache, path));
-            let found = look_up(&self.blaze, path, inflated.as_ref(), &missing);
+            let mut found = look_up(&self.blaze, path, inflated.as_ref(), &missing);
             let plt = self
                 .plts
                 .entry(file.clone())
                 .or_insert_with(|| Plt::read(path));
             for (i, &offset) in missing.iter().enumerate() {
-                let named = match (plt.name(offset), found.get(i).and_then(Option::as_ref)) {
+                let named = match (plt.name(offset), found.get_mut(i).and_then(Option::take)) {
                     (Some(stub), _) => vec![kept(Some(&stub), None)],
-                    (None, Some(Symbolized::Sym(sym))) => chain(sym),
+                    (None, Some(named)) => named,
                     _ => vec![kept(None, None)],
                 };
                 entry.learn(offset, named);
@@ -240,38 +241,111 @@ impl Symbolizer {
     }
 }
 
-/// blazesym's answers for `offsets` of the file at `path`, one each:
-/// looked up by address in its DWARF kept inflated where there is such a
-/// copy and it can be read, else in the file (and its debug file).
-fn look_up<'b>(
-    blaze: &'b blazesym::symbolize::Symbolizer,
+/// The frames of `offsets` of the file at `path`, one list each (`None`
+/// for an offset no symbol names): from its DWARF kept inflated where
+/// there is such a copy and it can be read ([`look_up_inflated`]), else
+/// by blazesym in the file (and its debug file).
+fn look_up(
+    blaze: &blazesym::symbolize::Symbolizer,
     path: &Path,
     inflated: Option<&Inflated>,
     offsets: &[u64],
-) -> Vec<Option<Symbolized<'b>>> {
-    if let Some(inflated) = inflated {
-        let addrs: Vec<Option<u64>> = offsets.iter().map(|&o| inflated.address(o)).collect();
-        let placed: Vec<u64> = addrs.iter().flatten().copied().collect();
-        let source = Source::Elf(Elf::new(inflated.path()));
-        let mut found = symbolize(blaze, &source, Input::VirtOffset(&placed), inflated.path());
-        if found.len() == placed.len() {
-            found.reverse();
-            return addrs.iter().map(|a| a.and_then(|_| found.pop())).collect();
-        }
+) -> Vec<Option<Vec<Named>>> {
+    if let Some(found) = inflated.and_then(|i| look_up_inflated(blaze, i, offsets)) {
+        return found;
     }
     let source = Source::Elf(Elf::new(path));
     let found = symbolize(blaze, &source, Input::FileOffset(offsets), path);
-    found.into_iter().map(Some).collect()
+    if found.len() != offsets.len() {
+        return vec![None; offsets.len()];
+    }
+    found.iter().map(answer_chain).collect()
+}
+
+/// [`look_up`] by address in the inflated copy: from the one DWARF unit
+/// an address is in where that answers (its name from the symbol table
+/// alone where no function of the DWARF holds it), else by blazesym from
+/// the whole DWARF. `None` where blazesym cannot read the copy.
+pub(super) fn look_up_inflated(
+    blaze: &blazesym::symbolize::Symbolizer,
+    inflated: &Inflated,
+    offsets: &[u64],
+) -> Option<Vec<Option<Vec<Named>>>> {
+    let copy = inflated.path();
+    let addrs: Vec<Option<u64>> = offsets.iter().map(|&o| inflated.address(o)).collect();
+    let mapped = units::Mapped::open(copy);
+    let mut units = mapped.as_ref().and_then(units::Mapped::units);
+    let found: Vec<Option<Found>> = (addrs.iter())
+        .map(|a| units.as_mut().zip(*a).and_then(|(u, a)| u.name(a)))
+        .collect();
+    let asked = |line: bool| -> Vec<u64> {
+        let unanswered = |found: &Option<Found>| match found {
+            Some(Found::Line(_)) => line,
+            Some(Found::Frames(_)) => false,
+            None => !line,
+        };
+        (addrs.iter().zip(&found))
+            .filter(|(_, found)| unanswered(found))
+            .filter_map(|(addr, _)| *addr)
+            .collect()
+    };
+    let (lines, rest) = (asked(true), asked(false));
+    let mut symbols = Elf::new(copy);
+    symbols.debug_syms = false;
+    let mut symbols = symbolize(
+        blaze,
+        &Source::Elf(symbols),
+        Input::VirtOffset(&lines),
+        copy,
+    );
+    let mut named = symbolize(
+        blaze,
+        &Source::Elf(Elf::new(copy)),
+        Input::VirtOffset(&rest),
+        copy,
+    );
+    if symbols.len() != lines.len() || named.len() != rest.len() {
+        return None;
+    }
+    symbols.reverse();
+    named.reverse();
+    let answer = |(addr, found): (&Option<u64>, Option<Found>)| {
+        addr.as_ref()?;
+        match found {
+            Some(Found::Frames(frames)) => Some(frames),
+            Some(Found::Line(mut line)) => match symbols.pop()? {
+                Symbolized::Sym(sym) => {
+                    line.function = Some(sym.name.into_owned());
+                    Some(vec![line])
+                }
+                Symbolized::Unknown(_) => None,
+            },
+            None => answer_chain(&named.pop()?),
+        }
+    };
+    Some(addrs.iter().zip(found).map(answer).collect())
+}
+
+/// The frames of blazesym's answer, if it names a symbol.
+pub(super) fn answer_chain(found: &Symbolized<'_>) -> Option<Vec<Named>> {
+    match found {
+        Symbolized::Sym(sym) => Some(sym_chain(sym)),
+        _ => None,
+    }
 }
 
 /// blazesym's answer, one per input; empty if it failed as a whole (the
-/// file is gone or no ELF file), which is logged.
+/// file is gone or no ELF file), which is logged. blazesym reads the
+/// file even for no input: it is not asked then.
 fn symbolize<'b>(
     blaze: &'b blazesym::symbolize::Symbolizer,
     source: &Source,
     input: Input<&[u64]>,
     what: &Path,
 ) -> Vec<Symbolized<'b>> {
+    if let Input::VirtOffset([]) | Input::FileOffset([]) = input {
+        return Vec::new();
+    }
     blaze.symbolize(source, input).unwrap_or_else(|err| {
         log::debug!("cannot symbolize in {}: {err}", what.display());
         Vec::new()
@@ -297,7 +371,7 @@ fn module_name(path: &Path) -> String {
 /// has the line it is at: blazesym gives the outer function the line of
 /// the first inlined call, each inlined function that of the next call,
 /// the innermost the line of the address.
-fn chain(sym: &Sym) -> Vec<Named> {
+fn sym_chain(sym: &Sym) -> Vec<Named> {
     let outer = kept(Some(&sym.name), sym.code_info.as_deref());
     let inlined = sym
         .inlined

@@ -3,6 +3,7 @@
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 
 use super::unwind::Module;
 
@@ -10,6 +11,13 @@ use super::unwind::Module;
 pub fn self_modules() -> Vec<Module> {
     let maps = fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
     maps.lines().filter_map(parse_maps_line).collect()
+}
+
+/// The libc this process maps.
+pub fn self_libc() -> PathBuf {
+    let modules = self_modules().into_iter().map(|m| m.path);
+    let mut libc = modules.filter(|p| p.file_name().is_some_and(|n| n == "libc.so.6"));
+    libc.next().expect("this process maps libc.so.6")
 }
 
 /// `start-end perms offset dev inode path`, for an executable mapping of
