@@ -12,6 +12,7 @@
 //! compressed DWARF. Names are looked up in it by address, the file
 //! offsets placed through the file's own segments as blazesym does.
 
+use std::cell::OnceCell;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,7 @@ use object::read::ReadCache;
 use object::{CompressionFormat, Object, ObjectSection, ObjectSegment};
 
 use super::cache::{hex, NameCache, LIMIT};
+use super::units::{Index, Mapped};
 
 /// Where the debug files of build ids are (see `gdb`'s "Separate Debug
 /// Files").
@@ -34,6 +36,9 @@ pub(crate) struct Inflated {
     copy: PathBuf,
     /// Each loaded segment's file offset, size in the file, and address.
     segments: Vec<(u64, u64, u64)>,
+    /// Where the copy's DWARF units are, read the first time a name is
+    /// looked up in it.
+    index: OnceCell<Option<Index>>,
 }
 
 impl Inflated {
@@ -61,12 +66,22 @@ impl Inflated {
         let copy = cache.keep(&key, || {
             worth_inflating(holder, MOST).then(|| inflated_copy(holder, crc))?
         })?;
-        Some(Inflated { copy, segments })
+        Some(Inflated {
+            copy,
+            segments,
+            index: OnceCell::new(),
+        })
     }
 
     /// The copy, an ELF file to name addresses in.
     pub(crate) fn path(&self) -> &Path {
         &self.copy
+    }
+
+    /// Where the units of the copy, `mapped`, are; `None` where they
+    /// cannot be found from its `.debug_aranges`.
+    pub(crate) fn index(&self, mapped: &Mapped) -> Option<&Index> {
+        self.index.get_or_init(|| mapped.index()).as_ref()
     }
 
     /// The address `offset` of the file is loaded at, as blazesym places

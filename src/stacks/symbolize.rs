@@ -274,7 +274,7 @@ pub(super) fn look_up_inflated(
     let copy = inflated.path();
     let addrs: Vec<Option<u64>> = offsets.iter().map(|&o| inflated.address(o)).collect();
     let mapped = units::Mapped::open(copy);
-    let mut units = mapped.as_ref().and_then(units::Mapped::units);
+    let mut units = mapped.as_ref().and_then(|m| m.units(inflated.index(m)?));
     let found: Vec<Option<Found>> = (addrs.iter())
         .map(|a| units.as_mut().zip(*a).and_then(|(u, a)| u.name(a)))
         .collect();

@@ -41,8 +41,8 @@ impl Mapped {
         unsafe { memmap2::Mmap::map(&file) }.ok().map(Mapped)
     }
 
-    /// The file's units, where its sections can be read as they are.
-    pub(crate) fn units(&self) -> Option<Units<'_>> {
+    /// The file's DWARF, where its sections can be read as they are.
+    fn dwarf(&self) -> Option<gimli::Dwarf<R<'_>>> {
         let elf = object::File::parse(&*self.0).ok()?;
         let endian = match elf.is_little_endian() {
             true => RunTimeEndian::Little,
@@ -63,27 +63,43 @@ impl Mapped {
             Ok(EndianSlice::new(data, endian))
         };
         let dwarf = gimli::Dwarf::load(load).ok()?;
-        stored.then(|| Units::new(dwarf))?
+        stored.then_some(dwarf)
+    }
+
+    /// Where the file's units are; `None` where they cannot be found
+    /// from `.debug_aranges` (see [`Index`]).
+    pub(crate) fn index(&self) -> Option<Index> {
+        Index::read(&self.dwarf()?)
+    }
+
+    /// The file's units, found through its `index`.
+    pub(crate) fn units<'d>(&'d self, index: &'d Index) -> Option<Units<'d>> {
+        Some(Units {
+            dwarf: self.dwarf()?,
+            index,
+            read: HashMap::new(),
+        })
     }
 }
 
-/// A file's DWARF, each unit read when an address needs it.
-pub(crate) struct Units<'d> {
-    dwarf: gimli::Dwarf<R<'d>>,
+/// Where the units of a file's DWARF are. Reading it means reading every
+/// unit's header, which a recording's thirty-odd naming batches paid
+/// each time: it is read once per file and kept for the recording.
+#[derive(Debug)]
+pub(crate) struct Index {
     /// `.debug_aranges`: each range with its unit, by start, and the
     /// greatest end up to it.
     ranges: Vec<(Range, DebugInfoOffset, u64)>,
-    read: HashMap<DebugInfoOffset, Option<Unit<'d>>>,
     /// Every unit's offset, in order.
     offsets: Vec<DebugInfoOffset>,
 }
 
-impl<'d> Units<'d> {
+impl Index {
     /// `None` where `.debug_aranges` does not list every compilation
     /// unit: clang and rustc leave it out unless asked, and blazesym then
     /// finds units by their own ranges, which only reading each unit
     /// tells.
-    fn new(dwarf: gimli::Dwarf<R<'d>>) -> Option<Units<'d>> {
+    fn read(dwarf: &gimli::Dwarf<R<'_>>) -> Option<Index> {
         let mut ranges = Vec::new();
         let mut listed = std::collections::HashSet::new();
         let mut headers = dwarf.debug_aranges.headers();
@@ -115,14 +131,18 @@ impl<'d> Units<'d> {
             most = most.max(range.0.end);
             range.2 = most;
         }
-        Some(Units {
-            dwarf,
-            ranges,
-            read: HashMap::new(),
-            offsets,
-        })
+        Some(Index { ranges, offsets })
     }
+}
 
+/// A file's DWARF, each unit read when an address needs it.
+pub(crate) struct Units<'d> {
+    dwarf: gimli::Dwarf<R<'d>>,
+    index: &'d Index,
+    read: HashMap<DebugInfoOffset, Option<Unit<'d>>>,
+}
+
+impl<'d> Units<'d> {
     /// What the DWARF says of `addr`, as blazesym would answer; `None`
     /// where blazesym must be asked.
     pub(crate) fn name(&mut self, addr: u64) -> Option<Found> {
@@ -150,8 +170,8 @@ impl<'d> Units<'d> {
     /// The units whose ranges hold `addr`, in the order blazesym tries
     /// them: the latest start first.
     fn candidates(&self, addr: u64) -> Vec<DebugInfoOffset> {
-        let end = self.ranges.partition_point(|r| r.0.begin <= addr);
-        (self.ranges[..end].iter().rev())
+        let end = self.index.ranges.partition_point(|r| r.0.begin <= addr);
+        (self.index.ranges[..end].iter().rev())
             .take_while(|r| addr < r.2)
             .filter(|r| addr < r.0.end)
             .map(|r| r.1)
@@ -262,8 +282,8 @@ impl<'d> Units<'d> {
 
     /// The unit an entry of `.debug_info` is in, and its offset there.
     fn unit_holding(&self, offset: DebugInfoOffset) -> Option<(DebugInfoOffset, UnitOffset)> {
-        let at = (self.offsets.partition_point(|o| o.0 <= offset.0)).checked_sub(1)?;
-        let unit = self.offsets[at];
+        let at = (self.index.offsets.partition_point(|o| o.0 <= offset.0)).checked_sub(1)?;
+        let unit = self.index.offsets[at];
         let header = self.dwarf.debug_info.header_from_offset(unit).ok()?;
         Some((unit, offset.to_unit_offset(&header)?))
     }
@@ -833,8 +853,9 @@ mod tests {
             assert_eq!(named, &answer_chain(expected), "{offset:#x}");
         }
         let mapped = Mapped::open(inflated.path()).unwrap();
-        let answered =
-            (mapped.units()).map(|mut u| addrs.iter().filter_map(|&a| u.name(a)).collect());
+        let answered = (inflated.index(&mapped))
+            .and_then(|index| mapped.units(index))
+            .map(|mut u| addrs.iter().filter_map(|&a| u.name(a)).collect());
         (answered, offsets.len())
     }
 
