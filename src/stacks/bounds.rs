@@ -6,64 +6,139 @@
 use std::fs::File;
 use std::path::Path;
 
-use gimli::{BaseAddresses, CieOrFde, EhFrame, NativeEndian, UnwindSection};
+use gimli::{BaseAddresses, CieOrFde, EhFrame, EhFrameHdr, NativeEndian, UnwindSection};
 use object::read::elf::ElfFile64;
 use object::read::ReadCache;
 use object::{Endianness, Object, ObjectSection, ObjectSegment};
 
-/// The functions of one file, by file offset: sorted, not overlapping.
+/// The functions of one file.
 #[derive(Debug, Default)]
 pub struct Functions {
-    ranges: Vec<(u64, u64)>,
+    table: Table,
+}
+
+#[derive(Debug, Default)]
+enum Table {
+    /// None described (the file cannot be read, or has no `.eh_frame`).
+    #[default]
+    Empty,
+    /// The FDE of an address found through `.eh_frame_hdr`'s sorted
+    /// table, as an unwinder finds it: only that FDE is parsed, where
+    /// reading every FDE (cc1 has 45,000) cost a build's recording more
+    /// than the rest of its naming (BENCHMARKS.md, "Naming without
+    /// reading every unit or FDE").
+    Indexed(Indexed),
+    /// Every FDE's range, by file offset: sorted, not overlapping. For a
+    /// file without `.eh_frame_hdr`.
+    Ranges(Vec<(u64, u64)>),
+}
+
+#[derive(Debug)]
+struct Indexed {
+    eh_frame: Vec<u8>,
+    hdr: Vec<u8>,
+    bases: BaseAddresses,
+    segments: Segments,
 }
 
 impl Functions {
     /// The functions the ELF file at `path` describes; none if it cannot
     /// be read or has no `.eh_frame` (its frames stay one per address).
     pub fn read(path: &Path) -> Self {
-        let ranges = File::open(path).ok().and_then(|f| {
+        let table = File::open(path).ok().and_then(|f| {
             let data = ReadCache::new(f);
             let file = ElfFile64::<Endianness, _>::parse(&data).ok()?;
-            Some(ranges(&file))
+            table(&file)
         });
-        let mut ranges = ranges.unwrap_or_default();
-        ranges.sort_unstable();
-        Self { ranges }
+        Self {
+            table: table.unwrap_or_default(),
+        }
     }
 
     /// The file offset where the function holding `offset` begins, if a
     /// function does.
     pub fn start_of(&self, offset: u64) -> Option<u64> {
-        let after = self.ranges.partition_point(|&(start, _)| start <= offset);
-        let &(start, end) = self.ranges.get(after.checked_sub(1)?)?;
-        (offset < end).then_some(start)
+        match &self.table {
+            Table::Empty => None,
+            Table::Indexed(indexed) => indexed.start_of(offset),
+            Table::Ranges(ranges) => {
+                let after = ranges.partition_point(|&(start, _)| start <= offset);
+                let &(start, end) = ranges.get(after.checked_sub(1)?)?;
+                (offset < end).then_some(start)
+            }
+        }
     }
 }
 
-/// Each FDE's range of code, as file offsets of the segment it lies in.
-fn ranges<'data, R: object::ReadRef<'data>>(
-    file: &ElfFile64<'data, Endianness, R>,
-) -> Vec<(u64, u64)> {
-    let Some(section) = file.section_by_name(".eh_frame") else {
-        return Vec::new();
-    };
-    let Ok(data) = section.data() else {
-        return Vec::new();
-    };
-    let segments: Vec<(u64, u64, u64)> = file
-        .segments()
-        .filter(|s| s.permissions().executable())
-        .map(|s| (s.address(), s.size(), s.file_range().0))
-        .collect();
-    let to_offset = |svma: u64| {
-        let &(vaddr, _, offset) = segments
-            .iter()
+impl Indexed {
+    fn start_of(&self, offset: u64) -> Option<u64> {
+        let svma = self.segments.address(offset)?;
+        let hdr = EhFrameHdr::new(&self.hdr, NativeEndian).parse(&self.bases, 8);
+        let hdr = hdr.ok()?;
+        let eh_frame = EhFrame::new(&self.eh_frame, NativeEndian);
+        let fde = (hdr.table()?)
+            .fde_for_address(&eh_frame, &self.bases, svma, EhFrame::cie_from_offset)
+            .ok()?;
+        self.segments.offset(fde.initial_address())
+    }
+}
+
+/// The file's executable segments: address, size and file offset.
+#[derive(Debug)]
+struct Segments(Vec<(u64, u64, u64)>);
+
+impl Segments {
+    fn of<'data, R: object::ReadRef<'data>>(file: &ElfFile64<'data, Endianness, R>) -> Self {
+        let segments = (file.segments())
+            .filter(|s| s.permissions().executable())
+            .map(|s| (s.address(), s.size(), s.file_range().0));
+        Segments(segments.collect())
+    }
+
+    fn offset(&self, svma: u64) -> Option<u64> {
+        let &(vaddr, _, offset) = (self.0.iter())
             .find(|&&(vaddr, size, _)| (vaddr..vaddr.saturating_add(size)).contains(&svma))?;
         Some(svma - vaddr + offset)
-    };
-    let eh_frame = EhFrame::new(data, NativeEndian);
+    }
+
+    fn address(&self, offset: u64) -> Option<u64> {
+        let &(vaddr, _, start) = (self.0.iter())
+            .find(|&&(_, size, start)| (start..start.saturating_add(size)).contains(&offset))?;
+        Some(offset - start + vaddr)
+    }
+}
+
+/// The file's functions: through `.eh_frame_hdr` where it has one with a
+/// table, else every FDE's range.
+fn table<'data, R: object::ReadRef<'data>>(
+    file: &ElfFile64<'data, Endianness, R>,
+) -> Option<Table> {
+    let section = file.section_by_name(".eh_frame")?;
+    let data = section.data().ok()?;
+    let segments = Segments::of(file);
     let bases = BaseAddresses::default().set_eh_frame(section.address());
-    let mut entries = eh_frame.entries(&bases);
+    let hdr = (file.section_by_name(".eh_frame_hdr"))
+        .and_then(|hdr| Some((hdr.address(), hdr.data().ok()?)));
+    if let Some((address, hdr)) = hdr {
+        let bases = bases.clone().set_eh_frame_hdr(address);
+        let parsed = EhFrameHdr::new(hdr, NativeEndian).parse(&bases, 8);
+        if parsed.is_ok_and(|parsed| parsed.table().is_some()) {
+            return Some(Table::Indexed(Indexed {
+                eh_frame: data.to_vec(),
+                hdr: hdr.to_vec(),
+                bases,
+                segments,
+            }));
+        }
+    }
+    Some(Table::Ranges(ranges(data, &bases, &segments)))
+}
+
+/// Each FDE's range of code, as file offsets of the segment it lies in,
+/// sorted.
+fn ranges(data: &[u8], bases: &BaseAddresses, segments: &Segments) -> Vec<(u64, u64)> {
+    let eh_frame = EhFrame::new(data, NativeEndian);
+    let mut entries = eh_frame.entries(bases);
     let mut ranges = Vec::new();
     // A malformed entry ends the list: the ranges before it stand.
     while let Ok(Some(entry)) = entries.next() {
@@ -75,10 +150,11 @@ fn ranges<'data, R: object::ReadRef<'data>>(
         else {
             continue;
         };
-        if let Some(start) = to_offset(fde.initial_address()) {
+        if let Some(start) = segments.offset(fde.initial_address()) {
             ranges.push((start, start.saturating_add(fde.len())));
         }
     }
+    ranges.sort_unstable();
     ranges
 }
 
@@ -94,7 +170,10 @@ mod tests {
     fn libc_functions_begin_where_their_symbols_do() {
         let libc = crate::stacks::test_support::self_libc();
         let functions = Functions::read(&libc);
-        assert!(functions.ranges.len() > 1000, "{}", functions.ranges.len());
+        assert!(
+            matches!(functions.table, Table::Indexed(_)),
+            "{functions:?}"
+        );
         let data = std::fs::read(&libc).unwrap();
         let file = object::File::parse(&*data).unwrap();
         let malloc = file
@@ -115,5 +194,30 @@ mod tests {
         assert_eq!(functions.start_of(offset), Some(offset));
         assert_eq!(functions.start_of(offset + 7), Some(offset));
         assert_eq!(functions.start_of(u64::MAX), None);
+    }
+
+    /// Found through `.eh_frame_hdr` or from every FDE, each byte of
+    /// libc's code is placed in the same function.
+    #[test]
+    fn the_index_places_code_as_every_fde_does() {
+        let libc = crate::stacks::test_support::self_libc();
+        let data = std::fs::read(&libc).unwrap();
+        let file = ElfFile64::<Endianness, _>::parse(&*data).unwrap();
+        let Some(Table::Indexed(indexed)) = table(&file) else {
+            panic!("libc has an .eh_frame_hdr table");
+        };
+        let ranges = ranges(&indexed.eh_frame, &indexed.bases, &indexed.segments);
+        assert!(ranges.len() > 1000, "{}", ranges.len());
+        let all = Functions {
+            table: Table::Ranges(ranges),
+        };
+        let text = file.section_by_name(".text").unwrap().file_range().unwrap();
+        let mut placed = 0;
+        for offset in (text.0..text.0 + text.1).step_by(7) {
+            let start = indexed.start_of(offset);
+            assert_eq!(start, all.start_of(offset), "{offset:#x}");
+            placed += usize::from(start.is_some());
+        }
+        assert!(placed > (text.1 / 7) as usize * 9 / 10, "{placed}");
     }
 }
