@@ -9,7 +9,9 @@ use std::path::Path;
 use gimli::{BaseAddresses, CieOrFde, EhFrame, EhFrameHdr, NativeEndian, UnwindSection};
 use object::read::elf::ElfFile64;
 use object::read::ReadCache;
-use object::{Endianness, Object, ObjectSection, ObjectSegment};
+use object::{Endianness, Object, ObjectSection};
+
+use super::segments::Segments;
 
 /// The functions of one file.
 #[derive(Debug, Default)]
@@ -79,32 +81,7 @@ impl Indexed {
         let fde = (hdr.table()?)
             .fde_for_address(&eh_frame, &self.bases, svma, EhFrame::cie_from_offset)
             .ok()?;
-        self.segments.offset(fde.initial_address())
-    }
-}
-
-/// The file's executable segments: address, size and file offset.
-#[derive(Debug)]
-struct Segments(Vec<(u64, u64, u64)>);
-
-impl Segments {
-    fn of<'data, R: object::ReadRef<'data>>(file: &ElfFile64<'data, Endianness, R>) -> Self {
-        let segments = (file.segments())
-            .filter(|s| s.permissions().executable())
-            .map(|s| (s.address(), s.size(), s.file_range().0));
-        Segments(segments.collect())
-    }
-
-    fn offset(&self, svma: u64) -> Option<u64> {
-        let &(vaddr, _, offset) = (self.0.iter())
-            .find(|&&(vaddr, size, _)| (vaddr..vaddr.saturating_add(size)).contains(&svma))?;
-        Some(svma - vaddr + offset)
-    }
-
-    fn address(&self, offset: u64) -> Option<u64> {
-        let &(vaddr, _, start) = (self.0.iter())
-            .find(|&&(_, size, start)| (start..start.saturating_add(size)).contains(&offset))?;
-        Some(offset - start + vaddr)
+        self.segments.file_offset(fde.initial_address())
     }
 }
 
@@ -115,7 +92,7 @@ fn table<'data, R: object::ReadRef<'data>>(
 ) -> Option<Table> {
     let section = file.section_by_name(".eh_frame")?;
     let data = section.data().ok()?;
-    let segments = Segments::of(file);
+    let segments = Segments::of(file).executable();
     let bases = BaseAddresses::default().set_eh_frame(section.address());
     let hdr = (file.section_by_name(".eh_frame_hdr"))
         .and_then(|hdr| Some((hdr.address(), hdr.data().ok()?)));
@@ -150,7 +127,7 @@ fn ranges(data: &[u8], bases: &BaseAddresses, segments: &Segments) -> Vec<(u64, 
         else {
             continue;
         };
-        if let Some(start) = segments.offset(fde.initial_address()) {
+        if let Some(start) = segments.file_offset(fde.initial_address()) {
             ranges.push((start, start.saturating_add(fde.len())));
         }
     }
@@ -181,16 +158,7 @@ mod tests {
             .find(|s| s.name() == Ok("malloc"))
             .map(|s| s.address())
             .unwrap();
-        // libc's executable segment is mapped at its file offset's vaddr
-        // minus a constant; find malloc's file offset through it.
-        let segment = file
-            .segments()
-            .find(|s| {
-                s.permissions().executable()
-                    && (s.address()..s.address() + s.size()).contains(&malloc)
-            })
-            .unwrap();
-        let offset = malloc - segment.address() + segment.file_range().0;
+        let offset = Segments::of(&file).file_offset(malloc).unwrap();
         assert_eq!(functions.start_of(offset), Some(offset));
         assert_eq!(functions.start_of(offset + 7), Some(offset));
         assert_eq!(functions.start_of(u64::MAX), None);

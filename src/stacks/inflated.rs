@@ -17,9 +17,10 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use object::read::ReadCache;
-use object::{CompressionFormat, Object, ObjectSection, ObjectSegment};
+use object::{CompressionFormat, Object, ObjectSection};
 
 use super::cache::{hex, NameCache, LIMIT};
+use super::segments::Segments;
 use super::units::{Index, Mapped};
 
 /// Where the debug files of build ids are (see `gdb`'s "Separate Debug
@@ -34,8 +35,8 @@ const MOST: u64 = LIMIT / 4;
 #[derive(Debug)]
 pub(crate) struct Inflated {
     copy: PathBuf,
-    /// Each loaded segment's file offset, size in the file, and address.
-    segments: Vec<(u64, u64, u64)>,
+    /// Where the file's offsets are loaded.
+    segments: Segments,
     /// Where the copy's DWARF units are, read the first time a name is
     /// looked up in it.
     index: OnceCell<Option<Index>>,
@@ -54,10 +55,7 @@ impl Inflated {
             Some((_, crc)) => Some((debug_file(build_id)?, crc)),
             None => None,
         };
-        let segments = (elf.segments())
-            .map(|s| (s.file_range(), s.address()))
-            .map(|((offset, size), address)| (offset, size, address))
-            .collect();
+        let segments = Segments::of(&elf);
         let (holder, crc) = match &holder {
             Some((debug, crc)) => (debug.as_path(), Some(*crc)),
             None => (path, None),
@@ -87,10 +85,7 @@ impl Inflated {
     /// The address `offset` of the file is loaded at, as blazesym places
     /// it: in the first segment whose file bytes hold it.
     pub(crate) fn address(&self, offset: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|&&(start, size, _)| (start..start + size).contains(&offset))
-            .map(|&(start, _, address)| offset - start + address)
+        self.segments.address(offset)
     }
 }
 

@@ -34,6 +34,8 @@ mod ksyms;
 mod plt;
 mod profile;
 #[cfg(feature = "recorder")]
+pub(crate) mod segments;
+#[cfg(feature = "recorder")]
 pub mod symbolize;
 #[cfg(all(test, feature = "recorder"))]
 pub(crate) mod test_support;

@@ -21,7 +21,9 @@ use std::sync::Arc;
 use framehop::{ExplicitModuleSectionInfo, Unwinder as _};
 use memmap2::Mmap;
 use object::read::elf::ElfFile64;
-use object::{CompressionFormat, Endianness, Object, ObjectSection, ObjectSegment};
+use object::{CompressionFormat, Endianness, Object, ObjectSection};
+
+use super::segments::Segments;
 
 /// One executable mapping of a file in a sampled process.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -145,15 +147,6 @@ enum LoadError {
     Replaced { path: PathBuf },
 }
 
-/// A loadable segment, to place the file's addresses in a process.
-#[derive(Clone, Copy, Debug)]
-struct Segment {
-    offset: u64,
-    filesz: u64,
-    vaddr: u64,
-    executable: bool,
-}
-
 /// A section's addresses in the file (SVMAs) and its bytes.
 struct Section {
     svma: Range<u64>,
@@ -162,7 +155,7 @@ struct Section {
 
 /// What one ELF file gives to unwinding, read once.
 struct ElfFile {
-    segments: Vec<Segment>,
+    segments: Segments,
     eh_frame: Option<Section>,
     eh_frame_hdr: Option<Section>,
     debug_frame: Option<Bytes>,
@@ -471,27 +464,14 @@ fn page_size() -> u64 {
     }
 }
 
-/// What to add to the file's addresses to get the process's: the mapping
-/// at `start` of `file_offset` lies in a loadable segment, whose bytes sit
-/// at `vaddr - offset` from their file offset. The mapping starts at the
-/// page boundary below the segment's offset, so it may begin before it:
-/// then it also holds the end of the previous segment, and the executable
-/// one is meant.
-fn bias(segments: &[Segment], start: u64, file_offset: u64, page: u64) -> Option<u64> {
-    let holds = |s: &&Segment| {
-        let first = s.offset - s.offset % page.max(1);
-        (first..s.offset.saturating_add(s.filesz)).contains(&file_offset)
-    };
-    let segment = segments
-        .iter()
-        .filter(holds)
+/// What to add to the file's addresses to get the process's: through the
+/// loadable segment the mapping at `start` of `file_offset` shows, the
+/// executable one where its first page also holds the end of another.
+fn bias(segments: &Segments, start: u64, file_offset: u64, page: u64) -> Option<u64> {
+    let segment = (segments.holding(file_offset, page))
         .find(|s| s.executable)
-        .or_else(|| segments.iter().find(holds))?;
-    let svma = segment
-        .vaddr
-        .wrapping_add(file_offset)
-        .wrapping_sub(segment.offset);
-    Some(start.wrapping_sub(svma))
+        .or_else(|| segments.holding(file_offset, page).next())?;
+    Some(segment.bias(start, file_offset))
 }
 
 fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
@@ -522,7 +502,7 @@ fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
     let section = |name| section(&file, &map, name);
     let eh_frame = section(".eh_frame");
     Ok(ElfFile {
-        segments: segments(&file),
+        segments: Segments::of(&file),
         // framehop uses .debug_frame only without .eh_frame: read it only
         // then (it is large in unstripped files).
         debug_frame: match eh_frame {
@@ -534,23 +514,6 @@ fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
         text: svma(&file, ".text"),
         got: svma(&file, ".got"),
     })
-}
-
-fn segments<'data, R: object::ReadRef<'data>>(
-    file: &ElfFile64<'data, Endianness, R>,
-) -> Vec<Segment> {
-    file.segments()
-        .map(|s| {
-            let (offset, filesz) = s.file_range();
-            let executable = s.permissions().executable();
-            Segment {
-                offset,
-                filesz,
-                vaddr: s.address(),
-                executable,
-            }
-        })
-        .collect()
 }
 
 fn svma<'data, R: object::ReadRef<'data>>(
@@ -588,6 +551,7 @@ mod tests {
     use std::hint::black_box;
 
     use super::*;
+    use crate::stacks::segments::Segment;
     use crate::stacks::symbolize::{lookup_address, Symbolizer};
     use crate::stacks::test_support::{capture_regs, read_self, self_modules};
 
@@ -745,10 +709,10 @@ mod tests {
     fn the_bias_places_a_segment_that_starts_inside_a_page() {
         // lld packs segments: the text starts at 0x5234 in the file and at
         // 0x6234 in memory; the mapping of it starts at the page below.
-        let segments = [
+        let segments = Segments::from_iter([
             segment(0, 0x5234, 0, false),
             segment(0x5234, 0x1000, 0x6234, true),
-        ];
+        ]);
         let start = 0x7f00_0000_6000;
         let bias = bias(&segments, start, 0x5000, 0x1000).unwrap();
         assert_eq!(bias, 0x7f00_0000_0000);
@@ -756,16 +720,16 @@ mod tests {
 
     #[test]
     fn a_non_pie_executable_has_no_bias() {
-        let segments = [
+        let segments = Segments::from_iter([
             segment(0, 0x1000, 0x40_0000, false),
             segment(0x1000, 0x3000, 0x40_1000, true),
-        ];
+        ]);
         assert_eq!(bias(&segments, 0x40_1000, 0x1000, 0x1000), Some(0));
     }
 
     #[test]
     fn an_offset_outside_every_segment_places_nothing() {
-        let segments = [segment(0, 0x1000, 0, true)];
+        let segments = Segments::from_iter([segment(0, 0x1000, 0, true)]);
         assert_eq!(bias(&segments, 0x1000, 0x9000, 0x1000), None);
     }
 

@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolFlags, SymbolKind};
+use object::{Object, ObjectSymbol, SymbolFlags, SymbolKind};
 
 use super::ifunc;
 use super::names::{preferred, Names};
+use crate::stacks::segments::Segments;
 
 /// One function of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,8 @@ pub(super) fn functions_where(
 ) -> Result<Vec<Function>, String> {
     let data = fs::read(file).map_err(|err| err.to_string())?;
     let elf = object::File::parse(&*data).map_err(|err| err.to_string())?;
+    // A uprobe is placed by file offset.
+    let segments = Segments::of(&elf);
     let mut found = Vec::new();
     for (address, group) in groups(&elf) {
         let named: Vec<(&str, Names)> = group
@@ -89,10 +92,10 @@ pub(super) fn functions_where(
             ifunc: None,
         };
         let function = match group.ifunc {
-            true => resolved(file, &elf, function),
+            true => resolved(file, &segments, function),
             false => function,
         };
-        if let Some(offset) = file_offset(&elf, function.address) {
+        if let Some(offset) = segments.file_offset(function.address) {
             found.push(Function { offset, ..function });
         }
     }
@@ -137,9 +140,9 @@ fn aliases(symbols: &[String], symbol: &str) -> Vec<String> {
 }
 
 /// An IFUNC as the code this machine runs, where the loader can say.
-fn resolved(file: &Path, elf: &object::File<'_>, function: Function) -> Function {
+fn resolved(file: &Path, segments: &Segments, function: Function) -> Function {
     let code =
-        ifunc::code_offset(file, &function.symbol).and_then(|offset| virtual_address(elf, offset));
+        ifunc::code_offset(file, &function.symbol).and_then(|offset| segments.address(offset));
     match code {
         Some(address) => Function {
             address,
@@ -155,28 +158,6 @@ fn resolved(file: &Path, elf: &object::File<'_>, function: Function) -> Function
     }
 }
 
-/// Where the code at virtual address `address` is in the file: a uprobe
-/// is placed by file offset.
-fn file_offset(elf: &object::File<'_>, address: u64) -> Option<u64> {
-    elf.segments().find_map(|segment| {
-        let (offset, size) = segment.file_range();
-        let start = segment.address();
-        (start..start + size)
-            .contains(&address)
-            .then(|| address - start + offset)
-    })
-}
-
-/// The virtual address of the code at file offset `offset`.
-fn virtual_address(elf: &object::File<'_>, offset: u64) -> Option<u64> {
-    elf.segments().find_map(|segment| {
-        let (start, size) = segment.file_range();
-        (start..start + size)
-            .contains(&offset)
-            .then(|| offset - start + segment.address())
-    })
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -186,10 +167,13 @@ pub(super) mod tests {
     pub(crate) fn all_functions(file: &Path) -> Vec<(u64, u64, u64)> {
         let data = fs::read(file).unwrap();
         let elf = object::File::parse(&*data).unwrap();
+        let segments = Segments::of(&elf);
         groups(&elf)
             .into_iter()
             .filter(|(_, group)| group.size > 0 && !group.ifunc)
-            .filter_map(|(address, group)| Some((address, file_offset(&elf, address)?, group.size)))
+            .filter_map(|(address, group)| {
+                Some((address, segments.file_offset(address)?, group.size))
+            })
             .collect()
     }
 

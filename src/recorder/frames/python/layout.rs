@@ -9,12 +9,13 @@ use std::fs::File;
 
 use object::read::elf::ElfFile64;
 use object::read::ReadCache;
-use object::{Endianness, Object, ObjectSegment, ObjectSymbol};
+use object::{Endianness, Object, ObjectSymbol};
 
 use super::lines::Table;
 use crate::bpf::types::{py_binary_key, py_flags, py_layout};
 use crate::event::Pid;
 use crate::recorder::wire::{Mapping, PyCode};
+use crate::stacks::segments::Segments;
 
 /// glibc's `struct pthread`, from the thread pointer to the data of
 /// pthread key 0 (`specific_1stblock[0].data`; glibc 2.28 to 2.41).
@@ -65,8 +66,7 @@ pub(crate) struct Interpreter {
     /// The file's key when it is loaded where it says (not
     /// position-independent): its layout then holds in every process.
     fixed: Option<py_binary_key>,
-    /// The loadable segments: (address, file offset, file size).
-    segments: Vec<(u64, u64, u64)>,
+    segments: Segments,
     /// File offsets of `_PyEval_EvalFrameDefault`.
     eval: (u64, u64),
     /// Where a compact ASCII and a compact non-ASCII string's text starts.
@@ -115,10 +115,7 @@ impl Interpreter {
         };
         let (runtime, _) = symbol("_PyRuntime")?;
         let (eval, eval_size) = symbol("_PyEval_EvalFrameDefault")?;
-        let segments: Vec<_> = elf
-            .segments()
-            .map(|s| (s.address(), s.file_range().0, s.file_range().1))
-            .collect();
+        let segments = Segments::of(&elf);
         let mut interpreter = Interpreter {
             minor,
             layout: table(minor)?,
@@ -130,22 +127,14 @@ impl Interpreter {
             ascii_data: if minor <= 11 { 48 } else { 40 },
             compact_data: if minor <= 11 { 72 } else { 56 },
         };
-        let eval = interpreter.file_offset(eval)?;
+        let eval = interpreter.segments.file_offset(eval)?;
         interpreter.eval = (eval, eval + eval_size);
         if minor >= 13 {
-            let at = interpreter.file_offset(runtime)?;
+            let at = interpreter.segments.file_offset(runtime)?;
             let debug = elf_bytes(&cache, at, 768)?;
             interpreter.read_debug_offsets(&debug)?;
         }
         Some(interpreter)
-    }
-
-    /// The file offset of address `addr` of the file.
-    fn file_offset(&self, addr: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|&&(start, _, size)| addr >= start && addr - start < size)
-            .map(|&(start, offset, _)| addr - start + offset)
     }
 
     /// 3.13+: the offsets the interpreter gives itself (`_Py_DebugOffsets`),
@@ -203,11 +192,8 @@ impl Interpreter {
         } else {
             // The segment this mapping's file offset starts in, or the
             // page before it.
-            let &(addr, offset, _) = self.segments.iter().find(|&&(_, offset, size)| {
-                offset / 4096 * 4096 <= mapping.file_offset && mapping.file_offset < offset + size
-            })?;
-            let mapped_addr = addr.wrapping_sub(offset).wrapping_add(mapping.file_offset);
-            mapping.start.wrapping_sub(mapped_addr)
+            let segment = self.segments.holding(mapping.file_offset, 4096).next()?;
+            segment.bias(mapping.start, mapping.file_offset)
         };
         Some(self.layout_with(bias))
     }
