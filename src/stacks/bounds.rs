@@ -3,15 +3,12 @@
 //! no symbol names is still grouped by the function it belongs to
 //! (`libz.so.1+0x4a00`, not one row per address: `+0x4a08`, `+0x4a20`).
 
-use std::fs::File;
 use std::path::Path;
 
 use gimli::{BaseAddresses, CieOrFde, EhFrame, EhFrameHdr, NativeEndian, UnwindSection};
-use object::read::elf::ElfFile64;
-use object::read::ReadCache;
-use object::{Endianness, Object, ObjectSection};
 
 use super::segments::Segments;
+use super::unwind::{load, Bytes, ElfFile};
 
 /// The functions of one file.
 #[derive(Debug, Default)]
@@ -37,8 +34,8 @@ enum Table {
 
 #[derive(Debug)]
 struct Indexed {
-    eh_frame: Vec<u8>,
-    hdr: Vec<u8>,
+    eh_frame: Bytes,
+    hdr: Bytes,
     bases: BaseAddresses,
     segments: Segments,
 }
@@ -47,11 +44,9 @@ impl Functions {
     /// The functions the ELF file at `path` describes; none if it cannot
     /// be read or has no `.eh_frame` (its frames stay one per address).
     pub fn read(path: &Path) -> Self {
-        let table = File::open(path).ok().and_then(|f| {
-            let data = ReadCache::new(f);
-            let file = ElfFile64::<Endianness, _>::parse(&data).ok()?;
-            table(&file)
-        });
+        // The unwinder's reading of the file: its unwind sections mapped,
+        // not copied (cc1's are 2.7 MB).
+        let table = load(path, None).ok().and_then(table);
         Self {
             table: table.unwrap_or_default(),
         }
@@ -87,28 +82,23 @@ impl Indexed {
 
 /// The file's functions: through `.eh_frame_hdr` where it has one with a
 /// table, else every FDE's range.
-fn table<'data, R: object::ReadRef<'data>>(
-    file: &ElfFile64<'data, Endianness, R>,
-) -> Option<Table> {
-    let section = file.section_by_name(".eh_frame")?;
-    let data = section.data().ok()?;
-    let segments = Segments::of(file).executable();
-    let bases = BaseAddresses::default().set_eh_frame(section.address());
-    let hdr = (file.section_by_name(".eh_frame_hdr"))
-        .and_then(|hdr| Some((hdr.address(), hdr.data().ok()?)));
-    if let Some((address, hdr)) = hdr {
-        let bases = bases.clone().set_eh_frame_hdr(address);
-        let parsed = EhFrameHdr::new(hdr, NativeEndian).parse(&bases, 8);
+fn table(file: ElfFile) -> Option<Table> {
+    let eh_frame = file.eh_frame?;
+    let segments = file.segments.executable();
+    let bases = BaseAddresses::default().set_eh_frame(eh_frame.svma.start);
+    if let Some(hdr) = file.eh_frame_hdr {
+        let bases = bases.clone().set_eh_frame_hdr(hdr.svma.start);
+        let parsed = EhFrameHdr::new(&hdr.data, NativeEndian).parse(&bases, 8);
         if parsed.is_ok_and(|parsed| parsed.table().is_some()) {
             return Some(Table::Indexed(Indexed {
-                eh_frame: data.to_vec(),
-                hdr: hdr.to_vec(),
+                eh_frame: eh_frame.data,
+                hdr: hdr.data,
                 bases,
                 segments,
             }));
         }
     }
-    Some(Table::Ranges(ranges(data, &bases, &segments)))
+    Some(Table::Ranges(ranges(&eh_frame.data, &bases, &segments)))
 }
 
 /// Each FDE's range of code, as file offsets of the segment it lies in,
@@ -137,7 +127,7 @@ fn ranges(data: &[u8], bases: &BaseAddresses, segments: &Segments) -> Vec<(u64, 
 
 #[cfg(test)]
 mod tests {
-    use object::ObjectSymbol;
+    use object::{Object, ObjectSection, ObjectSymbol};
 
     use super::*;
 
@@ -170,8 +160,8 @@ mod tests {
     fn the_index_places_code_as_every_fde_does() {
         let libc = crate::stacks::test_support::self_libc();
         let data = std::fs::read(&libc).unwrap();
-        let file = ElfFile64::<Endianness, _>::parse(&*data).unwrap();
-        let Some(Table::Indexed(indexed)) = table(&file) else {
+        let file = object::File::parse(&*data).unwrap();
+        let Some(Table::Indexed(indexed)) = table(load(&libc, None).unwrap()) else {
             panic!("libc has an .eh_frame_hdr table");
         };
         let ranges = ranges(&indexed.eh_frame, &indexed.bases, &indexed.segments);

@@ -80,8 +80,8 @@ pub struct Regs {
 
 /// A section's bytes in its file, mapped once and shared by every process
 /// that maps the file.
-#[derive(Clone)]
-struct Bytes {
+#[derive(Clone, Debug)]
+pub(super) struct Bytes {
     file: Arc<Mmap>,
     range: Range<usize>,
 }
@@ -135,7 +135,7 @@ mod native {
 /// Why a mapped file gives no unwind rules; logged once per file, whose
 /// code is then unwound through frame pointers.
 #[derive(Debug, thiserror::Error)]
-enum LoadError {
+pub(super) enum LoadError {
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("{path} is no 64-bit ELF file: {source}")]
@@ -148,16 +148,17 @@ enum LoadError {
 }
 
 /// A section's addresses in the file (SVMAs) and its bytes.
-struct Section {
-    svma: Range<u64>,
-    data: Bytes,
+pub(super) struct Section {
+    pub svma: Range<u64>,
+    pub data: Bytes,
 }
 
-/// What one ELF file gives to unwinding, read once.
-struct ElfFile {
-    segments: Segments,
-    eh_frame: Option<Section>,
-    eh_frame_hdr: Option<Section>,
+/// What one ELF file gives to unwinding, read once; where its functions
+/// start too ([`super::bounds`]).
+pub(super) struct ElfFile {
+    pub segments: Segments,
+    pub eh_frame: Option<Section>,
+    pub eh_frame_hdr: Option<Section>,
     debug_frame: Option<Bytes>,
     text: Option<Range<u64>>,
     got: Option<Range<u64>>,
@@ -474,7 +475,7 @@ fn bias(segments: &Segments, start: u64, file_offset: u64, page: u64) -> Option<
     Some(segment.bias(start, file_offset))
 }
 
-fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
+pub(super) fn load(path: &Path, build_id: Option<&[u8]>) -> Result<ElfFile, LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_owned(),
         source,
