@@ -269,8 +269,10 @@ impl Entry {
 /// 1.9 MB); 2 held each text once, in JSON, but parsing it into a map of
 /// strings, and writing it back, cost `cc1`'s 61,000 offsets 25 ms on
 /// every recording of a build; 3 was renamed into place whole, where 4
-/// is written over the old entry and ends with the CRC-32 of the rest.
-const MAGIC: &[u8; 8] = b"ptnames4";
+/// is written over the old entry and ends with the CRC-32 of the rest;
+/// 4's entries may name code after a symbol version (see
+/// `Plt::is_version`), which 5's do not.
+const MAGIC: &[u8; 8] = b"ptnames5";
 
 /// An entry's names as its file holds them, looked up where they lie:
 /// the offsets in order, where each one's frames start, each frame's

@@ -301,10 +301,9 @@ fn u64_at(data: &[u8], at: usize) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
-
     use super::*;
     use crate::stacks::symbolize::{Frame, Symbolizer};
+    use crate::stacks::test_support::run;
 
     /// A function inlined into another, so names come as chains.
     const PROGRAM: &str = r#"
@@ -312,11 +311,6 @@ mod tests {
         __attribute__((noinline)) int outer(int x) { return inner(x) ^ inner(x + 1); }
         int main(int argc, char **argv) { (void)argv; return outer(argc); }
     "#;
-
-    fn run(program: &str, args: &[&Path]) {
-        let status = Command::new(program).args(args).status();
-        assert!(status.is_ok_and(|s| s.success()), "{program} {args:?}");
-    }
 
     /// The program built with DWARF at `dir/plain/p`, and at
     /// `dir/packed/p` with its DWARF compressed.

@@ -6,6 +6,12 @@
 //! wrong, and in a hot interpreter loop worth a few percent. The stubs
 //! are laid out in the order of the `.rela.plt` relocations, whose
 //! symbols name them.
+//!
+//! The same table holds the names of the file's symbol versions
+//! (`GLIBC_2.2.5`, `LLVM_14`): absolute symbols at 0, of no size. Taking
+//! a symbol of no size to reach the next one, blazesym hands them the
+//! code of a stripped library below its first exported function
+//! (`.init`, static functions, constructors), which they never name.
 
 use std::fs::File;
 use std::ops::Range;
@@ -25,11 +31,13 @@ struct Stubs {
     size: u64,
 }
 
-/// The PLT stubs of one file and the functions they call, in order.
+/// The PLT stubs of one file and the functions they call, in order;
+/// the names of its symbol versions.
 #[derive(Default)]
 pub struct Plt {
     sections: Vec<Stubs>,
     names: Vec<String>,
+    versions: Vec<String>,
 }
 
 impl Plt {
@@ -68,6 +76,7 @@ impl Plt {
         Self {
             sections,
             names: jump_slots(file),
+            versions: versions(file),
         }
     }
 
@@ -78,6 +87,25 @@ impl Plt {
         let name = self.names.get(usize::try_from(index).ok()?)?;
         Some(format!("{name}@plt"))
     }
+
+    /// Whether `name` is one of the file's symbol versions, which name no
+    /// code.
+    pub fn is_version(&self, name: &str) -> bool {
+        self.versions.iter().any(|v| v == name)
+    }
+}
+
+/// The names of the file's symbol versions, as `.dynsym` holds them.
+fn versions<'data, R: object::ReadRef<'data>>(
+    file: &ElfFile64<'data, Endianness, R>,
+) -> Vec<String> {
+    let absolute = |s: &object::read::elf::ElfSymbol64<'data, '_, Endianness, R>| {
+        s.section() == object::SymbolSection::Absolute && s.address() == 0 && s.size() == 0
+    };
+    file.dynamic_symbols()
+        .filter(absolute)
+        .filter_map(|s| s.name().ok().map(str::to_owned))
+        .collect()
 }
 
 /// The functions `.rela.plt` binds, in its order.
@@ -144,6 +172,7 @@ mod tests {
                 size: 16,
             }],
             names: vec!["memset".into(), "free".into()],
+            versions: Vec::new(),
         };
         assert_eq!(plt.name(0x1008), None, "the resolver's stub");
         assert_eq!(plt.name(0x1014).as_deref(), Some("memset@plt"));

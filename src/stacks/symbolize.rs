@@ -138,7 +138,7 @@ impl Symbolizer {
             for (i, &offset) in missing.iter().enumerate() {
                 let named = match (plt.name(offset), found.get_mut(i).and_then(Option::take)) {
                     (Some(stub), _) => vec![kept(Some(&stub), None)],
-                    (None, Some(named)) => named,
+                    (None, Some(named)) if !names_version(plt, &named) => named,
                     _ => vec![kept(None, None)],
                 };
                 entry.learn(offset, named);
@@ -326,6 +326,18 @@ pub(super) fn look_up_inflated(
     Some(addrs.iter().zip(found).map(answer).collect())
 }
 
+/// Whether `named` is a symbol version's name alone, which blazesym
+/// gives code below a stripped library's first exported function (see
+/// [`Plt`]).
+fn names_version(plt: &Plt, named: &[Named]) -> bool {
+    match named {
+        [only] if only.file.is_none() => {
+            only.function.as_deref().is_some_and(|f| plt.is_version(f))
+        }
+        _ => false,
+    }
+}
+
 /// The frames of blazesym's answer, if it names a symbol.
 pub(super) fn answer_chain(found: &Symbolized<'_>) -> Option<Vec<Named>> {
     match found {
@@ -491,7 +503,7 @@ mod tests {
     use std::hint::black_box;
 
     use super::*;
-    use crate::stacks::test_support::self_modules;
+    use crate::stacks::test_support::{run, self_modules};
     use crate::stacks::unwind::find_module;
 
     #[inline(never)]
@@ -592,6 +604,47 @@ mod tests {
         fs::write(&path, "10 10 first\n40 10 second\n").unwrap();
         map.refresh(&path);
         assert_eq!(map.name(0x44), Some("second"));
+    }
+
+    /// A stripped library whose symbols have a version, at `dir/lib.so`.
+    fn versioned_library(dir: &Path) -> PathBuf {
+        let (source, script, library) = (dir.join("l.c"), dir.join("l.map"), dir.join("lib.so"));
+        fs::write(&source, "int exported(int x) { return x * 7 + 1; }\n").unwrap();
+        fs::write(&script, "VERS_1 { global: exported; local: *; };\n").unwrap();
+        let script = format!("-Wl,--version-script={}", script.display());
+        let flags = ["-shared", "-fPIC", "-O2", &script, "-o"].map(Path::new);
+        run("cc", &[&flags[..], &[&library, &source]].concat());
+        run("strip", &[&library]);
+        library
+    }
+
+    /// The file offsets of the first byte of `section`, and of exported
+    /// function `symbol`.
+    fn offsets(path: &Path, section: &str, symbol: &str) -> (u64, u64) {
+        use object::{Object, ObjectSection, ObjectSymbol};
+        let data = fs::read(path).unwrap();
+        let elf = object::File::parse(&*data).unwrap();
+        let named = |name: &str| elf.section_by_name(name).unwrap();
+        let text = named(".text");
+        let address = (elf.dynamic_symbols().find(|s| s.name() == Ok(symbol)))
+            .unwrap()
+            .address();
+        let offset = address - text.address() + text.file_range().unwrap().0;
+        (named(section).file_range().unwrap().0, offset)
+    }
+
+    #[test]
+    fn code_below_the_first_exported_function_is_not_named_by_a_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let library = versioned_library(dir.path());
+        let (init, exported) = offsets(&library, ".init", "exported");
+        let frames = Symbolizer::new().user(&library, &[init, exported]);
+        let names: Vec<_> = (frames.iter()).map(|f| f[0].function.as_deref()).collect();
+        assert_eq!(
+            names,
+            [None, Some("exported")],
+            "at {init:#x} and {exported:#x}"
+        );
     }
 
     #[test]

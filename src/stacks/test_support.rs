@@ -3,7 +3,8 @@
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use super::unwind::Module;
 
@@ -92,3 +93,9 @@ macro_rules! capture_regs {
     }};
 }
 pub(crate) use capture_regs;
+
+/// Runs `program` with `args` (a compiler, binutils), which must succeed.
+pub fn run(program: &str, args: &[&Path]) {
+    let status = Command::new(program).args(args).status();
+    assert!(status.is_ok_and(|s| s.success()), "{program} {args:?}");
+}
