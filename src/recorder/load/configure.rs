@@ -159,6 +159,21 @@ fn size_maps(
         .hits
         .set_max_entries(rings.hits)
         .map_err(RecordError::bpf("sizing the probe hits ring"))?;
+    // Hash maps are allocated whole as they are made: the interpreters'
+    // layouts and the code objects sent are 7.6 MB of kernel memory, and
+    // about a millisecond of the start, that a recording without stacks
+    // never reads or writes (no interpreter is told to the kernel).
+    if !config.python_frames() {
+        let maps = &mut open.maps;
+        for map in [
+            &mut maps.python_processes,
+            &mut maps.python_binaries,
+            &mut maps.python_codes_sent,
+        ] {
+            map.set_max_entries(1)
+                .map_err(RecordError::bpf("sizing the Python maps"))?;
+        }
+    }
     Ok(())
 }
 
