@@ -503,6 +503,7 @@ mod tests {
     use std::hint::black_box;
 
     use super::*;
+    use crate::stacks::segments::Segments;
     use crate::stacks::test_support::{run, self_modules};
     use crate::stacks::unwind::find_module;
 
@@ -624,13 +625,15 @@ mod tests {
         use object::{Object, ObjectSection, ObjectSymbol};
         let data = fs::read(path).unwrap();
         let elf = object::File::parse(&*data).unwrap();
-        let named = |name: &str| elf.section_by_name(name).unwrap();
-        let text = named(".text");
-        let address = (elf.dynamic_symbols().find(|s| s.name() == Ok(symbol)))
+        let function = (elf.dynamic_symbols().find(|s| s.name() == Ok(symbol))).unwrap();
+        let offset = Segments::of(&elf).file_offset(function.address()).unwrap();
+        let start = elf
+            .section_by_name(section)
             .unwrap()
-            .address();
-        let offset = address - text.address() + text.file_range().unwrap().0;
-        (named(section).file_range().unwrap().0, offset)
+            .file_range()
+            .unwrap()
+            .0;
+        (start, offset)
     }
 
     #[test]
