@@ -80,6 +80,16 @@ pub fn require_root() {
     });
 }
 
+/// Whether the running kernel is `want` (major, minor) or later.
+pub fn kernel_at_least(want: (u32, u32)) -> bool {
+    let uname = nix::sys::utsname::uname().unwrap();
+    let release = uname.release().to_string_lossy().into_owned();
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= want
+}
+
 /// Whether a program the test runs is on the PATH; see [`prerequisite`].
 #[must_use]
 pub fn have_tool(program: &str) -> bool {

@@ -346,15 +346,6 @@ fn a_fork_bomb_is_recorded_in_bounded_memory() {
     );
 }
 
-/// (major, minor) of the running kernel.
-fn kernel_version() -> (u32, u32) {
-    let release = nix::sys::utsname::uname().unwrap();
-    let release = release.release().to_string_lossy().into_owned();
-    let mut parts = release.split(|c: char| !c.is_ascii_digit());
-    let mut next = || parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    (next(), next())
-}
-
 /// Pids of a tracked tree exit and are taken again by processes outside
 /// it, in a PID namespace whose pid_max leaves 100 pids to go round;
 /// proctrace runs in it, so those are the pids it follows. The outsider
@@ -362,7 +353,7 @@ fn kernel_version() -> (u32, u32) {
 /// not be recorded.
 fn pid_reuse(mount_proc: bool) {
     // Before 6.14 pid_max is global: lowering it would starve the machine.
-    if kernel_version() < (6, 14) {
+    if !kernel_at_least((6, 14)) {
         eprintln!("skipped: pid_max is per PID namespace only since Linux 6.14");
         return;
     }

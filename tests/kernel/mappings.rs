@@ -13,7 +13,7 @@ use nix::unistd::Pid as NixPid;
 use proctrace::event::Pid;
 use proctrace::recorder::watch::{Mapping, MmapWatch, Seen, WatchError, DEFAULT_RING_BYTES};
 
-use crate::common::{have_tool, require_root};
+use crate::common::{have_tool, kernel_at_least, require_root};
 
 /// Forks `argv`, stopped before its exec, as the recorder holds the root.
 /// (std's Command waits for the exec in spawn, so it cannot be used.)
@@ -80,16 +80,6 @@ fn true_path() -> String {
         .unwrap()
         .to_string_lossy()
         .into_owned()
-}
-
-/// Whether the running kernel is `want` or later.
-fn kernel_at_least(want: (u32, u32)) -> bool {
-    let uname = nix::sys::utsname::uname().unwrap();
-    let release = uname.release().to_string_lossy().into_owned();
-    let mut numbers = release
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|n| n.parse().unwrap_or(0));
-    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= want
 }
 
 /// The file a mapping names is the one the kernel saw, by device and

@@ -31,6 +31,8 @@ const BUDGET: &[(&str, u32)] = &[
     ("mark_setenv", 200),
     ("mark_unsetenv", 150),
     ("mark_multi", 200),
+    // Five instructions: a tail call into mark_multi.
+    ("marks_jump", 10),
     ("offcpu_switch", 12_000),
     ("offcpu_waking", 3_000),
     ("offcpu_wakeup_n", 120),

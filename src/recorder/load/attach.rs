@@ -1,6 +1,6 @@
 //! Attaching the loaded programs, and detaching the slow ones at the end.
 
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
 
 use libbpf_rs::{Link, ProgramMut};
 
@@ -96,13 +96,18 @@ pub(super) fn attach_tracepoints(
 /// (perf_trace_event_unreg, tens of milliseconds each), a uprobe's waits
 /// for the tasks in it, and a process cannot finish exiting while one of
 /// its closes waits. A child process
-/// takes over the links: it holds their fds while this process drops its
-/// own, which then costs nothing, and closes them itself afterwards.
-pub(super) fn detach_in_child(links: Vec<Link>) {
+/// takes over the links (libbpf's, and one made by hand): it holds their
+/// fds while this process drops its own, which then costs nothing, and
+/// closes them itself afterwards.
+pub(super) fn detach_in_child(links: Vec<Link>, own: Option<OwnedFd>) {
     let Ok((done, finished)) = nix::unistd::pipe() else {
         return;
     };
-    let mut keep: Vec<RawFd> = links.iter().map(|link| link.as_fd().as_raw_fd()).collect();
+    let fds = links
+        .iter()
+        .map(|link| link.as_fd())
+        .chain(own.as_ref().map(AsFd::as_fd));
+    let mut keep: Vec<RawFd> = fds.map(|fd| fd.as_raw_fd()).collect();
     keep.push(done.as_raw_fd());
     keep.sort_unstable();
     // SAFETY: the child makes only async-signal-safe calls (the other
@@ -112,6 +117,7 @@ pub(super) fn detach_in_child(links: Vec<Link>) {
     }
     drop(done);
     drop(links);
+    drop(own);
     drop(finished);
 }
 

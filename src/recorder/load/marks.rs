@@ -16,13 +16,13 @@
 //! test.
 //!
 //! Where the kernel has uprobe.multi links (6.6+), both are one link made
-//! here instead ([`attach_multi`]). Two perf events take the kernel's
+//! in this process instead ([`attach_multi`]). Two perf events take the kernel's
 //! `event_mutex` through each of their grace periods as they close, and
 //! the next recording's uprobes need that mutex to arm: a profiled
 //! recording right after another waited 0.1-0.4 s for them.
 
 use std::ffi::CString;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 
 use super::attach::take_over;
+use super::uprobe_multi::Arming;
 use crate::bpf::ProctraceSkel;
 use crate::recorder::probes::runner::{TestMarks, TEST_VARIABLES};
 
@@ -113,79 +114,35 @@ pub(super) fn attach_apart(
 }
 
 /// Arms the kernel side for [`TEST_VARIABLES`] and attaches both marks as
-/// one uprobe.multi link (see [`kernel_has_uprobe_multi`]), its cookie 1
-/// on `setenv`: armed when this returns. Closing the link waits out one
-/// grace period, under no lock the next recording's uprobes need: it
-/// goes with the slow links.
-pub(super) fn attach_multi(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Result<Link, String> {
+/// one uprobe.multi link, its cookie 1 on `setenv`: armed when this
+/// returns. The link is the one `early` made while the object loaded
+/// ([`uprobe_multi`](super::uprobe_multi)), else one made here (given
+/// back). Closing it waits out one grace period, under no lock the next
+/// recording's uprobes need: it goes with the slow links.
+pub(super) fn attach_multi(
+    skel: &ProctraceSkel<'_>,
+    marks: &TestMarks,
+    early: Option<&Arming>,
+) -> Result<Option<Link>, String> {
     watch_variables(skel)?;
+    let prog = &skel.progs.mark_multi;
+    let armed = early.map(|arming| arming.link().and_then(|link| link.point_at(prog.as_fd())));
+    match armed {
+        Some(Ok(())) => {
+            log::debug!("the test marks armed through the link made while the object loaded");
+            return Ok(None);
+        }
+        Some(Err(why)) => log::debug!("the test marks' early link: {why}"),
+        None => {}
+    }
     let opts = UprobeMultiOpts {
         offsets: vec![marks.setenv as usize, marks.unsetenv as usize],
         cookies: vec![1, 0],
         ..Default::default()
     };
-    (skel.progs.mark_multi)
-        .attach_uprobe_multi_with_opts(-1, &marks.file, "", opts)
+    prog.attach_uprobe_multi_with_opts(-1, &marks.file, "", opts)
+        .map(Some)
         .map_err(|err| format!("the uprobes on libc's setenv: {err}"))
-}
-
-/// Whether the kernel has uprobe.multi links (6.6+), probed as libbpf
-/// probes it: a program of that attach type loads, and a link on `/`
-/// is refused for the file (EBADF), not for its type (EINVAL before
-/// 6.6, whose kernels may load the program all the same).
-pub(super) fn kernel_has_uprobe_multi() -> bool {
-    use libbpf_rs::libbpf_sys as sys;
-    // r0 = 0; exit
-    let insns = [
-        sys::bpf_insn {
-            code: 0xb7,
-            ..Default::default()
-        },
-        sys::bpf_insn {
-            code: 0x95,
-            ..Default::default()
-        },
-    ];
-    let mut load = sys::bpf_prog_load_opts {
-        sz: std::mem::size_of::<sys::bpf_prog_load_opts>() as _,
-        expected_attach_type: sys::BPF_TRACE_UPROBE_MULTI,
-        ..Default::default()
-    };
-    // SAFETY: two instructions and options that outlive the call.
-    let prog = unsafe {
-        sys::bpf_prog_load(
-            sys::BPF_PROG_TYPE_KPROBE,
-            std::ptr::null(),
-            c"GPL".as_ptr(),
-            insns.as_ptr(),
-            insns.len() as _,
-            &mut load,
-        )
-    };
-    if prog < 0 {
-        return false;
-    }
-    // SAFETY: the fd bpf_prog_load just returned, owned here.
-    let prog = unsafe { OwnedFd::from_raw_fd(prog) };
-    let offset: std::ffi::c_ulong = 0;
-    let mut link = sys::bpf_link_create_opts {
-        sz: std::mem::size_of::<sys::bpf_link_create_opts>() as _,
-        ..Default::default()
-    };
-    link.__bindgen_anon_1.uprobe_multi = sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
-        path: c"/".as_ptr(),
-        offsets: &offset,
-        cnt: 1,
-        ..Default::default()
-    };
-    // SAFETY: a program fd and options whose pointers outlive the call.
-    let fd =
-        unsafe { sys::bpf_link_create(prog.as_raw_fd(), -1, sys::BPF_TRACE_UPROBE_MULTI, &link) };
-    if fd >= 0 {
-        // SAFETY: an fd of ours, closed once.
-        drop(unsafe { OwnedFd::from_raw_fd(fd) });
-    }
-    fd == -libc::EBADF
 }
 
 /// Tells the kernel side which variables name a test.

@@ -11,7 +11,9 @@
 //! - [`checks`]: privileges and the PID namespace, checked first;
 //! - [`sampling`]: the CPU profile's perf events, one per CPU;
 //! - [`probes`]: the `--probe` uprobes and USDT probes;
-//! - [`offcpu`]: the `--off-cpu` programs, and the totals they keep.
+//! - [`offcpu`]: the `--off-cpu` programs, and the totals they keep;
+//! - [`marks`], [`uprobe_multi`]: the test marks' uprobes on libc, their
+//!   link made while the object loads where the kernel has uprobe.multi.
 
 mod attach;
 mod checks;
@@ -28,6 +30,7 @@ mod preload;
 mod probes;
 mod sampling;
 pub(super) mod tracefs;
+mod uprobe_multi;
 
 use std::fs;
 use std::mem::MaybeUninit;
@@ -54,6 +57,7 @@ use preload::Preload;
 pub(crate) use probes::kernel_has_cookies as probes_supported;
 use sampling::attach_sampler;
 pub(crate) use sampling::check_rate;
+use uprobe_multi::{Arming, EarlyLink};
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
@@ -206,6 +210,8 @@ pub struct Probe<'obj> {
     slow_links: Vec<Link>,
     /// The child that holds the test marks' uprobes: let go when dropped.
     marks: Option<MarksChild>,
+    /// The test marks' link, where it was made while the object loaded.
+    early_marks: Option<EarlyLink>,
     detach_in_child: bool,
 }
 
@@ -234,8 +240,10 @@ impl Probe<'_> {
 impl Drop for Probe<'_> {
     fn drop(&mut self) {
         let slow = std::mem::take(&mut self.slow_links);
-        if self.detach_in_child && !slow.is_empty() {
-            detach_in_child(slow);
+        // Its slot is emptied here, as its fd closes.
+        let early = self.early_marks.take().map(|early| early.link);
+        if self.detach_in_child && (!slow.is_empty() || early.is_some()) {
+            detach_in_child(slow, early);
         }
     }
 }
@@ -246,6 +254,11 @@ pub fn load<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<Probe<'obj>, RecordError> {
     let (settings, kernel_btf) = settle(config)?;
+    let arming = config
+        .test_marks
+        .clone()
+        .filter(|_| settings.uprobe_multi)
+        .map(Arming::start);
     let hooks = syscall_hooks(config, kernel_btf, settings.btf_hooks);
     let started = Instant::now();
     let preload = Preload::make(
@@ -272,8 +285,19 @@ pub fn load<'obj>(
             .take()
             .unwrap_or_else(|| Box::leak(Box::new(MaybeUninit::uninit())));
         let settings = settings.with_hook(config.hooks, hook);
-        match load_with(config, &settings, &preload, btf.as_deref(), hook, storage) {
-            Ok(probe) => return Ok(probe),
+        match load_with(
+            config,
+            &settings,
+            &preload,
+            arming.as_ref(),
+            btf.as_deref(),
+            hook,
+            storage,
+        ) {
+            Ok(mut probe) => {
+                probe.early_marks = arming.and_then(Arming::into_link);
+                return Ok(probe);
+            }
             Err(err) => {
                 log::debug!("the {hook} hook for setsid/setpgid failed: {err}");
                 failure = Some(err);
@@ -321,7 +345,7 @@ fn settle(config: &KernelConfig) -> Result<(Settings, bool), RecordError> {
         cookies,
         uprobe_multi: config.uprobe_multi
             && config.test_marks.is_some()
-            && marks::kernel_has_uprobe_multi(),
+            && uprobe_multi::kernel_has_uprobe_multi(),
     };
     if settings.buffer == BufferKind::Ring {
         memory::check_ring_size(config.ring_bytes)?;
@@ -394,6 +418,7 @@ fn load_with<'obj>(
     config: &KernelConfig,
     settings: &Settings,
     preload: &Preload,
+    early_marks: Option<&Arming>,
     btf: Option<&Path>,
     hook: SyscallHook,
     storage: &'obj mut MaybeUninit<OpenObject>,
@@ -422,7 +447,7 @@ fn load_with<'obj>(
     };
     let loaded = Instant::now();
     let counters = Counters::take(&mut skel);
-    let attached = attach(&skel, config, settings, hook, tracepoints)?;
+    let attached = attach(&skel, config, settings, early_marks, hook, tracepoints)?;
     log::debug!(
         "libbpf loaded the object (relocation, maps, verifier) in {:.1} ms; attached in {:.1} ms",
         (loaded - started).as_secs_f64() * 1e3,
@@ -444,6 +469,7 @@ fn load_with<'obj>(
         _links: links,
         slow_links: attached.slow_links,
         marks: attached.marks,
+        early_marks: None,
         detach_in_child: config.exits_after,
     })
 }
@@ -463,11 +489,13 @@ struct Attached {
 
 /// Attaches the loaded programs: the sched tracepoints, the sampler, the
 /// probes and test marks, and `hook` for setsid/setpgid (the syscall
-/// tracepoints by their `tracepoints` ids).
+/// tracepoints by their `tracepoints` ids), the marks through `early`
+/// where it was made.
 fn attach(
     skel: &ProctraceSkel<'_>,
     config: &KernelConfig,
     settings: &Settings,
+    early: Option<&Arming>,
     hook: SyscallHook,
     tracepoints: Option<[u64; 2]>,
 ) -> Result<Attached, RecordError> {
@@ -494,8 +522,8 @@ fn attach(
     // event_mutex through an RCU grace period (~20 ms here), which the
     // tracepoints' perf_event_open would wait out.
     let marks = match config.test_marks.as_ref() {
-        Some(m) if settings.uprobe_multi => marks::attach_multi(skel, m).map(|link| {
-            slow_links.push(link);
+        Some(m) if settings.uprobe_multi => marks::attach_multi(skel, m, early).map(|link| {
+            slow_links.extend(link);
             None
         }),
         Some(m) => marks::attach_apart(skel, m).map(Some),
