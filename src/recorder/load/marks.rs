@@ -32,6 +32,7 @@ use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 
 use super::attach::take_over;
+use super::jump;
 use super::uprobe_multi::Arming;
 use crate::bpf::ProctraceSkel;
 use crate::recorder::probes::runner::{TestMarks, TEST_VARIABLES};
@@ -47,15 +48,47 @@ const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 /// so) rather than never.
 const ARMING_PATIENCE: Duration = Duration::from_secs(5);
 
-/// The child that holds the marks' uprobes: dropping this lets it go, to
-/// unregister them and exit.
+/// The marks made ready while the object loads, as the kernel allows.
+pub(super) enum Early {
+    Link(Arming),
+    Child(EarlyChild),
+}
+
+impl Early {
+    /// Starts making the link (`multi`), or forks the child; where the
+    /// child cannot be forked, it is forked after the load as before.
+    pub(super) fn start(marks: &TestMarks, multi: bool) -> Option<Early> {
+        if multi {
+            return Some(Early::Link(Arming::start(marks.clone())));
+        }
+        EarlyChild::fork(marks)
+            .inspect_err(|why| log::debug!("the test marks' early child: {why}"))
+            .ok()
+            .map(Early::Child)
+    }
+}
+
+/// The child that holds the marks' uprobes: dropping this (every copy)
+/// lets it go, to unregister them and exit.
 pub(super) struct MarksChild {
     /// Where the child says that it armed them: one byte, 0 or an errno.
     armed: OwnedFd,
     _finished: OwnedFd,
+    /// The slots its uprobes jump through, where it was forked early.
+    _slots: Option<OwnedFd>,
 }
 
 impl MarksChild {
+    /// A copy of this handle, holding `slots` too.
+    fn share(&self, slots: &OwnedFd) -> Result<MarksChild, String> {
+        let copy = |fd: &OwnedFd| fd.try_clone().map_err(|e| format!("copying an fd: {e}"));
+        Ok(MarksChild {
+            armed: copy(&self.armed)?,
+            _finished: copy(&self._finished)?,
+            _slots: Some(copy(slots)?),
+        })
+    }
+
     /// Waits until the child has armed the uprobes; says why not, or that
     /// it took too long.
     pub(super) fn wait_armed(&self) -> Result<(), String> {
@@ -94,7 +127,62 @@ pub(super) fn attach_apart(
     skel: &ProctraceSkel<'_>,
     marks: &TestMarks,
 ) -> Result<MarksChild, String> {
-    let uprobes = watch_variables(skel).and_then(|()| Uprobes::new(skel, marks))?;
+    watch_variables(skel)?;
+    let progs = &skel.progs;
+    let progs = [progs.mark_setenv.as_fd(), progs.mark_unsetenv.as_fd()];
+    fork_holding(&Uprobes::new(progs.map(|fd| fd.as_raw_fd()), marks)?)
+}
+
+/// Attaches the marks through the `early` child, else as
+/// [`attach_apart`] does.
+pub(super) fn attach_early(
+    skel: &ProctraceSkel<'_>,
+    marks: &TestMarks,
+    early: &EarlyChild,
+) -> Result<MarksChild, String> {
+    let attached = early.attach(skel);
+    if attached.is_ok() {
+        log::debug!("the test marks armed through the child forked while the object loaded");
+    }
+    attached.or_else(|why| {
+        log::debug!("the test marks' early child: {why}");
+        attach_apart(skel, marks)
+    })
+}
+
+/// The marks' child forked as the object starts to load: its uprobes run
+/// two jumps, through slot 0 on setenv and 1 on unsetenv, that the
+/// object's `mark_setenv` and `mark_unsetenv` fill once it has loaded.
+pub(super) struct EarlyChild {
+    child: MarksChild,
+    slots: OwnedFd,
+}
+
+impl EarlyChild {
+    fn fork(marks: &TestMarks) -> Result<EarlyChild, String> {
+        let slots = jump::slots(2)?;
+        let jump = |index| jump::load_jump(c"marks_jump", 0, slots.as_fd(), index);
+        let jumps = [jump(0)?, jump(1)?];
+        let child = fork_holding(&Uprobes::new(
+            jumps.each_ref().map(AsRawFd::as_raw_fd),
+            marks,
+        )?)?;
+        Ok(EarlyChild { child, slots })
+    }
+
+    /// Arms the kernel side for [`TEST_VARIABLES`] and fills the slots;
+    /// gives a handle of this attempt's on the child.
+    fn attach(&self, skel: &ProctraceSkel<'_>) -> Result<MarksChild, String> {
+        watch_variables(skel)?;
+        let slots = self.slots.as_fd();
+        jump::fill(slots, 0, skel.progs.mark_setenv.as_fd())?;
+        jump::fill(slots, 1, skel.progs.mark_unsetenv.as_fd())?;
+        self.child.share(&self.slots)
+    }
+}
+
+/// Forks the child that attaches `uprobes` and holds them.
+fn fork_holding(uprobes: &Uprobes) -> Result<MarksChild, String> {
     let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("a pipe: {e}"));
     let (done, finished) = pipe()?;
     let (armed, say_armed) = pipe()?;
@@ -109,6 +197,7 @@ pub(super) fn attach_apart(
         _ => Ok(MarksChild {
             armed,
             _finished: finished,
+            _slots: None,
         }),
     }
 }
@@ -168,7 +257,8 @@ struct Uprobes {
 }
 
 impl Uprobes {
-    fn new(skel: &ProctraceSkel<'_>, marks: &TestMarks) -> Result<Uprobes, String> {
+    /// `progs` on setenv and unsetenv.
+    fn new(progs: [RawFd; 2], marks: &TestMarks) -> Result<Uprobes, String> {
         let pmu = std::fs::read_to_string(UPROBE_PMU)
             .ok()
             .and_then(|text| text.trim().parse::<u32>().ok())
@@ -184,13 +274,9 @@ impl Uprobes {
             attr.__bindgen_anon_4.probe_offset = offset;
             attr
         };
-        let progs = &skel.progs;
         let events = [
-            (attr(marks.setenv), progs.mark_setenv.as_fd().as_raw_fd()),
-            (
-                attr(marks.unsetenv),
-                progs.mark_unsetenv.as_fd().as_raw_fd(),
-            ),
+            (attr(marks.setenv), progs[0]),
+            (attr(marks.unsetenv), progs[1]),
         ];
         Ok(Uprobes {
             _path: path,

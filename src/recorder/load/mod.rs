@@ -12,8 +12,8 @@
 //! - [`sampling`]: the CPU profile's perf events, one per CPU;
 //! - [`probes`]: the `--probe` uprobes and USDT probes;
 //! - [`offcpu`]: the `--off-cpu` programs, and the totals they keep;
-//! - [`marks`], [`uprobe_multi`]: the test marks' uprobes on libc, their
-//!   link made while the object loads where the kernel has uprobe.multi.
+//! - [`marks`], [`uprobe_multi`], [`jump`]: the test marks' uprobes on
+//!   libc, registered while the object loads.
 
 mod attach;
 mod checks;
@@ -23,6 +23,7 @@ mod cut_btf;
 mod cut_cache;
 mod exec_apart;
 mod jited;
+mod jump;
 mod marks;
 mod memory;
 mod offcpu;
@@ -52,12 +53,12 @@ use configure::{choose_buffer, configure, has_bpf_loop, tracked_map_flags};
 use counters::Counters;
 use cut_btf::CutBtf;
 use exec_apart::ExecProgram;
-use marks::MarksChild;
+use marks::{Early, MarksChild};
 use preload::Preload;
 pub(crate) use probes::kernel_has_cookies as probes_supported;
 use sampling::attach_sampler;
 pub(crate) use sampling::check_rate;
-use uprobe_multi::{Arming, EarlyLink};
+use uprobe_multi::EarlyLink;
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
@@ -254,11 +255,7 @@ pub fn load<'obj>(
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<Probe<'obj>, RecordError> {
     let (settings, kernel_btf) = settle(config)?;
-    let arming = config
-        .test_marks
-        .clone()
-        .filter(|_| settings.uprobe_multi)
-        .map(Arming::start);
+    let early = (config.test_marks.as_ref()).and_then(|m| Early::start(m, settings.uprobe_multi));
     let hooks = syscall_hooks(config, kernel_btf, settings.btf_hooks);
     let started = Instant::now();
     let preload = Preload::make(
@@ -289,13 +286,15 @@ pub fn load<'obj>(
             config,
             &settings,
             &preload,
-            arming.as_ref(),
+            early.as_ref(),
             btf.as_deref(),
             hook,
             storage,
         ) {
             Ok(mut probe) => {
-                probe.early_marks = arming.and_then(Arming::into_link);
+                if let Some(Early::Link(arming)) = early {
+                    probe.early_marks = arming.into_link();
+                }
                 return Ok(probe);
             }
             Err(err) => {
@@ -418,7 +417,7 @@ fn load_with<'obj>(
     config: &KernelConfig,
     settings: &Settings,
     preload: &Preload,
-    early_marks: Option<&Arming>,
+    early_marks: Option<&Early>,
     btf: Option<&Path>,
     hook: SyscallHook,
     storage: &'obj mut MaybeUninit<OpenObject>,
@@ -495,7 +494,7 @@ fn attach(
     skel: &ProctraceSkel<'_>,
     config: &KernelConfig,
     settings: &Settings,
-    early: Option<&Arming>,
+    early: Option<&Early>,
     hook: SyscallHook,
     tracepoints: Option<[u64; 2]>,
 ) -> Result<Attached, RecordError> {
@@ -518,16 +517,24 @@ fn attach(
         Some(ids) => attach_tracepoints(skel, ids),
         None => attach_syscalls(skel, settings.btf_hooks, hook),
     };
-    // After the tracepoints: the child's uprobes hold the kernel's
-    // event_mutex through an RCU grace period (~20 ms here), which the
+    // After the tracepoints: a child forked here (where none could be
+    // forked early) holds the kernel's event_mutex through an RCU grace
+    // period (~20 ms here) as it registers its uprobes, which the
     // tracepoints' perf_event_open would wait out.
-    let marks = match config.test_marks.as_ref() {
-        Some(m) if settings.uprobe_multi => marks::attach_multi(skel, m, early).map(|link| {
-            slow_links.extend(link);
-            None
-        }),
-        Some(m) => marks::attach_apart(skel, m).map(Some),
-        None => Ok(None),
+    let marks = match (config.test_marks.as_ref(), early) {
+        (Some(m), _) if settings.uprobe_multi => {
+            let arming = match early {
+                Some(Early::Link(arming)) => Some(arming),
+                _ => None,
+            };
+            marks::attach_multi(skel, m, arming).map(|link| {
+                slow_links.extend(link);
+                None
+            })
+        }
+        (Some(m), Some(Early::Child(child))) => marks::attach_early(skel, m, child).map(Some),
+        (Some(m), _) => marks::attach_apart(skel, m).map(Some),
+        (None, _) => Ok(None),
     };
     let marks = marks.unwrap_or_else(|reason| {
         warnings.push(Degraded::TestMarks { reason });
