@@ -9,6 +9,7 @@ use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use libbpf_rs::libbpf_sys as sys;
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 
 const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
 const MOV_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
@@ -44,19 +45,13 @@ fn jump_through(slots: BorrowedFd<'_>, index: i32) -> [sys::bpf_insn; 6] {
 }
 
 /// A program array of `count` slots.
-pub(super) fn slots(count: u32) -> Result<OwnedFd, String> {
-    // SAFETY: no pointer but a static name.
-    let fd = unsafe {
-        sys::bpf_map_create(
-            sys::BPF_MAP_TYPE_PROG_ARRAY,
-            c"marks_jump".as_ptr(),
-            4,
-            4,
-            count,
-            std::ptr::null(),
-        )
+pub(super) fn slots(count: u32) -> Result<MapHandle, String> {
+    let opts = sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<sys::bpf_map_create_opts>() as _,
+        ..Default::default()
     };
-    owned(fd).map_err(failed("making the jump's slots"))
+    MapHandle::create(MapType::ProgArray, Some("marks_jump"), 4, 4, count, &opts)
+        .map_err(|err| format!("making the jump's slots: {err}"))
 }
 
 /// The program named `name` that jumps through slot `index` of `slots`.
@@ -70,21 +65,11 @@ pub(super) fn load_jump(
 }
 
 /// Puts `prog` in slot `index` of `slots`.
-pub(super) fn fill(slots: BorrowedFd<'_>, index: u32, prog: BorrowedFd<'_>) -> Result<(), String> {
-    let value = prog.as_raw_fd();
-    // SAFETY: a map fd of ours and two 4-byte values that outlive the call.
-    let err = unsafe {
-        sys::bpf_map_update_elem(
-            slots.as_raw_fd(),
-            (&raw const index).cast(),
-            (&raw const value).cast(),
-            sys::BPF_ANY.into(),
-        )
-    };
-    match err {
-        0 => Ok(()),
-        err => Err(failed("filling the jump's slot")(-err)),
-    }
+pub(super) fn fill(slots: &MapHandle, index: u32, prog: BorrowedFd<'_>) -> Result<(), String> {
+    let value = prog.as_raw_fd().to_ne_bytes();
+    slots
+        .update(&index.to_ne_bytes(), &value, MapFlags::ANY)
+        .map_err(|err| format!("filling the jump's slot: {err}"))
 }
 
 /// A GPL kprobe-type program of `attach_type` (0 for a perf event's),

@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use libbpf_rs::libbpf_sys::{perf_event_attr, PERF_FLAG_FD_CLOEXEC};
-use libbpf_rs::{Link, MapCore, MapFlags, UprobeMultiOpts};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, UprobeMultiOpts};
 use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 
@@ -66,6 +66,14 @@ impl Early {
             .ok()
             .map(Early::Child)
     }
+
+    /// The link being made, where it is one.
+    pub(super) fn arming(&self) -> Option<&Arming> {
+        match self {
+            Early::Link(arming) => Some(arming),
+            Early::Child(_) => None,
+        }
+    }
 }
 
 /// The child that holds the marks' uprobes: dropping this (every copy)
@@ -75,17 +83,18 @@ pub(super) struct MarksChild {
     armed: OwnedFd,
     _finished: OwnedFd,
     /// The slots its uprobes jump through, where it was forked early.
-    _slots: Option<OwnedFd>,
+    _slots: Option<MapHandle>,
 }
 
 impl MarksChild {
     /// A copy of this handle, holding `slots` too.
-    fn share(&self, slots: &OwnedFd) -> Result<MarksChild, String> {
+    fn share(&self, slots: &MapHandle) -> Result<MarksChild, String> {
         let copy = |fd: &OwnedFd| fd.try_clone().map_err(|e| format!("copying an fd: {e}"));
+        let slots = MapHandle::try_from(slots).map_err(|e| format!("copying an fd: {e}"))?;
         Ok(MarksChild {
             armed: copy(&self.armed)?,
             _finished: copy(&self._finished)?,
-            _slots: Some(copy(slots)?),
+            _slots: Some(slots),
         })
     }
 
@@ -155,7 +164,7 @@ pub(super) fn attach_early(
 /// object's `mark_setenv` and `mark_unsetenv` fill once it has loaded.
 pub(super) struct EarlyChild {
     child: MarksChild,
-    slots: OwnedFd,
+    slots: MapHandle,
 }
 
 impl EarlyChild {
@@ -174,9 +183,8 @@ impl EarlyChild {
     /// gives a handle of this attempt's on the child.
     fn attach(&self, skel: &ProctraceSkel<'_>) -> Result<MarksChild, String> {
         watch_variables(skel)?;
-        let slots = self.slots.as_fd();
-        jump::fill(slots, 0, skel.progs.mark_setenv.as_fd())?;
-        jump::fill(slots, 1, skel.progs.mark_unsetenv.as_fd())?;
+        jump::fill(&self.slots, 0, skel.progs.mark_setenv.as_fd())?;
+        jump::fill(&self.slots, 1, skel.progs.mark_unsetenv.as_fd())?;
         self.child.share(&self.slots)
     }
 }

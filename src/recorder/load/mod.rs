@@ -522,11 +522,8 @@ fn attach(
     // period (~20 ms here) as it registers its uprobes, which the
     // tracepoints' perf_event_open would wait out.
     let marks = match (config.test_marks.as_ref(), early) {
-        (Some(m), _) if settings.uprobe_multi => {
-            let arming = match early {
-                Some(Early::Link(arming)) => Some(arming),
-                _ => None,
-            };
+        (Some(m), early) if settings.uprobe_multi => {
+            let arming = early.and_then(Early::arming);
             marks::attach_multi(skel, m, arming).map(|link| {
                 slow_links.extend(link);
                 None

@@ -12,6 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::thread::JoinHandle;
 
 use libbpf_rs::libbpf_sys as sys;
+use libbpf_rs::MapHandle;
 
 use super::jump;
 use crate::recorder::probes::runner::TestMarks;
@@ -28,7 +29,7 @@ pub(super) fn kernel_has_uprobe_multi() -> bool {
 /// The test marks' link, its cookie 1 on `setenv` as `mark_multi`
 /// expects, and the slot it jumps through.
 pub(super) struct EarlyLink {
-    slot: OwnedFd,
+    slot: MapHandle,
     /// Closing it waits out one grace period: it goes with the slow links.
     pub(super) link: OwnedFd,
 }
@@ -46,7 +47,7 @@ impl EarlyLink {
 
     /// Puts `prog` in the slot: the marks are armed when this returns.
     pub(super) fn point_at(&self, prog: BorrowedFd<'_>) -> Result<(), String> {
-        jump::fill(self.slot.as_fd(), 0, prog)
+        jump::fill(&self.slot, 0, prog)
     }
 }
 
