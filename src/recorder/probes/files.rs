@@ -16,7 +16,7 @@ const HEADER_LEN: usize = 48;
 const ENTRY_LEN: usize = 24;
 
 /// The file `name` stands for, where there is one.
-pub(super) fn find(name: &str) -> Option<PathBuf> {
+pub(crate) fn find(name: &str) -> Option<PathBuf> {
     let found = if name.contains('/') {
         Some(PathBuf::from(name))
     } else {

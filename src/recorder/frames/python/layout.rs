@@ -17,13 +17,6 @@ use crate::event::Pid;
 use crate::recorder::wire::{Mapping, PyCode};
 use crate::stacks::segments::Segments;
 
-/// glibc's `struct pthread`, from the thread pointer to the data of
-/// pthread key 0 (`specific_1stblock[0].data`; glibc 2.28 to 2.41).
-#[cfg(target_arch = "x86_64")]
-const TLS_SPECIFIC: i64 = 792;
-#[cfg(target_arch = "aarch64")]
-const TLS_SPECIFIC: i64 = -1576;
-
 /// glibc's `struct pthread` (what `pthread_self` returns), from its start
 /// to its `tid`: after the TCB header, in a union with 24 pointers of
 /// padding (x86_64), or after that padding alone (aarch64).
@@ -127,6 +120,7 @@ impl Interpreter {
             ascii_data: if minor <= 11 { 48 } else { 40 },
             compact_data: if minor <= 11 { 72 } else { 56 },
         };
+        interpreter.layout.tls_specific = super::tls::key_data(pid);
         let eval = interpreter.segments.file_offset(eval)?;
         interpreter.eval = (eval, eval + eval_size);
         if minor >= 13 {
@@ -348,7 +342,6 @@ fn table(minor: u32) -> Option<py_layout> {
     let old_key = |x86: u32| if arm { x86 + 16 } else { x86 };
     let base = py_layout {
         code_mask: u64::MAX,
-        tls_specific: TLS_SPECIFIC,
         code_qualname: 128,
         code_filename: 112,
         code_lines: 136,

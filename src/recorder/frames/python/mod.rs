@@ -11,6 +11,7 @@
 mod dump;
 mod layout;
 mod lines;
+mod tls;
 
 use std::collections::HashMap;
 use std::path::Path;
