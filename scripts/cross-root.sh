@@ -14,12 +14,17 @@ root=${PROCTRACE_CROSS_ROOT:-/var/tmp/proctrace-cross}
 # What the static aarch64 build, the arm64 guests and the armhf compat
 # program need: trixie's rust with the arm64 std, the cross gcc (its C
 # builds through cc-rs), clang for the BPF object, autotools for the
-# vendored libelf, the static arm64 busybox and the AArch32 compiler.
+# vendored libelf, the static arm64 busybox, the AArch32 compiler, and the
+# arm64 guests' Python (unpacked below).
 packages=(rustc cargo libstd-rust-dev:arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross
     gcc-arm-linux-gnueabihf clang make pkg-config libelf-dev zlib1g-dev
     autoconf automake autopoint libtool flex bison gawk git ca-certificates file)
-# Bump when the list above changes, so an old cached root is rebuilt.
-version=1
+# trixie's CPython, whose minimal packages an arm64 guest runs: the
+# interpreter, its minimal library, its loader and libraries, and ldconfig
+# (the recorder finds libc through ld.so.cache).
+guest_python=(python3.13-minimal libpython3.13-minimal libc6 libc-bin zlib1g libexpat1)
+# Bump when the lists above change, so an old cached root is rebuilt.
+version=2
 
 [ "$(id -u)" -eq 0 ] || {
     echo "cross-root: needs root (debootstrap, chroot)" >&2
@@ -51,7 +56,7 @@ if [ ! -f "$tarball" ]; then
         cp /usr/local/share/ca-certificates/*.crt "$tmp/usr/local/share/ca-certificates/"
     fi
     mount -t proc proc "$tmp/proc"
-    chroot "$tmp" /bin/sh -euc '
+    GUEST_PYTHON="${guest_python[*]/%/:arm64}" chroot "$tmp" /bin/sh -euc '
         dpkg --add-architecture arm64
         # A mirror in the middle of a sync fails an index now and then.
         apt-get update -qq || { sleep 10; apt-get update -qq; }
@@ -60,6 +65,10 @@ if [ ! -f "$tarball" ]; then
         # replace the root'"'"'s own busybox and cannot run here anyway.
         cd /opt && apt-get download -qq busybox-static:arm64
         dpkg-deb -x busybox-static_*_arm64.deb /opt/busybox-arm64 && rm busybox-static_*_arm64.deb
+        # The same for the guests'"'"' Python: unpacked apart, never installed.
+        mkdir /opt/python-arm64 && cd /opt/python-arm64
+        apt-get download -qq $GUEST_PYTHON
+        for deb in *.deb; do dpkg-deb -x "$deb" . && rm "$deb"; done
         update-ca-certificates >/dev/null 2>&1 || true
         apt-get clean
     ' cross-root "${packages[@]}" >>"$cache/debootstrap.log" 2>&1 || {

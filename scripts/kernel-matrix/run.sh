@@ -30,7 +30,41 @@ cp "$binary" "$out/proctrace"
 
 root=$out/initramfs
 rm -rf "$root"
-mkdir -p "$root"/{bin,proc,sys,dev,tmp}
+mkdir -p "$root"/{bin,proc,sys,dev,tmp,etc}
+
+# in_root FROM PATH: the file PATH (/lib/..., /sbin/...) of the root FROM,
+# where it is, or under /usr (merged /usr), links followed.
+in_root() {
+    local file
+    for file in "$1$2" "$1/usr$2"; do
+        [ -e "$file" ] && readlink -f "$file" && return
+    done
+    echo "run.sh: no $2 in the root $1" >&2
+    exit 1
+}
+
+# add_python FROM PYTHON TRIPLET FILES: the interpreter FROM/PYTHON (FROM a
+# root, / for the host's) as /usr/bin/python3 with FILES (its minimal
+# library, paths in FROM), the loader and the libraries it needs, and
+# ldconfig, each where the guest's loader looks; the guest's /init makes
+# ld.so.cache, through which the recorder finds libc's setenv.
+add_python() {
+    local from=$1 python=$2 triplet=$3 files=$4 interp lib
+    install -D "$from$python" "$root$python"
+    ln -s "$(basename "$python")" "$root/usr/bin/python3"
+    while read -r file; do
+        install -D -m 644 "$from$file" "$root$file"
+    done <<<"$files"
+    # Not needed, but looked for (a warning on stderr where it is not).
+    mkdir -p "$root/usr/lib/$(basename "$python")/lib-dynload"
+    interp=$(readelf -l "$from$python" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
+    install -D "$(in_root "$from" "$interp")" "$root$interp"
+    for lib in $(readelf -d "$from$python" | sed -n 's/.*(NEEDED).*\[\(.*\)]/\1/p'); do
+        install -D "$(in_root "$from" "/lib/$triplet/$lib")" "$root/usr/lib/$triplet/$lib"
+    done
+    install -D "$(in_root "$from" /sbin/ldconfig)" "$root/sbin/ldconfig"
+    echo "/usr/lib/$triplet" >"$root/etc/ld.so.conf"
+}
 case "$arch" in
 x86_64)
     busybox=$(readlink -f "$(command -v busybox)")
@@ -49,6 +83,9 @@ x86_64)
     cc -static -pthread -O2 -fomit-frame-pointer -fno-inline -o "$root/deep" "$repo/tests/workloads/deep.c"
     # USDT probes with known arguments (<sys/sdt.h>: systemtap-sdt-dev).
     cc -static -O2 -fomit-frame-pointer -fno-inline -o "$root/probed" "$repo/tests/workloads/probed.c"
+    # The host's Python (Debian's, bookworm's 3.11: a table of offsets).
+    python=$(readlink -f /usr/bin/python3)
+    add_python / "$python" x86_64-linux-gnu "$(dpkg -L "lib$(basename "$python")-minimal" | grep '\.py$')"
     kernel_arch=amd64
     qemu=(qemu-system-x86_64 -accel tcg,thread=single -cpu max)
     console=ttyS0
@@ -76,6 +113,10 @@ aarch64)
     ' build "${work#"$cross"}"
     cp "$work/threads" "$work/compat_setid" "$work/hot" "$work/deep" "$work/probed" "$root/"
     rm -rf "$work"
+    # trixie's Python, 3.13: the layout the interpreter describes itself.
+    python=$cross/opt/python-arm64
+    add_python "$python" /usr/bin/python3.13 aarch64-linux-gnu \
+        "$(cd "$python" && find usr/lib/python3.13 -name '*.py' -type f | sed 's,^,/,')"
     kernel_arch=arm64
     # pauth-impdef: qemu's own pointer authentication, many times faster
     # under TCG than the architected algorithm and the same to the guest.
@@ -90,7 +131,7 @@ esac
 for applet in sh echo cat cp mkdir mount umount poweroff setsid sha256sum cut true uname sleep; do
     ln -s busybox "$root/bin/$applet"
 done
-cp "$here/init" "$here/workload.sh" "$root/"
+cp "$here/init" "$here/workload.sh" "$repo/tests/workloads/pycosts.py" "$root/"
 cp "$out/proctrace" "$root/proctrace"
 chmod +x "$root/init" "$root/workload.sh"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$out/initramfs.cpio.gz"

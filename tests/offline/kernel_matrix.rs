@@ -137,11 +137,10 @@ fn guests_record_exactly() {
     );
 }
 
-/// The CPU profile of /hot (tests/workloads/hot.c, built without frame
-/// pointers): samples taken and none lost, and the stacks of its hot
-/// loop unwound through its call-frame information up to main.
-fn check_profile(log: &str) -> Result<(), String> {
-    let recording = guest_recording(log, "profile")?;
+/// `recording`, where it took samples and lost none.
+fn sampled(
+    recording: proctrace::recording::Recording,
+) -> Result<proctrace::recording::Recording, String> {
     let trailer = recording.trailer.as_ref().ok_or("no trailer")?;
     if trailer.samples == 0 || trailer.lost_samples != 0 {
         return Err(format!(
@@ -149,6 +148,14 @@ fn check_profile(log: &str) -> Result<(), String> {
             trailer.samples, trailer.lost_samples
         ));
     }
+    Ok(recording)
+}
+
+/// The CPU profile of /hot (tests/workloads/hot.c, built without frame
+/// pointers): samples taken and none lost, and the stacks of its hot
+/// loop unwound through its call-frame information up to main.
+fn check_profile(log: &str) -> Result<(), String> {
+    let recording = sampled(guest_recording(log, "profile")?)?;
     let profile = &recording.profile;
     let reaches_main = profile.samples.iter().any(|samples| {
         let names: Vec<String> = profile
@@ -196,6 +203,59 @@ fn check_deep(log: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// CPython's frames: `pycosts.py tests 2` (tests/workloads/pycosts.py) in
+/// the guest's Debian interpreter, bookworm's 3.11 on x86_64 (offsets from
+/// a table), trixie's 3.13 on arm64 (the layout it describes), with only
+/// its minimal library. Samples taken and none lost, every Python frame
+/// named; each sample in heavy or light has the whole Python stack from
+/// `<module>` and counts under the test the process named through libc's
+/// setenv; heavy, three times light's work, has about three quarters of
+/// their samples (wide bounds: the guest's clock is the emulator's).
+fn check_python(log: &str) -> Result<(), String> {
+    let recording = sampled(guest_recording(log, "python")?)?;
+    let stderr = section(log, "===STDERR python===\n", "===ENDSTDERR python===").unwrap_or("");
+    if stderr.contains("Python frames are unnamed") {
+        return Err(format!("unnamed Python frames: {stderr}"));
+    }
+    let profile = &recording.profile;
+    let mut tests: BTreeMap<(&str, Option<String>), u64> = BTreeMap::new();
+    for samples in &profile.samples {
+        let names: Vec<String> = (profile.stack(samples.stack).iter())
+            .map(|frame| frame.label())
+            .collect();
+        let at = |function: &str| {
+            let frame = format!("{function} (pycosts.py:");
+            names.iter().position(|n| n.starts_with(&frame))
+        };
+        let Some(work) = ["heavy", "light"].into_iter().find(|f| at(f).is_some()) else {
+            continue;
+        };
+        let whole = [at("<module>"), at("main"), at("as_test"), at(work)];
+        if !whole
+            .windows(2)
+            .all(|w| matches!(w, [Some(a), Some(b)] if a < b))
+        {
+            return Err(format!("a stack of {work} not whole: {names:?}"));
+        }
+        *tests.entry((work, samples.test.clone())).or_default() += samples.count;
+    }
+    let test = |work: &str| Some(format!("pycosts.py::test_{work}"));
+    let (heavy, light) = (
+        tests.get(&("heavy", test("heavy"))),
+        tests.get(&("light", test("light"))),
+    );
+    let (Some(&heavy), Some(&light), 2) = (heavy, light, tests.len()) else {
+        return Err(format!("samples by function and test: {tests:?}"));
+    };
+    let share = heavy as f64 * 100.0 / (heavy + light) as f64;
+    if heavy + light < 40 || !(55.0..=92.0).contains(&share) {
+        return Err(format!(
+            "heavy {heavy} and light {light} samples, not three to one"
+        ));
+    }
+    Ok(())
+}
+
 /// `--off-cpu` on `sh -c 'sleep 1; exit 0'`: the programs load and
 /// attach on every kernel; the sleep is one long wait of about a second
 /// (a late wakeup is counted as runnable after it) with its stack;
@@ -229,9 +289,10 @@ fn check_offcpu(log: &str) -> Result<(), String> {
 
 /// The recordings of programs with known answers, each checked by its
 /// own oracle.
-const RECORDINGS: [(&str, Check); 8] = [
+const RECORDINGS: [(&str, Check); 9] = [
     ("profile", check_profile),
     ("deep", check_deep),
+    ("python", check_python),
     ("offcpu", check_offcpu),
     ("probe", check_probe),
     ("usdt", check_usdt),
