@@ -526,7 +526,11 @@ static __always_inline void woken(void *ctx, struct offcpu_thread *thread, __u32
 	if (!thread->off_at || thread->woken_at)
 		return;
 	thread->woken_at = now;
-	if (in_interrupt()) {
+	/* The idle task wakes no thread of its own: what it runs that does is
+	 * an interrupt's work (a timer, a softirq or an IPI's call at the idle
+	 * loop), even where a handler's entry went unseen (rarely, under load:
+	 * a timer's sleep then had no waker). */
+	if (in_interrupt() || !bpf_get_current_pid_tgid()) {
 		thread->key.flags |= OFFCPU_WOKEN_BY_IRQ;
 		return;
 	}
