@@ -151,6 +151,13 @@ fn sampled(
     Ok(recording)
 }
 
+/// The labels of stack `id`'s frames, the outermost caller first.
+fn labels(profile: &proctrace::stacks::Profile, id: u32) -> Vec<String> {
+    (profile.stack(id).iter())
+        .map(|frame| frame.label())
+        .collect()
+}
+
 /// The CPU profile of /hot (tests/workloads/hot.c, built without frame
 /// pointers): samples taken and none lost, and the stacks of its hot
 /// loop unwound through its call-frame information up to main.
@@ -158,11 +165,7 @@ fn check_profile(log: &str) -> Result<(), String> {
     let recording = sampled(guest_recording(log, "profile")?)?;
     let profile = &recording.profile;
     let reaches_main = profile.samples.iter().any(|samples| {
-        let names: Vec<String> = profile
-            .stack(samples.stack)
-            .iter()
-            .map(|frame| frame.label())
-            .collect();
+        let names = labels(profile, samples.stack);
         names
             .windows(3)
             .any(|w| w[0] == "main" && w[1] == "work" && w[2].starts_with("spin_a"))
@@ -181,9 +184,7 @@ fn check_deep(log: &str) -> Result<(), String> {
     let profile = guest_recording(log, "deep")?.profile;
     let mut entries = std::collections::BTreeSet::new();
     for samples in &profile.samples {
-        let names: Vec<String> = (profile.stack(samples.stack).iter())
-            .map(|frame| frame.label())
-            .collect();
+        let names = labels(&profile, samples.stack);
         if !names.iter().any(|n| n.starts_with("spin")) {
             continue;
         }
@@ -220,9 +221,7 @@ fn check_python(log: &str) -> Result<(), String> {
     let profile = &recording.profile;
     let mut tests: BTreeMap<(&str, Option<String>), u64> = BTreeMap::new();
     for samples in &profile.samples {
-        let names: Vec<String> = (profile.stack(samples.stack).iter())
-            .map(|frame| frame.label())
-            .collect();
+        let names = labels(profile, samples.stack);
         let at = |function: &str| {
             let frame = format!("{function} (pycosts.py:");
             names.iter().position(|n| n.starts_with(&frame))
@@ -310,15 +309,7 @@ const RECORDINGS: [(&str, Check); 9] = [
 /// is not mounted in the guest).
 fn check_kernel_probes(log: &str) -> Result<(), String> {
     let profile = guest_recording(log, "kernel-probes")?.profile;
-    let mut told: Vec<(u32, Vec<String>, u64)> = profile
-        .probe_args
-        .iter()
-        .map(|a| {
-            let args = a.args.iter().map(|v| v.to_string()).collect();
-            (a.probe, args, a.count)
-        })
-        .collect();
-    told.sort();
+    let told = told(&profile);
     let expected = vec![
         (0, vec!["\"/hot\"".to_owned()], 1),
         (0, vec!["\"/proc/self/exe\"".to_owned()], 1),
@@ -414,18 +405,7 @@ fn check_exec_checks(profile: &proctrace::stacks::Profile, in_stack: &str) -> Re
 /// its address: /probed is static, at fixed addresses).
 fn check_usdt(log: &str) -> Result<(), String> {
     let profile = guest_recording(log, "usdt")?.profile;
-    let mut told: Vec<(u32, Vec<String>, u64)> = profile
-        .probe_args
-        .iter()
-        .map(|a| {
-            (
-                a.probe,
-                a.args.iter().map(|v| v.to_string()).collect(),
-                a.count,
-            )
-        })
-        .collect();
-    told.sort();
+    let told = told(&profile);
     let mut expected: Vec<(u32, Vec<String>, u64)> = (0..5)
         .map(|i| (0, vec![i.to_string(), "5".into()], 1))
         .collect();
@@ -434,6 +414,18 @@ fn check_usdt(log: &str) -> Result<(), String> {
         return Err(format!("arguments told: {told:?}"));
     }
     Ok(())
+}
+
+/// Each probe's values as told: (probe, values, count), sorted.
+fn told(profile: &proctrace::stacks::Profile) -> Vec<(u32, Vec<String>, u64)> {
+    let mut told: Vec<_> = (profile.probe_args.iter())
+        .map(|a| {
+            let values = a.args.iter().map(|v| v.to_string()).collect();
+            (a.probe, values, a.count)
+        })
+        .collect();
+    told.sort();
+    told
 }
 
 /// The guest's recording `name`, which exited 0.

@@ -7,7 +7,7 @@
 
 use std::fs::File;
 
-use object::read::elf::ElfFile64;
+use object::read::elf::{ElfFile64, ElfSymbol64};
 use object::read::ReadCache;
 use object::{Endianness, Object, ObjectSymbol};
 
@@ -89,6 +89,16 @@ fn minor_of(path: &str) -> Option<u32> {
     (9..=14).contains(&minor).then_some(minor)
 }
 
+/// The symbol of `elf` that defines `name`, dynamic or not.
+pub(super) fn defined<'d, 'f, R: object::ReadRef<'d>>(
+    elf: &'f ElfFile64<'d, Endianness, R>,
+    name: &str,
+) -> Option<ElfSymbol64<'d, 'f, Endianness, R>> {
+    elf.dynamic_symbols()
+        .chain(elf.symbols())
+        .find(|s| s.is_definition() && s.name() == Ok(name))
+}
+
 impl Interpreter {
     /// Reads the interpreter at `path` as process `pid` sees it; `None`
     /// when it is not one this knows.
@@ -100,12 +110,7 @@ impl Interpreter {
         let key = binary_key(&file.metadata().ok()?);
         let cache = ReadCache::new(file);
         let elf = ElfFile64::<Endianness, _>::parse(&cache).ok()?;
-        let symbol = |name: &str| {
-            elf.dynamic_symbols()
-                .chain(elf.symbols())
-                .find(|s| s.is_definition() && s.name() == Ok(name))
-                .map(|s| (s.address(), s.size()))
-        };
+        let symbol = |name: &str| defined(&elf, name).map(|s| (s.address(), s.size()));
         let (runtime, _) = symbol("_PyRuntime")?;
         let (eval, eval_size) = symbol("_PyEval_EvalFrameDefault")?;
         let segments = Segments::of(&elf);

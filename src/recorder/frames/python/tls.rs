@@ -52,9 +52,7 @@ fn libc_of(pid: Pid) -> Option<std::ffi::OsString> {
 fn from_libc(file: &File) -> Option<i64> {
     let cache = ReadCache::new(file);
     let elf = object::read::elf::ElfFile64::<object::Endianness, _>::parse(&cache).ok()?;
-    let function = elf
-        .dynamic_symbols()
-        .find(|s| s.is_definition() && s.name() == Ok("pthread_getspecific"))?;
+    let function = super::layout::defined(&elf, "pthread_getspecific")?;
     let section = elf.section_by_index(function.section_index()?).ok()?;
     let code = section.data_range(function.address(), 64).ok()??;
     from_aarch64(code)
