@@ -20,8 +20,8 @@ use proctrace::event::Pid;
 const BUDGET: &[(&str, u32)] = &[
     ("fork_raw", 500),
     ("fork_btf", 500),
-    ("exec_raw_loop", 2_100),
-    ("exec_btf_loop", 2_100),
+    ("exec_raw_loop", 2_400),
+    ("exec_btf_loop", 2_400),
     ("exit_raw", 1_400),
     ("exit_btf", 1_400),
     ("setsid_tracepoi", 200),
