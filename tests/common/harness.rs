@@ -114,6 +114,17 @@ pub fn pytest(rootdir: &Path, file: &Path) -> Vec<String> {
     ])
 }
 
+/// Runs `command` (a compiler, a build) to its end; panics with its
+/// stderr if it fails.
+pub fn build(command: &mut Command) {
+    let built = command.output().expect("running a build");
+    assert!(
+        built.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+}
+
 /// The file `program` names on the PATH, links resolved.
 pub fn tool_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

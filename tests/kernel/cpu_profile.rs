@@ -757,3 +757,54 @@ fn samples_inside_proctraces_programs_leave_their_frames_out() {
         .collect();
     assert!(own.is_empty(), "{own:#?}");
 }
+
+/// A program run under `chroot DIR` is unwound and named from DIR's copy
+/// of its file, not from the host's file at the same path: `hot`, static
+/// and without frame pointers, as DIR's `/usr/bin/true`.
+#[test]
+fn a_chrooted_program_is_named_from_the_files_it_maps() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("usr/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/hot.c");
+    build(
+        Command::new("cc")
+            .args([
+                "-static",
+                "-O2",
+                "-fomit-frame-pointer",
+                "-fno-inline",
+                "-o",
+            ])
+            .arg(bin.join("true"))
+            .arg(&source),
+    );
+    let mut opts = Opts::new(Mode::Ring);
+    opts.args = strings(&["--cpu-profile=999"]);
+    let root_dir = root.path().to_str().unwrap();
+    let run = record_with(&opts, &["chroot", root_dir, "/usr/bin/true", "300"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    let stacks = folded(&run);
+    let under_main = |leaf: &str| {
+        (stacks.iter())
+            .filter(|(stack, _)| stack.contains(";main;work;") && stack.contains(leaf))
+            .map(|(_, count)| count)
+            .sum::<u64>()
+    };
+    assert!(
+        under_main(";spin_a") > 0 && under_main(";spin_b") > 0,
+        "no stack reaches main;work;spin_a and spin_b: {stacks:?}"
+    );
+    let module = format!("{root_dir}/usr/bin/true");
+    let spin_a = run.profile_lines().iter().find_map(|r| match r {
+        proctrace::event::Record::Frame(f)
+            if f.function
+                .as_deref()
+                .is_some_and(|n| n.starts_with("spin_a")) =>
+        {
+            Some(f.module.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(spin_a, Some(module), "spin_a's file");
+}

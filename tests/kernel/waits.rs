@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{have_tool, record_with, Background, Mode, Opts, Run};
+use crate::common::{build, have_tool, record_with, Background, Mode, Opts, Run};
 use crate::hang::{line_with, render_as};
 use proctrace::event::Pid;
 
@@ -699,22 +699,17 @@ fn go_test_binary(dir: &Path) -> PathBuf {
     )
     .unwrap();
     let binary = dir.join("hang.test");
-    let built = Command::new("go")
-        .args(["test", "-c", "-o"])
-        .arg(&binary)
-        .arg(".")
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("GOCACHE", dir.join("cache"))
-        .env("GOPATH", dir.join("gopath"))
-        .env("GOTOOLCHAIN", "local")
-        .env("GOFLAGS", "-mod=mod")
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
+    build(
+        Command::new("go")
+            .args(["test", "-c", "-o"])
+            .arg(&binary)
+            .arg(".")
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env("GOCACHE", dir.join("cache"))
+            .env("GOPATH", dir.join("gopath"))
+            .env("GOTOOLCHAIN", "local")
+            .env("GOFLAGS", "-mod=mod"),
     );
     binary
 }

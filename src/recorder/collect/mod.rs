@@ -14,6 +14,7 @@ mod calls;
 mod node_maps;
 mod offcpu;
 mod records;
+mod roots;
 mod stack_ids;
 mod tally;
 mod timeline;
@@ -41,6 +42,7 @@ use calls::Calls;
 use node_maps::NodeMaps;
 use offcpu::Waits;
 pub(crate) use offcpu::{KernelTotals, Total};
+use roots::Roots;
 use tally::Tally;
 use timeline::{Happened, Timeline, FORGET_AFTER};
 
@@ -336,6 +338,8 @@ struct Collecting {
     /// Bytes of hits' stack copies told and not yet counted.
     backlog: Arc<AtomicUsize>,
     announcers: Vec<Box<dyn Announcer>>,
+    /// The roots of processes in a chroot, to reach their files.
+    roots: Roots,
     start: u64,
     frames: Frames,
     timeline: Timeline,
@@ -355,6 +359,7 @@ impl Collecting {
             give_back,
             backlog,
             announcers: Vec::new(),
+            roots: Roots::default(),
             start: setup.start,
             frames: Frames::new(setup.names, setup.own_code, setup.exits_after),
             timeline: Timeline::default(),
@@ -437,6 +442,10 @@ impl Collecting {
             announcer.drain(&mut |s| seen.push(s));
         }
         for mut s in seen {
+            match &mut s {
+                Seen::Exec { pid, .. } => self.roots.exec(*pid),
+                Seen::Mapped(mapping) => self.roots.reach(mapping),
+            }
             self.noticed(&s);
             // The recording's own time, as the samples and events have it.
             let at = match &mut s {

@@ -28,14 +28,21 @@ pub(super) fn key_data(pid: Pid) -> i64 {
     if !cfg!(target_arch = "aarch64") {
         return DEFAULT;
     }
-    let libc = libc_of(pid)
-        .or_else(|| Some(crate::recorder::probes::files::find("libc")?.into_os_string()))
-        .and_then(|path| File::open(path).ok());
-    libc.and_then(|file| from_libc(&file)).unwrap_or(DEFAULT)
+    let libc = match libc_of(pid) {
+        // Its maps show the path from here where that reaches the file
+        // (a chroot), else from the process's root (a container).
+        Some(path) => File::open(format!("/proc/{pid}/root{path}")).or_else(|_| File::open(path)),
+        None => crate::recorder::probes::files::find("libc")
+            .ok_or(std::io::ErrorKind::NotFound.into())
+            .and_then(File::open),
+    };
+    libc.ok()
+        .and_then(|file| from_libc(&file))
+        .unwrap_or(DEFAULT)
 }
 
-/// The libc process `pid` maps, as it sees it.
-fn libc_of(pid: Pid) -> Option<std::ffi::OsString> {
+/// The libc process `pid` maps, by the path its maps show.
+fn libc_of(pid: Pid) -> Option<String> {
     let maps = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let path = maps
         .lines()
@@ -45,7 +52,7 @@ fn libc_of(pid: Pid) -> Option<std::ffi::OsString> {
                 .next()
                 .is_some_and(|n| n.starts_with("libc.so"))
         })?;
-    Some(format!("/proc/{pid}/root{path}").into())
+    Some(path.to_owned())
 }
 
 /// The place `pthread_getspecific` of the aarch64 libc in `file` reads.
