@@ -187,8 +187,11 @@ fn stacks_without_frame_pointers_reach_main_and_match_perf() {
         .collect();
     perf.sort_by(f64::total_cmp);
     let perf = perf[1];
+    // A sanity check of the oracle, as wide as ours is held to below:
+    // under a CI run's own load perf's median of three once gave spin_a
+    // 80.3%, the machine's answer then and not perf's fault.
     assert!(
-        (perf - 75.0).abs() < 4.0,
+        (perf - 75.0).abs() < 8.0,
         "perf's own median off 75%: {perf}"
     );
     // Up to three recordings of ours; one must agree.
