@@ -191,21 +191,15 @@ pub fn workload(name: &str) -> PathBuf {
             let flags = if own.is_empty() { flags } else { &own[..] };
             let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
             let tmp = out.join(format!("{stem}.tmp{}", std::process::id()));
-            let result = Command::new(compiler)
-                .args(flags)
-                .arg("-o")
-                .arg(&tmp)
-                .arg(&path)
-                // Legacy Rust mangling, rustc's default before 1.9x, is
-                // asked for with -Z there.
-                .env("RUSTC_BOOTSTRAP", "1")
-                .output()
-                .expect("running the compiler");
-            assert!(
-                result.status.success(),
-                "compiling {}:\n{}",
-                path.display(),
-                String::from_utf8_lossy(&result.stderr)
+            build(
+                Command::new(compiler)
+                    .args(flags)
+                    .arg("-o")
+                    .arg(&tmp)
+                    .arg(&path)
+                    // Legacy Rust mangling, rustc's default before 1.9x, is
+                    // asked for with -Z there.
+                    .env("RUSTC_BOOTSTRAP", "1"),
             );
             fs::rename(&tmp, out.join(&stem)).unwrap();
         }

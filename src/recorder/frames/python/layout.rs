@@ -104,9 +104,7 @@ impl Interpreter {
     /// when it is not one this knows.
     pub(crate) fn read(pid: Pid, path: &str) -> Option<Interpreter> {
         let minor = minor_of(path)?;
-        let file = File::open(format!("/proc/{pid}/root{path}"))
-            .or_else(|_| File::open(path))
-            .ok()?;
+        let file = super::open_mapped(pid, path).ok()?;
         let key = binary_key(&file.metadata().ok()?);
         let cache = ReadCache::new(file);
         let elf = ElfFile64::<Endianness, _>::parse(&cache).ok()?;

@@ -14,6 +14,8 @@ mod lines;
 mod tls;
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,6 +37,13 @@ pub(crate) struct Python {
     /// The code objects the kernel sent, by process and address: more
     /// than one where an address was reused.
     codes: HashMap<(Pid, u64), Vec<PyCode>>,
+}
+
+/// The file process `pid`'s maps name `path`. Its maps show the path from
+/// this process where that reaches the file (a chroot), else from the
+/// process's root (a container's own mount namespace).
+fn open_mapped(pid: Pid, path: &str) -> io::Result<File> {
+    File::open(format!("/proc/{pid}/root{path}")).or_else(|_| File::open(path))
 }
 
 impl Python {

@@ -29,9 +29,7 @@ pub(super) fn key_data(pid: Pid) -> i64 {
         return DEFAULT;
     }
     let libc = match libc_of(pid) {
-        // Its maps show the path from here where that reaches the file
-        // (a chroot), else from the process's root (a container).
-        Some(path) => File::open(format!("/proc/{pid}/root{path}")).or_else(|_| File::open(path)),
+        Some(path) => super::open_mapped(pid, &path),
         None => crate::recorder::probes::files::find("libc")
             .ok_or(std::io::ErrorKind::NotFound.into())
             .and_then(File::open),
